@@ -1,0 +1,21 @@
+#include "cli/commands.h"
+
+#include <cstdio>
+
+namespace corral {
+namespace cli {
+
+int RunVersion(const std::vector<char*>&) {
+  std::printf("corral 0.1\n");
+  return 0;
+}
+
+const std::vector<Command>& AllCommands() {
+  static const std::vector<Command> kCommands = {
+      {"version", "print the version", "corral version", "cli/commands.cc", &RunVersion},
+  };
+  return kCommands;
+}
+
+}  // namespace cli
+}  // namespace corral
