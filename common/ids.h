@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 #include "common/hash.h"
 
@@ -51,6 +52,10 @@ using QueueId = StrongId<QueueIdTag, int32_t>;
 
 struct TxnTypeIdTag {};
 using TxnTypeId = StrongId<TxnTypeIdTag, int32_t>;
+
+// References of one transaction. Most transactions have few; inline storage
+// keeps the common case allocation-free.
+using RefVec = absl::InlinedVector<RefId, 16>;
 
 // std::hash for use with libcuckoo / std containers.
 struct RefIdHash {

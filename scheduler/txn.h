@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "common/ids.h"
 
@@ -72,9 +71,7 @@ struct ExecResult {
   }
 };
 
-// References of one transaction. Most transactions have few; inline storage
-// keeps the common case allocation-free.
-using RefVec = absl::InlinedVector<RefId, 16>;
+using corral::RefVec;  // defined in common/ids.h
 
 // One transaction to schedule. Thread-compatible: owned by one thread at a
 // time (the submitter, then the queue, then the executing worker).
