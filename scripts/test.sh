@@ -13,16 +13,20 @@ bash scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 
 
 # PostgreSQL for tests that need it (they skip with a message when absent).
 if [ -x scripts/pg.sh ]; then
-  if eval "$(bash scripts/pg.sh start)"; then
+  if pg_exports=$(bash scripts/pg.sh start); then
+    eval "$pg_exports"
     trap 'bash scripts/pg.sh stop >/dev/null 2>&1' EXIT
   else
     echo "warning: could not start PostgreSQL; its tests will skip"
   fi
 fi
 
+# Bazel hides the client environment from tests: pass the server through.
+PG_TEST_ENV=(--test_env=CORRAL_PG_CONNINFO --test_env=PGHOST --test_env=PGPORT --test_env=PGUSER)
+
 JOBS=${CORRAL_TEST_JOBS:-2}
 rc=0
-bazel test //... --keep_going --jobs="$JOBS" --local_test_jobs="$JOBS" || rc=$?
+bazel test //... "${PG_TEST_ENV[@]}" --keep_going --jobs="$JOBS" --local_test_jobs="$JOBS" || rc=$?
 logs=$(bazel info bazel-testlogs 2>/dev/null)
 summaries=("$logs")
 
@@ -30,7 +34,7 @@ if [ -z "${CORRAL_NO_TSAN:-}" ] && [ -f scripts/tsan_targets.txt ]; then
   mapfile -t TSAN < <(grep -vE '^\s*(#|$)' scripts/tsan_targets.txt)
   if [ ${#TSAN[@]} -gt 0 ]; then
     echo "== ThreadSanitizer pass: ${TSAN[*]}"
-    bazel test --config=tsan --keep_going --jobs="$JOBS" --local_test_jobs="$JOBS" \
+    bazel test --config=tsan "${PG_TEST_ENV[@]}" --keep_going --jobs="$JOBS" --local_test_jobs="$JOBS" \
       --test_env=TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "${TSAN[@]}" || rc=$?
     summaries+=("$(bazel info --config=tsan bazel-testlogs 2>/dev/null)")
   fi
