@@ -1,0 +1,145 @@
+// History: the learned conflict evidence, reference -> {aborts, commits}.
+//
+// Every attempt of a scheduled transaction reports its outcome here: a commit
+// adds one commit to each of the transaction's references, a conflict abort
+// one abort. The Schedule reads the counters to weight references (Count:
+// aborts; Fraction: aborts / (aborts + commits)). The table is a libcuckoo map
+// (fine-grained bucket locks, no global lock); a read may be slightly stale
+// with respect to concurrent records (the paper's choice), but an update is
+// never torn or lost (counters are updated inside libcuckoo's upsert, under
+// the key's bucket locks).
+//
+// Lifecycle knobs: Freeze() makes the table read-only (experiment Phase II:
+// records are ignored and counted as such); Regenerate() empties it (the
+// paper regenerates the History periodically to follow workload shifts and
+// reclaim memory); a maximum entry count bounds memory (when full, new
+// references are either not added, or the table regenerates: see OnFull).
+//
+//   History h(History::Options{.max_entries = 1 << 20});
+//   h.Record(txn.refs, /*committed=*/false);      // a conflict abort
+//   History::Counts c;
+//   if (h.Get(RefId::Of("w_id=5"), &c)) use(c.aborts, c.commits);
+//   double w = h.Weight(r, Weighting::kFraction);  // 0 when unknown
+//
+// Thread safety: all methods are thread-safe. Counters are never decremented.
+#ifndef CORRAL_HISTORY_HISTORY_H_
+#define CORRAL_HISTORY_HISTORY_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "common/ids.h"
+#include "libcuckoo/cuckoohash_map.hh"
+#include "policies/policy.h"
+
+namespace corral {
+namespace history {
+
+class History {
+ public:
+  // What to do when a record meets a new reference and the table holds
+  // max_entries references already.
+  enum class OnFull {
+    kDropNew,     // existing references keep counting; new ones are not added
+    kRegenerate,  // empty the table (as Regenerate()), then add the new one
+  };
+
+  struct Options {
+    // Upper bound on distinct references held (0 = unbounded). Checked with an
+    // atomic counter before inserting, so under concurrent first sightings
+    // the table may overshoot by at most the number of recording threads.
+    int64_t max_entries = 1 << 22;
+    OnFull on_full = OnFull::kDropNew;
+    // Keep a display text per reference (for TopByAborts). Texts are stored
+    // only when a record supplies a text provider and the reference is new.
+    bool keep_texts = true;
+    // Initial capacity hint (entries); the table also returns to this size
+    // on Regenerate().
+    int64_t initial_capacity = 1 << 12;
+  };
+
+  struct Counts {
+    uint64_t aborts = 0;
+    uint64_t commits = 0;
+  };
+
+  // For admin displays: a reference, its counters and its text if known.
+  struct TopEntry {
+    RefId ref;
+    Counts counts;
+    std::string text;  // empty when no text was recorded
+  };
+
+  // Gives the text of a transaction's i-th reference; called at most once per
+  // newly seen reference (the only allocation a record can make).
+  using TextProvider = std::function<std::string(size_t i)>;
+
+  History() : History(Options()) {}
+  explicit History(const Options& options);
+  History(const History&) = delete;
+  History& operator=(const History&) = delete;
+
+  // Records one attempt's outcome for all of `refs`: committed -> commits++,
+  // otherwise (a conflict abort) aborts++. Ignored while frozen. `texts`, if
+  // given, names refs[i] for the display table.
+  void Record(absl::Span<const RefId> refs, bool committed,
+              const TextProvider* texts = nullptr);
+  void RecordCommit(absl::Span<const RefId> refs) { Record(refs, true); }
+  void RecordAbort(absl::Span<const RefId> refs) { Record(refs, false); }
+  // Adds explicit amounts (tests, loading a saved table). Ignores the freeze.
+  void Add(RefId ref, uint64_t aborts, uint64_t commits);
+
+  // Current counters of `ref`; false when it is not in the table.
+  bool Get(RefId ref, Counts* out) const;
+  // weight(ref) under `w`: Count = aborts, Fraction = aborts/(aborts+commits);
+  // 0 when unknown (or no attempt recorded). Sets *known when given.
+  double Weight(RefId ref, Weighting w, bool* known = nullptr) const;
+  static double WeightOf(const Counts& c, Weighting w);
+
+  // The k references with the most aborts, most first (ties: more commits
+  // first, then RefId). Takes the table's locks for the scan: admin use only.
+  std::vector<TopEntry> TopByAborts(size_t k) const;
+
+  void Freeze() { frozen_.store(true, std::memory_order_release); }
+  void Unfreeze() { frozen_.store(false, std::memory_order_release); }
+  bool frozen() const { return frozen_.load(std::memory_order_acquire); }
+
+  // Empties the table (counters and texts) and shrinks it back to its initial
+  // capacity. Concurrent records and reads proceed (they briefly wait on the
+  // table's locks); a record racing with it lands in the fresh table or is
+  // dropped with the old one.
+  void Regenerate();
+
+  int64_t size() const { return entries_.load(std::memory_order_relaxed); }
+  int64_t regenerations() const { return regenerations_.load(std::memory_order_relaxed); }
+  // Records ignored because frozen, and new references not added because full.
+  int64_t ignored_frozen() const { return ignored_frozen_.load(std::memory_order_relaxed); }
+  int64_t dropped_full() const { return dropped_full_.load(std::memory_order_relaxed); }
+  // Rough bytes held by the counter table (buckets, not texts).
+  int64_t ApproxBytes() const;
+
+ private:
+  using Map = libcuckoo::cuckoohash_map<RefId, Counts, RefIdHash>;
+  using TextMap = libcuckoo::cuckoohash_map<RefId, std::string, RefIdHash>;
+
+  void RecordOne(RefId ref, bool committed, const TextProvider* texts, size_t i);
+
+  const Options options_;
+  Map map_;
+  TextMap texts_;
+  std::atomic<int64_t> entries_{0};
+  std::atomic<bool> frozen_{false};
+  std::atomic<int64_t> regenerations_{0};
+  std::atomic<int64_t> ignored_frozen_{0};
+  std::atomic<int64_t> dropped_full_{0};
+};
+
+}  // namespace history
+}  // namespace corral
+
+#endif  // CORRAL_HISTORY_HISTORY_H_

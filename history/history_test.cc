@@ -1,0 +1,143 @@
+#include "history/history.h"
+
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace history {
+namespace {
+
+TEST(HistoryTest, RecordsCommitsAndAbortsForEveryReference) {
+  History h;
+  RefVec refs = {RefId::Of("w_id=5"), RefId::Of("i_id=2")};
+  h.RecordAbort(refs);
+  h.RecordAbort(refs);
+  h.RecordCommit(refs);
+  History::Counts c;
+  ASSERT_TRUE(h.Get(RefId::Of("w_id=5"), &c));
+  EXPECT_EQ(c.aborts, 2u);
+  EXPECT_EQ(c.commits, 1u);
+  ASSERT_TRUE(h.Get(RefId::Of("i_id=2"), &c));
+  EXPECT_EQ(c.aborts, 2u);
+  EXPECT_FALSE(h.Get(RefId::Of("d_id=1"), &c));
+  EXPECT_EQ(h.size(), 2);
+}
+
+TEST(HistoryTest, WeightsCountAndFraction) {
+  History h;
+  h.Add(RefId::Of("s_quantity=6"), 20, 60);
+  bool known = false;
+  EXPECT_DOUBLE_EQ(h.Weight(RefId::Of("s_quantity=6"), Weighting::kCount, &known), 20.0);
+  EXPECT_TRUE(known);
+  EXPECT_DOUBLE_EQ(h.Weight(RefId::Of("s_quantity=6"), Weighting::kFraction), 0.25);
+  EXPECT_DOUBLE_EQ(h.Weight(RefId::Of("nope"), Weighting::kFraction, &known), 0.0);
+  EXPECT_FALSE(known);
+  EXPECT_DOUBLE_EQ(History::WeightOf({0, 0}, Weighting::kFraction), 0.0);
+}
+
+TEST(HistoryTest, FreezeIgnoresRecords) {
+  History h;
+  RefVec refs = {RefId::Of("a=1")};
+  h.RecordAbort(refs);
+  h.Freeze();
+  h.RecordAbort(refs);
+  h.RecordCommit(refs);
+  History::Counts c;
+  ASSERT_TRUE(h.Get(refs[0], &c));
+  EXPECT_EQ(c.aborts, 1u);
+  EXPECT_EQ(c.commits, 0u);
+  EXPECT_EQ(h.ignored_frozen(), 2);
+  h.Unfreeze();
+  h.RecordCommit(refs);
+  ASSERT_TRUE(h.Get(refs[0], &c));
+  EXPECT_EQ(c.commits, 1u);
+}
+
+TEST(HistoryTest, RegenerateEmptiesAndShrinks) {
+  History::Options o;
+  o.initial_capacity = 64;
+  History h(o);
+  const int64_t small = h.ApproxBytes();
+  for (int i = 0; i < 50000; ++i) h.RecordAbort({RefId(i)});
+  EXPECT_EQ(h.size(), 50000);
+  EXPECT_GT(h.ApproxBytes(), small * 100);
+  h.Regenerate();
+  EXPECT_EQ(h.size(), 0);
+  History::Counts c;
+  EXPECT_FALSE(h.Get(RefId(7), &c));
+  EXPECT_LE(h.ApproxBytes(), small * 2);
+  EXPECT_EQ(h.regenerations(), 1);
+}
+
+TEST(HistoryTest, MaxEntriesDropsNewReferencesButKeepsCountingOld) {
+  History::Options o;
+  o.max_entries = 100;
+  History h(o);
+  for (int i = 0; i < 1000; ++i) h.RecordAbort({RefId(i)});
+  EXPECT_EQ(h.size(), 100);
+  EXPECT_EQ(h.dropped_full(), 900);
+  h.RecordAbort({RefId(0)});
+  History::Counts c;
+  ASSERT_TRUE(h.Get(RefId(0), &c));
+  EXPECT_EQ(c.aborts, 2u);
+}
+
+TEST(HistoryTest, MaxEntriesRegenerateMode) {
+  History::Options o;
+  o.max_entries = 100;
+  o.on_full = History::OnFull::kRegenerate;
+  History h(o);
+  for (int i = 0; i < 1000; ++i) h.RecordAbort({RefId(i)});
+  EXPECT_LE(h.size(), 100);
+  EXPECT_GE(h.regenerations(), 9);
+  History::Counts c;
+  EXPECT_TRUE(h.Get(RefId(999), &c));
+}
+
+TEST(HistoryTest, TopByAbortsWithTexts) {
+  History h;
+  const std::vector<std::string> names = {"w_id=1", "w_id=2", "w_id=3"};
+  RefVec refs;
+  for (const auto& n : names) refs.push_back(RefId::Of(n));
+  History::TextProvider tp = [&](size_t i) { return names[i]; };
+  h.Record(refs, false, &tp);
+  h.Record({refs[1]}, false, &tp);  // known: provider not needed
+  h.Record({refs[1], refs[2]}, false);
+  auto top = h.TopByAborts(2);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].text, "w_id=2");
+  EXPECT_EQ(top[0].counts.aborts, 3u);
+  EXPECT_EQ(top[1].text, "w_id=3");
+  EXPECT_EQ(top[1].counts.aborts, 2u);
+  EXPECT_EQ(h.TopByAborts(10).size(), 3u);
+}
+
+TEST(HistoryTest, ConcurrentRecordsLoseNothing) {
+  History h;
+  constexpr int kThreads = 4, kIters = 20000;
+  RefVec hot = {RefId::Of("hot=1"), RefId::Of("hot=2")};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        h.Record(hot, (i % 3) == 0);
+        h.RecordCommit({RefId(1000000 * (t + 1) + i % 100)});
+        if (i % 1000 == 0) h.Weight(hot[0], Weighting::kFraction);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  History::Counts c;
+  ASSERT_TRUE(h.Get(hot[1], &c));
+  uint64_t commits = 0;
+  for (int i = 0; i < kIters; ++i) commits += (i % 3) == 0;
+  EXPECT_EQ(c.commits, commits * kThreads);
+  EXPECT_EQ(c.aborts + c.commits, uint64_t{kThreads} * kIters);
+  EXPECT_EQ(h.size(), 2 + kThreads * 100);
+}
+
+}  // namespace
+}  // namespace history
+}  // namespace corral
