@@ -1,0 +1,210 @@
+// The embedded in-memory OLTP engine: Database facade and per-worker executor.
+//
+// Design note.
+//  * Storage (storage.h, schema.h): fixed-size rows behind a 32-byte record
+//    header; uint64 primary keys (workloads pack composite keys with
+//    KeyPacker); a libcuckoo hash index per table, optional ordered
+//    (absl::btree_map + mutex) primary and secondary indexes for scans.
+//  * Procedures (txn_api.h): `absl::Status (Tx&)`, written once, run under any
+//    protocol. Conflicts come back as a status (no exceptions).
+//  * Protocols, chosen by name at run time (DatabaseOptions::protocol):
+//      "occ"          Silo-style OCC: reads copy the row between two reads of
+//                     its TID word; writes are buffered; commit locks the
+//                     write set in address order, validates the read set
+//                     (versions unchanged, not locked by others), installs
+//                     with a TID larger than everything seen (per-worker, no
+//                     shared counter). Inserts are published locked+absent.
+//      "2pl-nowait"   strict 2PL, a conflicting request aborts at once.
+//      "2pl-waitdie"  strict 2PL, an older requester waits, a younger one
+//                     dies; the timestamp (clock ns + worker slot) is kept
+//                     across retries of the same ProcedureTxn.
+//      "2pl-dldetect" strict 2PL, waiters publish whom they wait for; a
+//                     waiter that finds itself on a cycle of the wait-for
+//                     graph aborts (kDeadlock).
+//      "none"         no concurrency control (single-thread baseline for
+//                     benchmarks only; unsafe with concurrent executors).
+//    2PL locks are per record (one atomic word: exclusive bit + mask of
+//    holder worker slots, so at most 63 workers), held to commit/abort;
+//    writes are in place with before-images for undo. Waits spin briefly,
+//    then yield, then sleep in short naps, so oversubscribed workers do not
+//    burn the cores.
+//  * Isolation: conflict-serializable for point accesses; scans protect the
+//    rows they return but not phantoms (see txn_api.h).
+//  * Executors: one EngineExecutor per worker slot, with reused read/write
+//    sets and buffers (no per-transaction allocation in the steady state);
+//    it implements scheduler::Executor, so the scheduler's WorkerPool drives
+//    it. A conflict abort is reported (the caller retries); an optional
+//    exponential backoff can be applied before returning a conflict.
+//
+// Usage:
+//   auto db = Database::Create({.protocol = "occ"}).value();
+//   Schema s; int bal = s.AddDouble("balance");
+//   Table* acct = db->CreateTable("account", s, {}).value();
+//   for (uint64_t k = 0; k < 100; ++k)
+//     db->Load(acct, k, [&](const Row& r) { r.SetDouble(bal, 100); }).IgnoreError();
+//   auto ex = db->NewExecutor(/*worker_id=*/0, {}).value();
+//   FunctionTxn t([&](Tx& tx) { Row r; ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(acct, 1, &r));
+//                               r.AddDouble(bal, 5); return absl::OkStatus(); });
+//   scheduler::ExecResult res = ex->Execute(t);   // retry while kConflictAbort
+//
+// Thread-safety: Database schema setup (CreateTable, CreateIndex) and Load
+// are single-threaded, before executors run. NewExecutor is thread-safe.
+// Each EngineExecutor is used by one thread at a time; different executors
+// run concurrently. Peek/Count are for quiescent checks.
+#ifndef CORRAL_ENGINE_ENGINE_H_
+#define CORRAL_ENGINE_ENGINE_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/schema.h"
+#include "engine/storage.h"
+#include "engine/txn_api.h"
+#include "scheduler/txn.h"
+
+namespace corral {
+namespace engine {
+
+class CcProtocol;  // cc.h (internal)
+class TxImpl;      // cc.h (internal)
+
+struct DatabaseOptions {
+  // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", or "none".
+  std::string protocol = "occ";
+};
+
+// The protocol names accepted by DatabaseOptions::protocol (without "none").
+const std::vector<std::string>& ProtocolNames();
+
+struct ExecutorOptions {
+  // Before returning a conflict abort, wait backoff_ns * 2^min(attempts-1, 10)
+  // (capped by max_backoff_ns). 0 = return at once.
+  int64_t backoff_ns = 0;
+  int64_t max_backoff_ns = 1000000;
+  // Record the (record, version) pairs each committed transaction read and
+  // wrote (tests: serializability checks). Costs a little per operation.
+  bool record_footprint = false;
+};
+
+// Per-executor counters. Read them from the executor's own thread, or after
+// it stopped.
+struct ExecutorStats {
+  uint64_t commits = 0;
+  uint64_t user_aborts = 0;
+  uint64_t failed = 0;
+  std::array<uint64_t, static_cast<size_t>(scheduler::AbortCause::kCount)> conflicts{};
+  uint64_t total_conflicts() const;
+};
+
+// What one committed transaction read and wrote: (table, key, version).
+struct Footprint {
+  struct Access {
+    int table;
+    uint64_t key;
+    uint64_t version;  // read: version seen; write: version produced
+    bool operator==(const Access& o) const {
+      return table == o.table && key == o.key && version == o.version;
+    }
+  };
+  std::vector<Access> reads;
+  std::vector<Access> writes;
+  void clear() {
+    reads.clear();
+    writes.clear();
+  }
+};
+
+class EngineExecutor;
+
+// Tables, indexes, the chosen protocol, and the executors' shared state.
+// Thread-safety: see the file comment.
+class Database {
+ public:
+  static absl::StatusOr<std::unique_ptr<Database>> Create(const DatabaseOptions& options);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  const std::string& protocol() const { return protocol_name_; }
+
+  absl::StatusOr<Table*> CreateTable(absl::string_view name, const Schema& schema,
+                                     const TableOptions& options);
+  // A non-unique secondary ordered index over `table`, keyed by key_of(row).
+  // Create it before loading rows. The indexed columns must not be updated.
+  absl::StatusOr<OrderedIndex*> CreateIndex(Table* table, absl::string_view name,
+                                            OrderedIndex::KeyFn key_of);
+  Table* FindTable(absl::string_view name) const;
+  const std::vector<std::unique_ptr<Table>>& tables() const { return tables_; }
+
+  // Loads a row outside any transaction (before executors run): `fill`
+  // fills in the zeroed row, then it is indexed. AlreadyExists if present.
+  absl::Status Load(Table* table, uint64_t key, absl::FunctionRef<void(const Row&)> fill);
+  // Non-transactional read of a committed row (quiescent use only).
+  absl::Status Peek(const Table* table, uint64_t key, ConstRow* out) const;
+
+  // An executor for worker slot `worker_id` (0 <= id < 63, one executor per
+  // slot at a time).
+  absl::StatusOr<std::unique_ptr<EngineExecutor>> NewExecutor(int worker_id,
+                                                              const ExecutorOptions& options);
+
+  // --- internal ---
+  CcProtocol& cc() { return *cc_; }
+
+ private:
+  explicit Database(std::string protocol);
+  std::string protocol_name_;
+  std::unique_ptr<CcProtocol> cc_;
+  std::vector<std::unique_ptr<Table>> tables_;
+  RecordArena load_arena_;
+  mutable absl::Mutex mu_;
+  // Per worker slot record arenas, kept for the Database's lifetime because
+  // records are never freed while it lives.
+  std::vector<std::unique_ptr<RecordArena>> arenas_ ABSL_GUARDED_BY(mu_);
+};
+
+// Runs transactions for one worker slot. Thread-compatible: one thread at a
+// time. Implements the scheduler's Executor seam.
+class EngineExecutor : public scheduler::Executor {
+ public:
+  ~EngineExecutor() override;
+
+  // `txn` must be a ProcedureTxn. One attempt; no effect unless kCommitted.
+  scheduler::ExecResult Execute(scheduler::Txn& txn) override;
+  // One attempt of `proc` (tests, benchmarks). `ts_slot` carries the wait-die
+  // timestamp across retries: pass the same variable (initially 0) on every
+  // retry of the same logical transaction, or null for a fresh one.
+  scheduler::ExecResult Run(absl::FunctionRef<absl::Status(Tx&)> proc, uint64_t* ts_slot,
+                            int attempts = 1);
+
+  int worker_id() const { return worker_id_; }
+  const ExecutorStats& stats() const { return stats_; }
+  // The footprint of the last committed transaction (record_footprint only).
+  const Footprint& last_footprint() const;
+
+ private:
+  friend class Database;
+  EngineExecutor(Database* db, int worker_id, const ExecutorOptions& options,
+                 std::unique_ptr<TxImpl> tx);
+  void Backoff(int attempts);
+
+  Database* const db_;
+  const int worker_id_;
+  const ExecutorOptions options_;
+  std::unique_ptr<TxImpl> tx_;
+  ExecutorStats stats_;
+};
+
+}  // namespace engine
+}  // namespace corral
+
+#endif  // CORRAL_ENGINE_ENGINE_H_

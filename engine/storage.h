@@ -1,0 +1,182 @@
+// Tables, records and indexes of the embedded engine.
+//
+// A Record is a fixed header (concurrency-control words, primary key, owning
+// table) followed by the row bytes. Every table has a concurrent primary hash
+// index (libcuckoo) from the uint64 primary key to its Record. A table created
+// with TableOptions::ordered also keeps its primary keys in an OrderedIndex
+// for range / latest-N scans; Database::CreateIndex adds non-unique secondary
+// ordered indexes whose uint64 key a function computes from the row (e.g.
+// customer by (w, d, last-name-id)).
+//
+// Records are never freed while the Database lives: deleted rows and rows of
+// aborted inserts stay allocated (marked absent) so that a concurrent reader
+// holding a pointer never touches freed memory. Memory therefore grows with
+// inserts; runs are expected to be bounded (no epoch reclamation yet).
+//
+//   Table* t = db->CreateTable("orders", schema, {.ordered = true}).value();
+//   ScanSpec s; s.index = t->primary_ordered(); s.lo = ...; s.hi = ...;
+//
+// Thread-safety: Table and OrderedIndex are thread-safe (the hash index is
+// libcuckoo's, each ordered index has an absl::Mutex taken briefly per
+// operation or scan batch). Record words are atomics; row bytes are protected
+// by the concurrency-control protocol.
+#ifndef CORRAL_ENGINE_STORAGE_H_
+#define CORRAL_ENGINE_STORAGE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/synchronization/mutex.h"
+#include "common/hash.h"
+#include "engine/schema.h"
+#include "libcuckoo/cuckoohash_map.hh"
+
+namespace corral {
+namespace engine {
+
+class Table;
+
+// Bits of Record::tid.
+inline constexpr uint64_t kTidLockBit = uint64_t{1} << 63;    // OCC commit lock
+inline constexpr uint64_t kTidAbsentBit = uint64_t{1} << 62;  // not (yet / any more) present
+inline constexpr uint64_t kTidVersionMask = kTidAbsentBit - 1;
+// Bits of Record::lock (2PL): exclusive flag + mask of holding worker slots.
+inline constexpr uint64_t kLockExclusive = uint64_t{1} << 63;
+inline constexpr int kMaxWorkers = 63;
+
+struct Record {
+  // OCC: lock bit | absent bit | version. 2PL: absent bit | version (the
+  // version is bumped by every committed write, for history checks).
+  std::atomic<uint64_t> tid;
+  // 2PL lock word: kLockExclusive | holder mask (bit w = worker slot w).
+  std::atomic<uint64_t> lock;
+  uint64_t key;
+  Table* table;
+
+  char* data() { return reinterpret_cast<char*>(this + 1); }
+  const char* data() const { return reinterpret_cast<const char*>(this + 1); }
+};
+static_assert(sizeof(Record) == 32, "record header is 32 bytes");
+
+// Bump allocator for records of one worker (or the loader). Thread-compatible:
+// used by one thread at a time. Memory is released when it is destroyed.
+class RecordArena {
+ public:
+  RecordArena() = default;
+  RecordArena(const RecordArena&) = delete;
+  RecordArena& operator=(const RecordArena&) = delete;
+  ~RecordArena();
+  // A zero-filled record with `row_size` data bytes.
+  Record* Allocate(uint32_t row_size);
+
+ private:
+  std::vector<char*> chunks_;
+  char* cur_ = nullptr;
+  size_t left_ = 0;
+};
+
+// Relaxed word-wise copies of row bytes (row sizes are multiples of 8). Used
+// where a reader may race with a writer and validates afterwards (OCC), so
+// the race is on atomics, not undefined behaviour.
+void AtomicCopyOut(char* dst, const char* src, uint32_t n);
+void AtomicCopyIn(char* dst, const char* src, uint32_t n);
+
+// An ordered index: (index key, primary key) -> Record. Unique primary
+// indexes use the primary key as index key. Thread-safe.
+class OrderedIndex {
+ public:
+  using KeyFn = std::function<uint64_t(const ConstRow&)>;
+  struct Entry {
+    uint64_t key;
+    uint64_t pk;
+    Record* rec;
+  };
+
+  OrderedIndex(std::string name, Table* table, KeyFn key_of)
+      : name_(std::move(name)), table_(table), key_of_(std::move(key_of)) {}
+
+  const std::string& name() const { return name_; }
+  Table* table() const { return table_; }
+  // Index key of a row (its primary key for a primary ordered index).
+  uint64_t KeyOf(const ConstRow& row) const { return key_of_ ? key_of_(row) : row.key(); }
+
+  void Insert(uint64_t key, uint64_t pk, Record* rec);
+  // Removes the entry if it still maps to `rec`.
+  void Erase(uint64_t key, uint64_t pk, Record* rec);
+  // Appends to *out up to `max` entries with key in [lo, hi], in the given
+  // order, strictly after `after` (index key, pk) when has_after.
+  void Collect(uint64_t lo, uint64_t hi, bool descending, bool has_after,
+               std::pair<uint64_t, uint64_t> after, size_t max, std::vector<Entry>* out) const;
+  size_t size() const;
+
+ private:
+  const std::string name_;
+  Table* const table_;
+  const KeyFn key_of_;
+  mutable absl::Mutex mu_;
+  absl::btree_map<std::pair<uint64_t, uint64_t>, Record*> map_ ABSL_GUARDED_BY(mu_);
+};
+
+struct TableOptions {
+  // Keep primary keys in an ordered index too (range / latest-N scans).
+  bool ordered = false;
+  // Initial hash-index capacity hint.
+  size_t expected_rows = 1024;
+};
+
+// One table: schema, primary hash index, ordered indexes. Thread-safe.
+class Table {
+ public:
+  Table(int id, std::string name, Schema schema, const TableOptions& options);
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+
+  int id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const Schema& schema() const { return schema_; }
+  uint32_t row_size() const { return row_size_; }
+  // The ordered primary index, or null if the table was not created ordered.
+  OrderedIndex* primary_ordered() const { return primary_ordered_; }
+  const std::vector<std::unique_ptr<OrderedIndex>>& ordered_indexes() const { return ordered_; }
+
+  // --- engine internals (used by the protocols) ---
+  Record* Find(uint64_t key) const {
+    Record* r = nullptr;
+    hash_.find(key, r);
+    return r;
+  }
+  // Publishes `rec` under its key in the hash index. Returns null on success,
+  // or the record already there.
+  Record* InsertHash(Record* rec);
+  void EraseHash(Record* rec);
+  // Adds / removes `rec` in every ordered index (row must be filled in).
+  void InsertOrdered(Record* rec);
+  void EraseOrdered(Record* rec);
+  OrderedIndex* AddOrderedIndex(std::string name, OrderedIndex::KeyFn key_of);
+  // Number of present rows (quiescent use: tests, loaders).
+  size_t CountPresent() const;
+
+ private:
+  struct KeyHash {
+    size_t operator()(uint64_t k) const { return static_cast<size_t>(Mix64(k)); }
+  };
+  const int id_;
+  const std::string name_;
+  const Schema schema_;
+  const uint32_t row_size_;
+  mutable libcuckoo::cuckoohash_map<uint64_t, Record*, KeyHash> hash_;
+  std::vector<std::unique_ptr<OrderedIndex>> ordered_;  // fixed after load
+  OrderedIndex* primary_ordered_ = nullptr;
+};
+
+}  // namespace engine
+}  // namespace corral
+
+#endif  // CORRAL_ENGINE_STORAGE_H_
