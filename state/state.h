@@ -1,0 +1,175 @@
+// State: where each reference's transactions were queued, and how hot it is.
+//
+// For every reference the State keeps per-queue counts (incremented when a
+// transaction carrying it is enqueued; historical: never decremented at
+// completion), R (its arrival rate per second, exponentially smoothed over
+// fixed windows of a Clock), T (the transactions seen with it) and Q (the
+// queue with the largest count, lowest index on ties). Per-queue totals (the
+// sum of the counts over all held references) feed the Schedule's default
+// rule. The table is a libcuckoo map: Record and reads take only the key's
+// bucket locks.
+//
+// Memory is bounded (max entries and/or max bytes). When an insert takes the
+// table over the bound, one eviction pass brings it down to a low-water mark:
+//   - kStable (the paper's "stable delete"): references with a low R, a
+//     small T and whose Q is crowded (many entries share it) go first; the
+//     `protect_per_queue` hottest entries of each queue (by R, then T) and
+//     every entry whose R is at least `hot_rate_per_s` are never evicted
+//     while unprotected entries remain, so hot references keep their queue
+//     affinity. Only if the bound cannot be met otherwise are protected
+//     entries evicted too (counted in forced_evictions()).
+//   - kDirect ("direct delete", for the paper's Figure 15 comparison): the
+//     oldest entries (first seen earliest) go first, hot or not; a hot
+//     reference evicted this way restarts from zero and loses its affinity.
+// Evicted counts are subtracted from the per-queue totals, so totals always
+// equal the sum over held entries.
+//
+//   auto st = State::Create({.num_queues = 8}, Clock::Real()).value();
+//   st->Record(txn.refs, QueueId(3));
+//   uint64_t row[8];
+//   if (st->ReadRow(RefId::Of("w_id=5"), row)) ...  // row[q] = State[r][q]
+//   int64_t total_q3 = st->Total(QueueId(3));
+//
+// Thread safety: all methods are thread-safe. An eviction pass locks the
+// whole table for its duration (one pass at a time; others skip it).
+#ifndef CORRAL_STATE_STATE_H_
+#define CORRAL_STATE_STATE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "common/clock.h"
+#include "common/ids.h"
+#include "libcuckoo/cuckoohash_map.hh"
+
+namespace corral {
+namespace state {
+
+enum class EvictionMode { kStable, kDirect };
+const char* EvictionModeName(EvictionMode m);  // "stable" / "direct"
+absl::StatusOr<EvictionMode> ParseEvictionMode(absl::string_view name);
+
+class State {
+ public:
+  static constexpr int kMaxQueues = 4096;
+
+  struct Options {
+    int num_queues = 8;
+    // Bounds (0 = none on that axis). max_bytes is turned into an entry bound
+    // with BytesPerEntry(); the tighter of the two applies.
+    int64_t max_entries = 1 << 20;
+    int64_t max_bytes = 0;
+    EvictionMode eviction = EvictionMode::kStable;
+    // An eviction pass brings the table down to this fraction of the bound.
+    double evict_to = 0.9;
+    // Stable delete: entries protected per queue, and the rate above which an
+    // entry is always protected (0 = off).
+    int protect_per_queue = 4;
+    double hot_rate_per_s = 0;
+    // R smoothing: arrivals are counted per window; at each window boundary
+    // R = (1 - alpha) * R + alpha * (window count / window seconds).
+    int64_t rate_window_ns = 1000000000;
+    double rate_alpha = 0.5;
+  };
+
+  // A snapshot of one reference's entry.
+  struct Info {
+    std::vector<uint64_t> counts;  // per queue
+    double rate_per_s = 0;         // R at the time of the read
+    uint64_t total = 0;            // T
+    QueueId max_queue{-1};         // Q
+  };
+
+  static absl::StatusOr<std::unique_ptr<State>> Create(const Options& options,
+                                                       const Clock* clock);
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
+  int num_queues() const { return num_queues_; }
+
+  // After `q` was chosen for a transaction: counts[r][q]++ and T++ for every
+  // r in refs, R updated, totals[q] += refs.size(). May run an eviction pass.
+  void Record(absl::Span<const RefId> refs, QueueId q);
+  // Sets a reference's row outright (tests, loading tables); T = sum of the
+  // row, R is left as is (0 for a new entry). Ignores the bound.
+  void Set(RefId ref, absl::Span<const uint64_t> counts);
+
+  // Copies State[ref][0..num_queues) into `row` (which must hold num_queues
+  // values); false (row untouched) when the reference is not held.
+  bool ReadRow(RefId ref, uint64_t* row) const;
+  bool Get(RefId ref, Info* out) const;
+  int64_t Total(QueueId q) const {
+    return totals_[q.value()].load(std::memory_order_relaxed);
+  }
+  // totals[q] for every queue into `out` (num_queues values).
+  void ReadTotals(int64_t* out) const;
+
+  // Runs one eviction pass now if the table is over `target` entries (tests,
+  // admin). Returns the number of entries evicted.
+  int64_t EvictTo(int64_t target);
+
+  int64_t size() const { return entries_.load(std::memory_order_relaxed); }
+  int64_t max_entries() const { return bound_; }
+  int64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
+  int64_t forced_evictions() const { return forced_evictions_.load(std::memory_order_relaxed); }
+  int64_t eviction_passes() const { return passes_.load(std::memory_order_relaxed); }
+  // Estimated bytes per held entry (bucket slot + per-queue counts), and for
+  // the whole table.
+  int64_t BytesPerEntry() const;
+  int64_t ApproxBytes() const;
+
+ private:
+  struct Entry {
+    absl::InlinedVector<uint64_t, 8> counts;
+    uint64_t total = 0;       // T
+    uint64_t seq = 0;         // first-seen order (direct delete)
+    double rate = 0;          // smoothed arrivals per window, completed windows
+    int64_t window = 0;       // window index of `cur`
+    uint32_t cur = 0;         // arrivals in the current window
+    int32_t max_queue = -1;   // Q
+  };
+  using Map = libcuckoo::cuckoohash_map<RefId, Entry, RefIdHash>;
+
+  State(const Options& options, const Clock* clock);
+  void Fold(Entry& e, int64_t window) const;
+  double RateAt(const Entry& e, int64_t window) const;  // per second
+  void MaybeEvict();
+  int64_t EvictPass(int64_t target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(evict_mu_);
+
+  const Options options_;
+  const int num_queues_;
+  const Clock* const clock_;
+  int64_t bound_ = 0;  // effective max entries (0 = unbounded)
+  mutable Map map_;
+  std::unique_ptr<std::atomic<int64_t>[]> totals_;
+  std::atomic<int64_t> entries_{0};
+  std::atomic<uint64_t> next_seq_{0};
+  std::atomic<int64_t> evictions_{0};
+  std::atomic<int64_t> forced_evictions_{0};
+  std::atomic<int64_t> passes_{0};
+
+  struct Candidate {
+    RefId ref;
+    double rate;
+    uint64_t total;
+    uint64_t seq;
+    int32_t queue;
+    bool is_protected;
+    double rank;  // smaller = evicted earlier
+  };
+  absl::Mutex evict_mu_;
+  std::vector<Candidate> scratch_ ABSL_GUARDED_BY(evict_mu_);
+};
+
+}  // namespace state
+}  // namespace corral
+
+#endif  // CORRAL_STATE_STATE_H_

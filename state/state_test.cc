@@ -1,0 +1,259 @@
+#include "state/state.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace state {
+namespace {
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr int64_t kStreamRefs = 200000;  // sanitizers are ~10x slower
+#else
+constexpr int64_t kStreamRefs = 2000000;
+#endif
+
+class FakeClock : public Clock {
+ public:
+  int64_t NowNanos() const override { return now_.load(std::memory_order_relaxed); }
+  void Advance(int64_t ns) { now_.fetch_add(ns, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> now_{1000000000000};
+};
+
+std::unique_ptr<State> Make(State::Options o, const Clock* c) {
+  auto s = State::Create(o, c);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return std::move(s).value();
+}
+
+TEST(StateTest, CreateValidates) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 0;
+  EXPECT_FALSE(State::Create(o, &clock).ok());
+  o.num_queues = 64;
+  EXPECT_TRUE(State::Create(o, &clock).ok());
+  EXPECT_FALSE(State::Create(o, nullptr).ok());
+  o.max_bytes = 10;
+  EXPECT_FALSE(State::Create(o, &clock).ok());
+  EXPECT_TRUE(ParseEvictionMode("Direct").ok());
+  EXPECT_FALSE(ParseEvictionMode("lru").ok());
+}
+
+TEST(StateTest, RecordCountsTotalsAndMaxQueue) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 3;
+  auto s = Make(o, &clock);
+  RefVec a = {RefId::Of("w_id=5"), RefId::Of("i_id=2")};
+  s->Record(a, QueueId(1));
+  s->Record(a, QueueId(1));
+  s->Record({RefId::Of("w_id=5")}, QueueId(2));
+  uint64_t row[3];
+  ASSERT_TRUE(s->ReadRow(RefId::Of("w_id=5"), row));
+  EXPECT_EQ(row[0], 0u);
+  EXPECT_EQ(row[1], 2u);
+  EXPECT_EQ(row[2], 1u);
+  EXPECT_FALSE(s->ReadRow(RefId::Of("nope"), row));
+  State::Info info;
+  ASSERT_TRUE(s->Get(RefId::Of("w_id=5"), &info));
+  EXPECT_EQ(info.total, 3u);
+  EXPECT_EQ(info.max_queue, QueueId(1));
+  EXPECT_EQ(s->Total(QueueId(0)), 0);
+  EXPECT_EQ(s->Total(QueueId(1)), 4);
+  EXPECT_EQ(s->Total(QueueId(2)), 1);
+  EXPECT_EQ(s->size(), 2);
+}
+
+TEST(StateTest, MaxQueueTiesGoToLowestIndex) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 4;
+  auto s = Make(o, &clock);
+  RefId r = RefId::Of("x=1");
+  s->Record({r}, QueueId(3));
+  s->Record({r}, QueueId(1));
+  State::Info info;
+  ASSERT_TRUE(s->Get(r, &info));
+  EXPECT_EQ(info.max_queue, QueueId(1));
+  s->Record({r}, QueueId(3));
+  ASSERT_TRUE(s->Get(r, &info));
+  EXPECT_EQ(info.max_queue, QueueId(3));
+}
+
+TEST(StateTest, SetAdjustsTotals) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 3;
+  auto s = Make(o, &clock);
+  s->Set(RefId::Of("a"), {2, 1, 1});
+  s->Set(RefId::Of("b"), {0, 1, 1});
+  s->Set(RefId::Of("a"), {1, 0, 0});
+  int64_t t[3];
+  s->ReadTotals(t);
+  EXPECT_EQ(t[0], 1);
+  EXPECT_EQ(t[1], 1);
+  EXPECT_EQ(t[2], 1);
+  State::Info info;
+  ASSERT_TRUE(s->Get(RefId::Of("b"), &info));
+  EXPECT_EQ(info.max_queue, QueueId(1));
+  EXPECT_EQ(info.total, 2u);
+}
+
+TEST(StateTest, ArrivalRateIsSmoothedAndDecays) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 2;
+  o.rate_alpha = 0.5;
+  auto s = Make(o, &clock);
+  RefId r = RefId::Of("hot=1");
+  // 100 arrivals per second for 10 seconds: R converges to 100/s.
+  for (int sec = 0; sec < 10; ++sec) {
+    for (int i = 0; i < 100; ++i) {
+      s->Record({r}, QueueId(0));
+      clock.Advance(10000000);
+    }
+  }
+  State::Info info;
+  ASSERT_TRUE(s->Get(r, &info));
+  EXPECT_NEAR(info.rate_per_s, 100.0, 1.0);
+  // Silence for 5 seconds: R decays by (1 - alpha) per window.
+  clock.Advance(5000000000LL);
+  ASSERT_TRUE(s->Get(r, &info));
+  EXPECT_LT(info.rate_per_s, 100.0 / 16);
+  EXPECT_GT(info.rate_per_s, 0.0);
+}
+
+TEST(StateTest, MaxBytesBoundsEntries) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 8;
+  o.max_entries = 0;
+  o.max_bytes = 1 << 20;
+  auto s = Make(o, &clock);
+  EXPECT_EQ(s->max_entries(), (1 << 20) / s->BytesPerEntry());
+  for (int i = 0; i < 100000; ++i) s->Record({RefId(i)}, QueueId(i % 8));
+  EXPECT_LE(s->size(), s->max_entries());
+  EXPECT_LE(s->ApproxBytes(), 2 << 20);
+}
+
+// Streams `n` fresh references (one per transaction, round-robin queues), with
+// a hot reference on queue 5 in every 10th transaction, one ms apart.
+void StreamWithHotRef(State* s, FakeClock* clock, int64_t n, RefId hot, int64_t* hot_seen,
+                      int64_t* max_size) {
+  for (int64_t i = 0; i < n; ++i) {
+    s->Record({RefId(0x1000000000ULL + i)}, QueueId(static_cast<int32_t>(i % 8)));
+    if (i % 10 == 0) {
+      s->Record({hot}, QueueId(5));
+      ++*hot_seen;
+    }
+    *max_size = std::max(*max_size, s->size());
+    clock->Advance(1000000 / 10);
+  }
+}
+
+TEST(StateTest, StableDeleteMeetsBoundAndKeepsHotAffinity) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 8;
+  o.max_entries = 10000;
+  o.eviction = EvictionMode::kStable;
+  auto s = Make(o, &clock);
+  RefId hot = RefId::Of("w_id=1");
+  int64_t hot_seen = 0, max_size = 0;
+  StreamWithHotRef(s.get(), &clock, kStreamRefs, hot, &hot_seen, &max_size);
+  EXPECT_LE(max_size, 10000);
+  EXPECT_GT(s->evictions(), kStreamRefs - 10000 - 1);
+  EXPECT_EQ(s->forced_evictions(), 0);
+  State::Info info;
+  ASSERT_TRUE(s->Get(hot, &info));
+  EXPECT_EQ(info.max_queue, QueueId(5));
+  EXPECT_EQ(info.counts[5], static_cast<uint64_t>(hot_seen));  // never evicted
+  // Totals equal the sum over held entries.
+  int64_t totals[8];
+  s->ReadTotals(totals);
+  int64_t sum = 0;
+  for (int64_t t : totals) sum += t;
+  EXPECT_EQ(sum, s->size() - 1 + hot_seen);
+}
+
+TEST(StateTest, DirectDeleteLosesHotAffinity) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 8;
+  o.max_entries = 10000;
+  o.eviction = EvictionMode::kDirect;
+  auto s = Make(o, &clock);
+  RefId hot = RefId::Of("w_id=1");
+  int64_t hot_seen = 0, max_size = 0;
+  StreamWithHotRef(s.get(), &clock, kStreamRefs / 10, hot, &hot_seen, &max_size);
+  EXPECT_LE(max_size, 10000);
+  State::Info info;
+  // The hot entry was evicted at least once: its counts restarted.
+  if (s->Get(hot, &info)) {
+    EXPECT_LT(info.counts[5], static_cast<uint64_t>(hot_seen) / 2);
+  }
+}
+
+TEST(StateTest, StableDeletePrefersCrowdedColdEntries) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 4;
+  o.max_entries = 0;
+  o.protect_per_queue = 1;
+  auto s = Make(o, &clock);
+  // Queue 0 is crowded with 30 cold entries; queue 3 holds 5 cold entries.
+  for (int i = 0; i < 30; ++i) s->Record({RefId(100 + i)}, QueueId(0));
+  for (int i = 0; i < 5; ++i) s->Record({RefId(200 + i)}, QueueId(3));
+  clock.Advance(10LL * 1000000000);  // everything is cold now
+  EXPECT_EQ(s->EvictTo(20), 15);
+  uint64_t row[4];
+  int kept3 = 0;
+  for (int i = 0; i < 5; ++i) kept3 += s->ReadRow(RefId(200 + i), row);
+  EXPECT_EQ(kept3, 5);
+  EXPECT_EQ(s->Total(QueueId(0)), 15);
+}
+
+TEST(StateTest, ConcurrentRecordsKeepTotalsExact) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 4;
+  o.max_entries = 500;
+  auto s = Make(o, &clock);
+  constexpr int kThreads = 4;
+#if defined(__SANITIZE_THREAD__)
+  constexpr int kIters = 5000;
+#else
+  constexpr int kIters = 50000;
+#endif
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        RefVec refs = {RefId::Of("hot"), RefId(uint64_t{1} << 40 | (t * kIters + i))};
+        s->Record(refs, QueueId(t));
+        uint64_t row[4];
+        s->ReadRow(RefId::Of("hot"), row);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  State::Info info;
+  ASSERT_TRUE(s->Get(RefId::Of("hot"), &info));
+  EXPECT_EQ(info.total, uint64_t{kThreads} * kIters);
+  EXPECT_LE(s->size(), 500 + kThreads);
+  int64_t totals[4];
+  s->ReadTotals(totals);
+  int64_t sum = 0;
+  for (int64_t v : totals) sum += v;
+  EXPECT_EQ(sum, static_cast<int64_t>(info.total) + s->size() - 1);
+}
+
+}  // namespace
+}  // namespace state
+}  // namespace corral
