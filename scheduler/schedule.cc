@@ -1,0 +1,130 @@
+#include "scheduler/schedule.h"
+
+#include <algorithm>
+
+#include "absl/container/inlined_vector.h"
+#include "common/hash.h"
+
+namespace corral {
+namespace scheduler {
+namespace {
+
+// Per-thread scratch, grown to the largest queue count a thread has seen.
+struct Scratch {
+  std::vector<double> scores;
+  std::vector<uint64_t> row;
+  std::vector<int64_t> totals;
+  void Fit(int n) {
+    if (static_cast<int>(scores.size()) < n) {
+      scores.resize(n);
+      row.resize(n);
+      totals.resize(n);
+    }
+  }
+};
+thread_local Scratch tls_scratch;
+
+constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
+
+}  // namespace
+
+Schedule::Schedule(const history::History* history, state::State* state, const Policy& policy,
+                   uint64_t seed)
+    : history_(history),
+      state_(state),
+      num_queues_(state->num_queues()),
+      policy_(Pack(policy)),
+      rng_(Mix64(seed)) {}
+
+uint32_t Schedule::Pack(const Policy& p) {
+  return static_cast<uint32_t>(p.kind) | static_cast<uint32_t>(p.weighting) << 4 |
+         static_cast<uint32_t>(p.aggregation) << 8 |
+         static_cast<uint32_t>(p.extraction.naming) << 12 |
+         static_cast<uint32_t>(p.extraction.grouping) << 16;
+}
+
+Policy Schedule::Unpack(uint32_t v) {
+  Policy p;
+  p.kind = static_cast<PolicyKind>(v & 0xf);
+  p.weighting = static_cast<Weighting>((v >> 4) & 0xf);
+  p.aggregation = static_cast<Aggregation>((v >> 8) & 0xf);
+  p.extraction.naming = static_cast<RefNaming>((v >> 12) & 0xf);
+  p.extraction.grouping = static_cast<RefGrouping>((v >> 16) & 0xf);
+  return p;
+}
+
+void Schedule::SetPolicy(const Policy& p) { policy_.store(Pack(p), std::memory_order_release); }
+Policy Schedule::policy() const { return Unpack(policy_.load(std::memory_order_acquire)); }
+
+QueueId Schedule::Decide(absl::Span<const RefId> refs, uint64_t partition_key,
+                         std::vector<double>* scores_out) const {
+  return DecideWith(policy(), refs, partition_key, scores_out);
+}
+
+QueueId Schedule::DecideWith(const Policy& p, absl::Span<const RefId> refs,
+                             uint64_t partition_key, std::vector<double>* scores_out) const {
+  if (p.kind == PolicyKind::kLearned) return DecideLearned(p, refs, scores_out);
+  if (scores_out != nullptr) scores_out->assign(num_queues_, 0.0);
+  if (p.kind == PolicyKind::kHardPartition) {
+    return QueueId(static_cast<int32_t>(partition_key % static_cast<uint64_t>(num_queues_)));
+  }
+  const uint64_t r = Mix64(rng_.fetch_add(kGolden, std::memory_order_relaxed));
+  return QueueId(static_cast<int32_t>(r % static_cast<uint64_t>(num_queues_)));
+}
+
+QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
+                                std::vector<double>* scores_out) const {
+  const int n = num_queues_;
+  Scratch& s = tls_scratch;
+  s.Fit(n);
+  double* scores = s.scores.data();
+  uint64_t* row = s.row.data();
+  std::fill(scores, scores + n, 0.0);
+
+  if (p.aggregation == Aggregation::kSum) {
+    for (RefId r : refs) {
+      const double w = history_->Weight(r, p.weighting);
+      if (w <= 0 || !state_->ReadRow(r, row)) continue;
+      for (int q = 0; q < n; ++q) scores[q] += w * static_cast<double>(row[q]);
+    }
+  } else {
+    absl::InlinedVector<double, 16> weights(refs.size());
+    double best = 0;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      weights[i] = history_->Weight(refs[i], p.weighting);
+      best = std::max(best, weights[i]);
+    }
+    if (best > 0) {
+      for (size_t i = 0; i < refs.size(); ++i) {
+        if (weights[i] != best || !state_->ReadRow(refs[i], row)) continue;
+        for (int q = 0; q < n; ++q) {
+          scores[q] = std::max(scores[q], best * static_cast<double>(row[q]));
+        }
+      }
+    }
+  }
+  if (scores_out != nullptr) scores_out->assign(scores, scores + n);
+
+  double top = 0;
+  for (int q = 0; q < n; ++q) top = std::max(top, scores[q]);
+  const double floor = top - top * 1e-9;  // ties within a relative 1e-9
+  int64_t* totals = s.totals.data();
+  state_->ReadTotals(totals);
+  int chosen = -1;
+  for (int q = 0; q < n; ++q) {
+    if (scores[q] < floor) continue;
+    if (chosen < 0 || totals[q] < totals[chosen]) chosen = q;
+  }
+  return QueueId(chosen);
+}
+
+QueueId Schedule::Place(Txn& txn) {
+  const Policy p = policy();
+  const QueueId q = DecideWith(p, txn.refs, txn.partition_key, nullptr);
+  txn.queue = q;
+  if (p.kind == PolicyKind::kLearned) state_->Record(txn.refs, q);
+  return q;
+}
+
+}  // namespace scheduler
+}  // namespace corral

@@ -1,0 +1,260 @@
+#include "scheduler/schedule.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace scheduler {
+namespace {
+
+Policy P(absl::string_view name) {
+  auto p = ParsePolicy(name);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+std::unique_ptr<state::State> MakeState(int queues, state::EvictionMode mode = state::EvictionMode::kStable,
+                                        int64_t max_entries = 1 << 20) {
+  state::State::Options o;
+  o.num_queues = queues;
+  o.eviction = mode;
+  o.max_entries = max_entries;
+  return state::State::Create(o, Clock::Real()).value();
+}
+
+// DESIGN.md Table 1 (queues 1..3 are indices 0..2).
+class Table1Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_ = MakeState(3);
+    history_.Add(RefId::Of("s_quantity=6"), 20, 60);
+    history_.Add(RefId::Of("s_quantity=7"), 40, 20);
+    history_.Add(RefId::Of("s_i_id=1"), 20, 20);
+    history_.Add(RefId::Of("s_i_id=2"), 0, 20);
+    history_.Add(RefId::Of("s_w_id=5"), 20, 20);
+    state_->Set(RefId::Of("s_i_id=1"), {2, 0, 0});
+    state_->Set(RefId::Of("s_w_id=5"), {2, 1, 1});
+    state_->Set(RefId::Of("s_i_id=2"), {0, 1, 1});
+    state_->Set(RefId::Of("s_quantity=7"), {2, 1, 1});
+    state_->Set(RefId::Of("s_quantity=6"), {2, 1, 1});
+    refs_ = {RefId::Of("s_quantity=6"), RefId::Of("s_i_id=2"), RefId::Of("s_w_id=5")};
+  }
+  void Expect(absl::string_view policy, std::vector<double> want, int want_q) {
+    Schedule s(&history_, state_.get(), P(policy), 1);
+    std::vector<double> scores;
+    EXPECT_EQ(s.Decide(refs_, 0, &scores), QueueId(want_q)) << policy;
+    ASSERT_EQ(scores.size(), want.size());
+    for (size_t q = 0; q < want.size(); ++q) EXPECT_DOUBLE_EQ(scores[q], want[q]) << policy << " q" << q;
+  }
+  history::History history_;
+  std::unique_ptr<state::State> state_;
+  RefVec refs_;
+};
+
+// DESIGN.md prints totals [6, 4, 4] for Table 1, but its five rows sum to
+// [8, 4, 4]; totals here are always the sum over held rows. No Table 1
+// decision depends on the totals (no top-score tie).
+TEST_F(Table1Test, TotalsAreTheSumOfRows) {
+  EXPECT_EQ(state_->Total(QueueId(0)), 8);
+  EXPECT_EQ(state_->Total(QueueId(1)), 4);
+  EXPECT_EQ(state_->Total(QueueId(2)), 4);
+}
+TEST_F(Table1Test, CountSum) { Expect("count-sum-literal-single", {80, 40, 40}, 0); }
+TEST_F(Table1Test, FractionSum) { Expect("fraction-sum-literal-single", {1.5, 0.75, 0.75}, 0); }
+TEST_F(Table1Test, CountMaxTie) { Expect("count-max-literal-single", {40, 20, 20}, 0); }
+TEST_F(Table1Test, FractionMax) { Expect("fraction-max-literal-single", {1.0, 0.5, 0.5}, 0); }
+TEST_F(Table1Test, ExtractionDimensionsDoNotChangeScoring) {
+  Expect("count-sum-canonical-all", {80, 40, 40}, 0);
+  Expect("fraction-max-canonical-all", {1.0, 0.5, 0.5}, 0);
+}
+TEST_F(Table1Test, ReferenceOrderDoesNotMatter) {
+  std::reverse(refs_.begin(), refs_.end());
+  Expect("count-max-literal-single", {40, 20, 20}, 0);
+  Expect("fraction-sum-literal-single", {1.5, 0.75, 0.75}, 0);
+}
+
+// DESIGN.md Table 2: Fraction/Max three-way tie -> default -> q2 (index 1).
+TEST(Table2Test, FractionMaxTieGoesToSmallestTotal) {
+  history::History h;
+  auto st = MakeState(3);
+  h.Add(RefId::Of("i_id=2"), 10, 10);
+  h.Add(RefId::Of("o_id=10"), 10, 10);
+  h.Add(RefId::Of("c_id=11"), 10, 10);
+  h.Add(RefId::Of("w_id=5"), 30, 10);
+  h.Add(RefId::Of("s_quantity=7"), 20, 20);
+  st->Set(RefId::Of("i_id=2"), {1, 0, 0});
+  st->Set(RefId::Of("w_id=5"), {1, 1, 1});
+  st->Set(RefId::Of("c_id=11"), {0, 1, 1});
+  st->Set(RefId::Of("s_quantity=7"), {1, 0, 0});
+  st->Set(RefId::Of("o_id=10"), {0, 0, 1});
+  int64_t totals[3];
+  st->ReadTotals(totals);
+  EXPECT_EQ(totals[0], 3);
+  EXPECT_EQ(totals[1], 2);
+  EXPECT_EQ(totals[2], 3);
+  Schedule s(&h, st.get(), P("fraction-max-canonical-single"), 1);
+  RefVec refs = {RefId::Of("s_quantity=6"), RefId::Of("i_id=2"), RefId::Of("w_id=5")};
+  std::vector<double> scores;
+  EXPECT_EQ(s.Decide(refs, 0, &scores), QueueId(1));
+  EXPECT_DOUBLE_EQ(scores[0], 0.75);
+  EXPECT_DOUBLE_EQ(scores[1], 0.75);
+  EXPECT_DOUBLE_EQ(scores[2], 0.75);
+}
+
+TEST(ScheduleTest, UnknownReferencesGoToSmallestTotalThenLowestIndex) {
+  history::History h;
+  auto st = MakeState(4);
+  st->Set(RefId::Of("x"), {5, 2, 2, 7});
+  Schedule s(&h, st.get(), P("count-max-canonical-single"), 1);
+  RefVec refs = {RefId::Of("never=1"), RefId::Of("seen=2")};
+  std::vector<double> scores;
+  EXPECT_EQ(s.Decide(refs, 0, &scores), QueueId(1));  // totals 5,2,2,7: tie 1,2 -> 1
+  for (double v : scores) EXPECT_EQ(v, 0.0);
+  EXPECT_EQ(s.Decide({}, 0), QueueId(1));
+}
+
+TEST(ScheduleTest, FreshTablesSpreadByTheDefaultRule) {
+  history::History h;
+  auto st = MakeState(3);
+  Schedule s(&h, st.get(), P("fraction-sum-literal-single"), 1);
+  std::vector<int> seen;
+  for (int i = 0; i < 6; ++i) {
+    Txn t;
+    t.refs = {RefId(1000 + i)};
+    seen.push_back(s.Place(t).value());
+    EXPECT_EQ(t.queue.value(), seen.back());
+  }
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 0, 1, 2}));
+}
+
+TEST(ScheduleTest, PartialTieUsesTotalsOnlyAmongTiedQueues) {
+  history::History h;
+  auto st = MakeState(4);
+  h.Add(RefId::Of("r"), 3, 0);
+  st->Set(RefId::Of("r"), {0, 2, 2, 1});
+  st->Set(RefId::Of("other"), {0, 9, 0, 0});  // totals 0, 11, 2, 1
+  Schedule s(&h, st.get(), P("count-sum-canonical-single"), 1);
+  std::vector<double> scores;
+  // q0 has the smallest total but is not among the tied best (6, 6).
+  EXPECT_EQ(s.Decide({RefId::Of("r")}, 0, &scores), QueueId(2));
+  EXPECT_EQ(scores, (std::vector<double>{0, 6, 6, 3}));
+}
+
+TEST(ScheduleTest, MaxTiedWeightsTakeTheBestRowPerQueue) {
+  history::History h;
+  auto st = MakeState(3);
+  h.Add(RefId::Of("a"), 10, 0);
+  h.Add(RefId::Of("b"), 10, 5);
+  h.Add(RefId::Of("c"), 4, 4);
+  st->Set(RefId::Of("a"), {1, 0, 3});
+  st->Set(RefId::Of("b"), {0, 2, 1});
+  st->Set(RefId::Of("c"), {0, 50, 0});  // lower weight: ignored by Max
+  Schedule s(&h, st.get(), P("count-max-literal-all"), 1);
+  std::vector<double> scores;
+  RefVec ab = {RefId::Of("c"), RefId::Of("b"), RefId::Of("a")};
+  EXPECT_EQ(s.Decide(ab, 0, &scores), QueueId(2));
+  EXPECT_EQ(scores, (std::vector<double>{10, 20, 30}));
+  // Under Fraction, a (1.0) beats b (0.67): only a's row counts.
+  s.SetPolicy(P("fraction-max-literal-all"));
+  EXPECT_EQ(s.Decide(ab, 0, &scores), QueueId(2));
+  EXPECT_EQ(scores, (std::vector<double>{1, 0, 3}));
+  // Sum adds them all, c included.
+  s.SetPolicy(P("count-sum-literal-all"));
+  EXPECT_EQ(s.Decide(ab, 0, &scores), QueueId(1));
+  EXPECT_EQ(scores, (std::vector<double>{10, 220, 40}));
+}
+
+TEST(ScheduleTest, ZeroWeightReferencesDoNotScore) {
+  history::History h;
+  auto st = MakeState(2);
+  h.Add(RefId::Of("z"), 0, 100);
+  st->Set(RefId::Of("z"), {0, 9});
+  st->Set(RefId::Of("y"), {1, 0});  // totals 1, 9
+  Schedule s(&h, st.get(), P("count-sum-literal-single"), 1);
+  EXPECT_EQ(s.Decide({RefId::Of("z")}, 0), QueueId(0));
+}
+
+TEST(ScheduleTest, PlaceRecordsStateForLearnedPolicyOnly) {
+  history::History h;
+  auto st = MakeState(2);
+  h.Add(RefId::Of("w=1"), 5, 0);
+  st->Set(RefId::Of("w=1"), {0, 1});
+  Schedule s(&h, st.get(), P("count-max-canonical-single"), 1);
+  Txn t;
+  t.refs = {RefId::Of("w=1"), RefId::Of("new=1")};
+  EXPECT_EQ(s.Place(t), QueueId(1));
+  uint64_t row[2];
+  ASSERT_TRUE(st->ReadRow(RefId::Of("w=1"), row));
+  EXPECT_EQ(row[1], 2u);
+  ASSERT_TRUE(st->ReadRow(RefId::Of("new=1"), row));
+  EXPECT_EQ(row[1], 1u);
+  s.SetPolicy(P("original"));
+  EXPECT_EQ(s.policy(), P("original"));
+  s.Place(t);
+  ASSERT_TRUE(st->ReadRow(RefId::Of("w=1"), row));
+  EXPECT_EQ(row[0] + row[1], 2u);
+}
+
+TEST(ScheduleTest, HardPartitionIsKeyModQueues) {
+  history::History h;
+  auto st = MakeState(4);
+  Schedule s(&h, st.get(), P("hard-partition"), 1);
+  EXPECT_EQ(s.Decide({}, 7), QueueId(3));
+  EXPECT_EQ(s.Decide({}, 8), QueueId(0));
+}
+
+TEST(ScheduleTest, OriginalIsUniformAndDeterministicUnderASeed) {
+  history::History h;
+  auto st = MakeState(8);
+  Schedule a(&h, st.get(), P("original"), 42), b(&h, st.get(), P("original"), 42),
+      c(&h, st.get(), P("original"), 43);
+  std::vector<int> counts(8, 0);
+  bool differs = false;
+  for (int i = 0; i < 8000; ++i) {
+    const QueueId qa = a.Decide({}, 0);
+    EXPECT_EQ(qa, b.Decide({}, 0));
+    differs |= qa != c.Decide({}, 0);
+    ++counts[qa.value()];
+  }
+  EXPECT_TRUE(differs);
+  for (int n : counts) {
+    EXPECT_GT(n, 800);
+    EXPECT_LT(n, 1200);
+  }
+}
+
+// The paper's Figure 15 effect: with direct delete a hot reference's State
+// row is evicted under a stream of fresh references and its transactions stop
+// following it; stable delete keeps it.
+int HotTxnsOffQueue(state::EvictionMode mode) {
+  history::History h;
+  auto st = MakeState(4, mode, 2000);
+  const RefId hot = RefId::Of("w_id=1");
+  h.Add(hot, 100, 100);
+  Schedule s(&h, st.get(), P("count-max-canonical-single"), 1);
+  Txn first;
+  first.refs = {hot};
+  const QueueId home = s.Place(first);
+  int off = 0;
+  for (int i = 0; i < 50000; ++i) {
+    Txn cold;
+    cold.refs = {RefId(0x777000000ULL + i)};
+    s.Place(cold);
+    if (i % 50 == 0) {
+      Txn t;
+      t.refs = {hot};
+      off += s.Place(t) != home;
+    }
+  }
+  return off;
+}
+
+TEST(ScheduleTest, StableDeleteKeepsAffinityDirectDeleteLosesIt) {
+  EXPECT_EQ(HotTxnsOffQueue(state::EvictionMode::kStable), 0);
+  EXPECT_GT(HotTxnsOffQueue(state::EvictionMode::kDirect), 0);
+}
+
+}  // namespace
+}  // namespace scheduler
+}  // namespace corral

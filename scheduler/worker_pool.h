@@ -1,0 +1,130 @@
+// WorkerPool: N worker threads driving N injected Executors from RunQueues.
+//
+// Worker i owns run queue i and executors[i]. Its loop: pop (own queue, else
+// steal when stealing is on, else wait), run attempts until the transaction
+// ends. A conflict abort (Outcome::kConflictAbort) is retried at once on the
+// same worker (optionally after a randomized exponential backoff), up to
+// max_attempts (0 = no limit). EVERY attempt reaches the History: a commit
+// adds a commit to each of the transaction's references, a conflict abort an
+// abort. User aborts and failures end the transaction without a retry and do
+// not touch the History (they say nothing about conflicts); they are counted
+// apart. When a transaction ends the completion hook (if any) receives it.
+//
+// Per-worker statistics: transactions, attempts, commits, conflict aborts by
+// AbortCause, user aborts, failures, steals, response-time histogram (from
+// Txn::decision_start_ns to commit, retries included; commits only) and
+// per-TxnTypeId counts. Stats() returns merged snapshots.
+//
+//   WorkerPool pool(queues.get(), &history, executors, {}, hook, Clock::Real());
+//   pool.Start();
+//   ... queues->Push(...) ...
+//   pool.Stop();   // drains the queues, then joins
+//   WorkerStats s = pool.TotalStats();
+//
+// Thread safety: Start/Stop from one controlling thread; Stats() from any
+// thread at any time. The hook runs on worker threads, concurrently.
+#ifndef CORRAL_SCHEDULER_WORKER_POOL_H_
+#define CORRAL_SCHEDULER_WORKER_POOL_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "history/history.h"
+#include "scheduler/histogram.h"
+#include "scheduler/run_queues.h"
+#include "scheduler/txn.h"
+
+namespace corral {
+namespace scheduler {
+
+struct TypeCounts {
+  uint64_t commits = 0;
+  uint64_t conflict_aborts = 0;
+  uint64_t user_aborts = 0;
+  uint64_t failures = 0;
+};
+
+struct WorkerStats {
+  uint64_t txns = 0;       // transactions finished (any final outcome)
+  uint64_t attempts = 0;   // executor calls
+  uint64_t commits = 0;
+  uint64_t conflict_aborts = 0;  // attempts that ended in a conflict abort
+  std::array<uint64_t, static_cast<size_t>(AbortCause::kCount)> aborts_by_cause{};
+  uint64_t user_aborts = 0;
+  uint64_t failures = 0;
+  uint64_t gave_up = 0;    // transactions that hit max_attempts
+  uint64_t steals = 0;
+  LatencyHistogram latency;  // response time of committed transactions, ns
+  absl::flat_hash_map<int32_t, TypeCounts> per_type;
+
+  void Merge(const WorkerStats& o);
+  // Conflict aborts / (conflict aborts + commits), the paper's abort rate.
+  double AbortRate() const;
+};
+
+// Called once per finished transaction with its final result (a commit, a
+// user abort, a failure, or the last conflict abort when it gave up).
+using CompletionHook =
+    std::function<void(std::unique_ptr<Txn> txn, const ExecResult& result, int worker)>;
+
+class WorkerPool {
+ public:
+  struct Options {
+    int max_attempts = 0;           // 0 = retry conflict aborts forever
+    bool backoff = false;           // randomized exponential backoff on retry
+    int64_t backoff_base_ns = 1000;
+    int64_t backoff_max_ns = 1000000;
+  };
+
+  // `queues` and `history` (may be null: no learning) must outlive the pool;
+  // executors.size() must equal queues->num_queues() (checked by Start).
+  WorkerPool(RunQueues* queues, history::History* history, std::vector<Executor*> executors,
+             const Options& options, CompletionHook hook, const Clock* clock);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  absl::Status Start();
+  // Shuts the queues down, lets the workers drain them, joins. Idempotent.
+  void Stop();
+
+  int num_workers() const { return static_cast<int>(executors_.size()); }
+  WorkerStats Stats(int worker) const;
+  WorkerStats TotalStats() const;
+
+ private:
+  struct alignas(64) Worker {
+    mutable absl::Mutex mu;
+    WorkerStats stats ABSL_GUARDED_BY(mu);
+    uint64_t rng = 0;  // backoff jitter, worker thread only
+  };
+
+  void Run(int w);
+  void RunTxn(int w, std::unique_ptr<Txn> txn, bool stolen);
+
+  RunQueues* const queues_;
+  history::History* const history_;
+  const std::vector<Executor*> executors_;
+  const Options options_;
+  const CompletionHook hook_;
+  const Clock* const clock_;
+  std::unique_ptr<Worker[]> workers_;
+  std::vector<std::thread> threads_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace scheduler
+}  // namespace corral
+
+#endif  // CORRAL_SCHEDULER_WORKER_POOL_H_
