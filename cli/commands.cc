@@ -13,6 +13,9 @@ int RunVersion(const std::vector<char*>&) {
 const std::vector<Command>& AllCommands() {
   static const std::vector<Command> kCommands = {
       {"version", "print the version", "corral version", "cli/commands.cc", &RunVersion},
+      {"refs", "print the references of SQL statements",
+       "corral refs [--refs=literal|canonical] [--grouping=single|all] [--schema=DDL] [--mapping=FILE] [FILE]",
+       "cli/refs_cmd.cc", &RunRefs},
   };
   return kCommands;
 }

@@ -14,6 +14,7 @@ namespace cli {
 const std::vector<Command>& AllCommands();
 
 int RunVersion(const std::vector<char*>& args);
+int RunRefs(const std::vector<char*>& args);  // cli/refs_cmd.cc
 
 }  // namespace cli
 }  // namespace corral

@@ -1,0 +1,876 @@
+#include "policies/ref_extractor.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/hash.h"
+#include "pg_query.h"
+#include "policies/json.h"
+#include "policies/ref_value.h"
+#include "policies/sql_lexer.h"
+
+namespace corral {
+
+constexpr char kPositionPayload[] = "corral.position";
+
+absl::optional<int> SyntaxErrorPosition(const absl::Status& status) {
+  absl::optional<absl::Cord> p = status.GetPayload(kPositionPayload);
+  if (!p.has_value()) return absl::nullopt;
+  int pos = 0;
+  if (!absl::SimpleAtoi(std::string(*p), &pos)) return absl::nullopt;
+  return pos;
+}
+
+// ------------------------------------------------------------------ the plan
+
+namespace {
+
+struct ValueSrc {
+  enum class Kind : uint8_t { kSlot, kParam, kConst };
+  Kind kind = Kind::kConst;
+  bool negate = false;       // literal written as `- <number>`
+  int index = -1;            // slot (0-based) or parameter number (1-based)
+  TypeClass type = TypeClass::kUnknown;
+  std::string tree_raw;      // value from the parse tree (kSlot, kConst)
+};
+
+struct Name {
+  std::string text;
+  uint64_t eq_state = 0;  // FNV state after text + "="
+  int rank = 0;           // order of text + "=" among the plan's names
+};
+
+struct Pred {
+  Name name[2];  // [RefNaming::kLiteral], [RefNaming::kCanonical]
+  ValueSrc value;
+};
+
+struct Conj {
+  std::vector<int> eqs;               // pred indices
+  std::vector<std::vector<int>> ins;  // IN lists, pred indices
+};
+
+}  // namespace
+
+struct RefExtractor::Plan {
+  std::vector<Pred> preds;
+  std::vector<Conj> conjs;
+  bool cacheable = true;  // slot values verified against the tree
+};
+
+namespace {
+
+using Plan = RefExtractor::Plan;
+
+int Idx(RefNaming n) { return n == RefNaming::kLiteral ? 0 : 1; }
+
+std::vector<std::string> StringList(const Json* list) {
+  std::vector<std::string> out;
+  if (list == nullptr) return out;
+  for (const Json& e : list->items()) {
+    const Json* b = e.NodeBody();
+    if (b != nullptr && e.NodeType() == "String") {
+      const Json* s = b->Get("sval");
+      out.push_back(s == nullptr ? "" : s->str());
+    } else {
+      out.push_back("*");
+    }
+  }
+  return out;
+}
+
+std::string Str(const Json* j, absl::string_view key) {
+  if (j == nullptr) return "";
+  const Json* v = j->Get(key);
+  return v == nullptr ? "" : v->str();
+}
+
+int Location(const Json* body) {
+  const Json* l = body == nullptr ? nullptr : body->Get("location");
+  int v = -1;
+  if (l != nullptr) absl::SimpleAtoi(l->str(), &v);
+  return v;
+}
+
+struct Scope {
+  std::vector<std::pair<std::string, std::string>> rels;  // (name or alias, table)
+  const Scope* parent = nullptr;
+};
+
+// Walks libpg_query's JSON tree and fills a Plan.
+class Compiler {
+ public:
+  Compiler(const Schema& schema, absl::string_view sql, const LexResult& lex, Plan* plan)
+      : schema_(schema), sql_(sql), lex_(lex), plan_(plan) {
+    for (size_t i = 0; i < lex.literals.size(); ++i) slot_at_[lex.literals[i].offset] = static_cast<int>(i);
+  }
+
+  void Statement(const Json& node, const Scope* parent) {
+    absl::string_view kind = node.NodeType();
+    const Json* b = node.NodeBody();
+    if (b == nullptr) return;
+    if (kind == "SelectStmt") {
+      Select(*b, parent);
+    } else if (kind == "UpdateStmt") {
+      Update(*b, parent);
+    } else if (kind == "DeleteStmt") {
+      Delete(*b, parent);
+    } else if (kind == "InsertStmt") {
+      Insert(*b, parent);
+    } else if (kind == "CallStmt") {
+      if (const Json* fc = b->Get("funccall")) {
+        Scope s;
+        s.parent = parent;
+        FuncCall(fc->NodeType() == "FuncCall" ? *fc->NodeBody() : *fc, s);
+      }
+    }
+    // Everything else (DDL, SET, SHOW, transaction control, ...) yields nothing.
+  }
+
+  // Assigns names' ranks and hash states; checks slot values against the tree.
+  void Finish() {
+    for (int n = 0; n < 2; ++n) {
+      std::vector<std::string> keys;
+      for (const Pred& p : plan_->preds) keys.push_back(p.name[n].text + "=");
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      for (Pred& p : plan_->preds) {
+        std::string k = p.name[n].text + "=";
+        p.name[n].rank = static_cast<int>(std::lower_bound(keys.begin(), keys.end(), k) - keys.begin());
+        p.name[n].eq_state = Fnv1aAppend(kFingerprintSeed, k.data(), k.size());
+      }
+    }
+    std::string a, b;
+    for (const Pred& p : plan_->preds) {
+      if (p.value.kind != ValueSrc::Kind::kSlot) continue;
+      if (p.value.index < 0) {
+        plan_->cacheable = false;
+        continue;
+      }
+      const LexedLiteral& lit = lex_.literals[p.value.index];
+      std::string raw = std::string(lex_.Value(lit, sql_));
+      if (p.value.negate) raw = "-" + raw;
+      a.clear();
+      b.clear();
+      AppendRenderedValue(raw, p.value.type, &a);
+      AppendRenderedValue(p.value.tree_raw, p.value.type, &b);
+      if (a != b) plan_->cacheable = false;
+    }
+  }
+
+ private:
+  int NewConj() {
+    plan_->conjs.emplace_back();
+    return static_cast<int>(plan_->conjs.size()) - 1;
+  }
+
+  int AddPred(const std::string& lit_name, const std::string& canon_name, ValueSrc v) {
+    Pred p;
+    p.name[0].text = lit_name;
+    p.name[1].text = canon_name;
+    p.value = std::move(v);
+    plan_->preds.push_back(std::move(p));
+    return static_cast<int>(plan_->preds.size()) - 1;
+  }
+
+  int AddColumnPred(const std::string& table, const std::string& col, ValueSrc v) {
+    v.type = schema_.ColumnType(table, col);
+    return AddPred(schema_.LiteralName(table, col), schema_.CanonicalName(table, col), std::move(v));
+  }
+
+  // A constant or parameter: A_Const, ParamRef, or a TypeCast of one.
+  bool ValueOf(const Json& expr, ValueSrc* out) {
+    absl::string_view kind = expr.NodeType();
+    const Json* b = expr.NodeBody();
+    if (b == nullptr) return false;
+    if (kind == "TypeCast") {
+      const Json* arg = b->Get("arg");
+      return arg != nullptr && ValueOf(*arg, out);
+    }
+    if (kind == "ParamRef") {
+      out->kind = ValueSrc::Kind::kParam;
+      out->index = 0;
+      if (const Json* n = b->Get("number")) absl::SimpleAtoi(n->str(), &out->index);
+      return out->index > 0;
+    }
+    if (kind != "A_Const") return false;
+    if (const Json* bv = b->Get("boolval")) {
+      const Json* v = bv->Get("boolval");
+      out->kind = ValueSrc::Kind::kConst;
+      out->tree_raw = (v != nullptr && v->boolean()) ? "true" : "false";
+      return true;
+    }
+    int loc = Location(b);
+    if (const Json* iv = b->Get("ival")) {
+      const Json* v = iv->Get("ival");
+      out->tree_raw = v == nullptr ? "0" : v->str();
+      // libpg_query 15-4.0.0's JSON drops negative ival values: read the
+      // digits after the '-' from the text instead.
+      if (loc >= 0 && loc < static_cast<int>(sql_.size()) && sql_[loc] == '-') {
+        size_t k = loc + 1;
+        while (k < sql_.size() && (sql_[k] == ' ' || sql_[k] == '\t' || sql_[k] == '\n' || sql_[k] == '\r')) ++k;
+        size_t e = k;
+        while (e < sql_.size() && sql_[e] >= '0' && sql_[e] <= '9') ++e;
+        out->tree_raw = absl::StrCat("-", sql_.substr(k, e - k));
+      }
+    } else if (const Json* fv = b->Get("fval")) {
+      out->tree_raw = Str(fv, "fval");
+    } else if (const Json* sv = b->Get("sval")) {
+      out->tree_raw = Str(sv, "sval");
+    } else {
+      return false;  // NULL, bit strings
+    }
+    out->kind = ValueSrc::Kind::kSlot;
+    out->index = -1;
+    auto it = slot_at_.find(loc);
+    if (it != slot_at_.end()) {
+      out->index = it->second;
+    } else if (loc >= 0 && loc < static_cast<int>(sql_.size()) && sql_[loc] == '-') {
+      // `- 5`: the constant's location is the sign's; the slot follows it.
+      auto next = slot_at_.upper_bound(loc);
+      if (next != slot_at_.end()) {
+        bool only_space = true;
+        for (int k = loc + 1; k < next->first; ++k) {
+          char c = sql_[k];
+          only_space &= c == ' ' || c == '\t' || c == '\n' || c == '\r';
+        }
+        if (only_space && lex_.literals[next->second].kind == LexedLiteral::Kind::kNumber) {
+          out->index = next->second;
+          out->negate = true;
+        }
+      }
+    }
+    return true;
+  }
+
+  // (table, column) of a ColumnRef; table "" when unknown.
+  bool ColumnOf(const Json& expr, const Scope& scope, std::string* table, std::string* col) {
+    if (expr.NodeType() != "ColumnRef") return false;
+    std::vector<std::string> f = StringList(expr.NodeBody()->Get("fields"));
+    if (f.empty() || f.back() == "*") return false;
+    *col = f.back();
+    table->clear();
+    if (f.size() >= 2) {
+      const std::string& q = f[f.size() - 2];
+      for (const Scope* s = &scope; s != nullptr; s = s->parent) {
+        for (const auto& r : s->rels) {
+          if (r.first == q) {
+            *table = r.second;
+            return true;
+          }
+        }
+      }
+      *table = q;  // not in FROM: take the qualifier as the table name
+      return true;
+    }
+    for (const Scope* s = &scope; s != nullptr; s = s->parent) {
+      std::string found;
+      int matches = 0;
+      for (const auto& r : s->rels) {
+        if (schema_.HasColumn(r.second, *col) && r.second != found) {
+          found = r.second;
+          ++matches;
+        }
+      }
+      if (matches == 1) {
+        *table = found;
+        return true;
+      }
+      if (matches > 1) return true;  // ambiguous
+      if (s->rels.size() == 1 && !schema_.HasTable(s->rels[0].second)) {
+        *table = s->rels[0].second;
+        return true;
+      }
+    }
+    return true;
+  }
+
+  void AddRel(const Json& range_var_body, Scope* scope) {
+    std::string rel = Str(&range_var_body, "relname");
+    std::string alias = Str(range_var_body.Get("alias"), "aliasname");
+    scope->rels.emplace_back(alias.empty() ? rel : alias, rel);
+  }
+
+  void FromItem(const Json& item, Scope* scope, int conj) {
+    absl::string_view kind = item.NodeType();
+    const Json* b = item.NodeBody();
+    if (b == nullptr) return;
+    if (kind == "RangeVar") {
+      AddRel(*b, scope);
+    } else if (kind == "JoinExpr") {
+      if (const Json* l = b->Get("larg")) FromItem(*l, scope, conj);
+      if (const Json* r = b->Get("rarg")) FromItem(*r, scope, conj);
+      if (const Json* q = b->Get("quals")) pending_quals_.push_back(q);
+    } else if (kind == "RangeSubselect") {
+      if (const Json* sq = b->Get("subquery")) subqueries_.push_back({sq, scope});
+    } else if (kind == "RangeFunction") {
+      if (const Json* fs = b->Get("functions")) {
+        for (const Json& pair : fs->items()) {
+          const Json* lb = pair.NodeBody();
+          const Json* items = lb == nullptr ? nullptr : lb->Get("items");
+          if (items == nullptr || items->items().empty()) continue;
+          const Json& fc = items->items()[0];
+          if (fc.NodeType() == "FuncCall") FuncCall(*fc.NodeBody(), *scope);
+        }
+      }
+    }
+  }
+
+  void Where(const Json& expr, const Scope& scope, int conj) {
+    absl::string_view kind = expr.NodeType();
+    const Json* b = expr.NodeBody();
+    if (b == nullptr) return;
+    if (kind == "BoolExpr") {
+      if (Str(b, "boolop") != "AND_EXPR") return;  // OR / NOT subtrees yield nothing
+      if (const Json* args = b->Get("args")) {
+        for (const Json& a : args->items()) Where(a, scope, conj);
+      }
+      return;
+    }
+    if (kind == "SubLink") {
+      if (const Json* sub = b->Get("subselect")) Statement(*sub, &scope);
+      return;
+    }
+    if (kind != "A_Expr") return;
+    std::vector<std::string> op = StringList(b->Get("name"));
+    std::string akind = Str(b, "kind");
+    const Json* l = b->Get("lexpr");
+    const Json* r = b->Get("rexpr");
+    if (l == nullptr || r == nullptr || op.size() != 1 || op[0] != "=") return;
+    if (l->NodeType() == "SubLink") Where(*l, scope, conj);
+    if (r->NodeType() == "SubLink") Where(*r, scope, conj);
+    std::string table, col;
+    if (akind == "AEXPR_OP") {
+      ValueSrc v;
+      if (ColumnOf(*l, scope, &table, &col) && ValueOf(*r, &v)) {
+        plan_->conjs[conj].eqs.push_back(AddColumnPred(table, col, std::move(v)));
+      } else if (ColumnOf(*r, scope, &table, &col) && ValueOf(*l, &v)) {
+        plan_->conjs[conj].eqs.push_back(AddColumnPred(table, col, std::move(v)));
+      }
+    } else if (akind == "AEXPR_IN") {
+      if (!ColumnOf(*l, scope, &table, &col)) return;
+      const Json* lb = r->NodeBody();
+      const Json* items = lb == nullptr ? nullptr : lb->Get("items");
+      if (items == nullptr) return;
+      std::vector<int> in;
+      for (const Json& e : items->items()) {
+        ValueSrc v;
+        if (ValueOf(e, &v)) in.push_back(AddColumnPred(table, col, std::move(v)));
+      }
+      if (!in.empty()) plan_->conjs[conj].ins.push_back(std::move(in));
+    }
+  }
+
+  void FuncCall(const Json& fc, const Scope& scope) {
+    std::vector<std::string> fname = StringList(fc.Get("funcname"));
+    if (fname.empty()) return;
+    const FunctionDef* def = schema_.FindFunction(fname.back());
+    if (def == nullptr) return;
+    const Json* args = fc.Get("args");
+    if (args == nullptr) return;
+    int conj = NewConj();
+    size_t i = 0;
+    for (const Json& a : args->items()) {
+      size_t pos = i++;
+      std::string pname;
+      const Json* val = &a;
+      TypeClass type = TypeClass::kUnknown;
+      if (a.NodeType() == "NamedArgExpr") {
+        pname = Str(a.NodeBody(), "name");
+        val = a.NodeBody()->Get("arg");
+        for (const FunctionParamDef& p : def->params) {
+          if (p.name == pname) type = p.type;
+        }
+      } else if (pos < def->params.size()) {
+        pname = def->params[pos].name;
+        type = def->params[pos].type;
+      }
+      ValueSrc v;
+      if (pname.empty() || val == nullptr || !ValueOf(*val, &v)) continue;
+      v.type = type;
+      plan_->conjs[conj].eqs.push_back(AddPred(pname, schema_.ParamCanonicalName(pname), std::move(v)));
+    }
+  }
+
+  void Select(const Json& b, const Scope* parent) {
+    std::string op = Str(&b, "op");
+    if (!op.empty() && op != "SETOP_NONE") {
+      if (const Json* l = b.Get("larg")) Select(*l, parent);
+      if (const Json* r = b.Get("rarg")) Select(*r, parent);
+      return;
+    }
+    With(b, parent);
+    Scope scope;
+    scope.parent = parent;
+    int conj = NewConj();
+    Quals(b.Get("fromClause"), b.Get("whereClause"), &scope, conj);
+    if (const Json* tl = b.Get("targetList")) {
+      for (const Json& t : tl->items()) {
+        const Json* rt = t.NodeBody();
+        const Json* val = rt == nullptr ? nullptr : rt->Get("val");
+        if (val == nullptr) continue;
+        if (val->NodeType() == "FuncCall") FuncCall(*val->NodeBody(), scope);
+        if (val->NodeType() == "SubLink") Where(*val, scope, conj);
+      }
+    }
+  }
+
+  // FROM items (scope, join quals) and WHERE into conjunction `conj`, then
+  // the FROM sub-selects.
+  void Quals(const Json* from, const Json* where, Scope* scope, int conj) {
+    std::vector<const Json*> saved_quals;
+    saved_quals.swap(pending_quals_);
+    std::vector<std::pair<const Json*, const Scope*>> saved_subs;
+    saved_subs.swap(subqueries_);
+    if (from != nullptr) {
+      for (const Json& f : from->items()) FromItem(f, scope, conj);
+    }
+    std::vector<const Json*> quals;
+    quals.swap(pending_quals_);
+    std::vector<std::pair<const Json*, const Scope*>> subs;
+    subs.swap(subqueries_);
+    pending_quals_.swap(saved_quals);
+    subqueries_.swap(saved_subs);
+    for (const Json* q : quals) Where(*q, *scope, conj);
+    if (where != nullptr) Where(*where, *scope, conj);
+    for (const auto& s : subs) Statement(*s.first, s.second->parent);
+  }
+
+  void With(const Json& b, const Scope* parent) {
+    const Json* with = b.Get("withClause");
+    const Json* wb = with == nullptr ? nullptr : with->NodeBody();
+    const Json* ctes = wb == nullptr ? with == nullptr ? nullptr : with->Get("ctes") : wb->Get("ctes");
+    if (ctes == nullptr) return;
+    for (const Json& c : ctes->items()) {
+      const Json* cb = c.NodeBody();
+      const Json* q = cb == nullptr ? nullptr : cb->Get("ctequery");
+      if (q != nullptr) Statement(*q, parent);
+    }
+  }
+
+  void Update(const Json& b, const Scope* parent) {
+    With(b, parent);
+    Scope scope;
+    scope.parent = parent;
+    std::string table;
+    if (const Json* rel = b.Get("relation")) {
+      AddRel(*rel, &scope);
+      table = Str(rel, "relname");
+    }
+    if (const Json* tl = b.Get("targetList")) {
+      for (const Json& t : tl->items()) {
+        if (t.NodeType() != "ResTarget") continue;
+        const Json* rt = t.NodeBody();
+        const Json* val = rt->Get("val");
+        ValueSrc v;
+        if (val == nullptr || !ValueOf(*val, &v)) {
+          if (val != nullptr && val->NodeType() == "SubLink") Where(*val, scope, NewConj());
+          continue;
+        }
+        int conj = NewConj();
+        plan_->conjs[conj].eqs.push_back(AddColumnPred(table, Str(rt, "name"), std::move(v)));
+      }
+    }
+    int conj = NewConj();
+    Quals(b.Get("fromClause"), b.Get("whereClause"), &scope, conj);
+  }
+
+  void Delete(const Json& b, const Scope* parent) {
+    With(b, parent);
+    Scope scope;
+    scope.parent = parent;
+    if (const Json* rel = b.Get("relation")) AddRel(*rel, &scope);
+    int conj = NewConj();
+    Quals(b.Get("usingClause"), b.Get("whereClause"), &scope, conj);
+  }
+
+  void Insert(const Json& b, const Scope* parent) {
+    With(b, parent);
+    std::string table = Str(b.Get("relation"), "relname");
+    std::vector<std::string> cols;
+    if (const Json* cl = b.Get("cols")) {
+      for (const Json& c : cl->items()) cols.push_back(Str(c.NodeBody(), "name"));
+    } else {
+      cols = schema_.ColumnsOf(table);
+    }
+    const Json* sel = b.Get("selectStmt");
+    const Json* sb = sel == nullptr ? nullptr : sel->NodeBody();
+    if (sb == nullptr) return;
+    const Json* rows = sb->Get("valuesLists");
+    if (rows == nullptr) {
+      Statement(*sel, parent);  // INSERT ... SELECT
+      return;
+    }
+    for (const Json& row : rows->items()) {
+      const Json* rb = row.NodeBody();
+      const Json* items = rb == nullptr ? nullptr : rb->Get("items");
+      if (items == nullptr) continue;
+      int conj = NewConj();
+      for (size_t i = 0; i < items->items().size() && i < cols.size(); ++i) {
+        ValueSrc v;
+        if (!ValueOf(items->items()[i], &v)) continue;
+        plan_->conjs[conj].eqs.push_back(AddColumnPred(table, cols[i], std::move(v)));
+      }
+    }
+  }
+
+  const Schema& schema_;
+  absl::string_view sql_;
+  const LexResult& lex_;
+  Plan* plan_;
+  std::map<int, int> slot_at_;  // literal byte offset -> slot
+  std::vector<const Json*> pending_quals_;
+  std::vector<std::pair<const Json*, const Scope*>> subqueries_;
+};
+
+absl::Status ParseAndCompile(const Schema& schema, absl::string_view sql, const LexResult& lex, Plan* plan) {
+  std::string text(sql);
+  PgQueryParseResult r = pg_query_parse(text.c_str());
+  if (r.error != nullptr) {
+    int pos = r.error->cursorpos;
+    absl::Status st =
+        absl::InvalidArgumentError(absl::StrCat(r.error->message, " at position ", pos));
+    st.SetPayload(kPositionPayload, absl::Cord(absl::StrCat(pos)));
+    pg_query_free_parse_result(r);
+    return st;
+  }
+  absl::StatusOr<Json> tree = ParseJson(r.parse_tree);
+  pg_query_free_parse_result(r);
+  if (!tree.ok()) return absl::InternalError(absl::StrCat("reading libpg_query's tree: ", tree.status().message()));
+  Compiler c(schema, sql, lex, plan);
+  if (const Json* stmts = tree->Get("stmts")) {
+    for (const Json& s : stmts->items()) {
+      if (const Json* node = s.Get("stmt")) c.Statement(*node, nullptr);
+    }
+  }
+  c.Finish();
+  // Drop empty conjunctions.
+  plan->conjs.erase(std::remove_if(plan->conjs.begin(), plan->conjs.end(),
+                                   [](const Conj& j) { return j.eqs.empty() && j.ins.empty(); }),
+                    plan->conjs.end());
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------ emission
+
+// Per-thread scratch: lexer output and rendered values. Reused, so the hit
+// path allocates nothing once warm.
+struct Scratch {
+  LexResult lex;
+  std::string arena;
+  std::vector<std::pair<uint32_t, uint32_t>> spans;  // per pred: arena [begin, end)
+  std::vector<uint8_t> present;
+  std::vector<absl::string_view> values;
+  std::string text;
+};
+
+Scratch& LocalScratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// Renders every pred's value into sc (from slots, parameters or the tree).
+void RenderValues(const Plan& plan, absl::string_view sql, const LexResult* lex, bool from_tree,
+                  ParamSpan params, Scratch* sc) {
+  size_t n = plan.preds.size();
+  sc->arena.clear();
+  sc->spans.resize(n);
+  sc->present.assign(n, 0);
+  sc->values.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ValueSrc& v = plan.preds[i].value;
+    uint32_t begin = static_cast<uint32_t>(sc->arena.size());
+    absl::string_view raw;
+    bool ok = true;
+    switch (v.kind) {
+      case ValueSrc::Kind::kConst:
+        raw = v.tree_raw;
+        break;
+      case ValueSrc::Kind::kParam:
+        if (v.index > static_cast<int>(params.size()) || params[v.index - 1].is_null) {
+          ok = false;
+        } else {
+          raw = params[v.index - 1].text;
+        }
+        break;
+      case ValueSrc::Kind::kSlot:
+        if (from_tree) {
+          raw = v.tree_raw;
+        } else {
+          raw = lex->Value(lex->literals[v.index], sql);
+          if (v.negate) {
+            // Render "-" + raw: a canonical number never starts with '-0'.
+            size_t mark = sc->arena.size();
+            sc->arena.push_back('-');
+            sc->arena.append(raw.data(), raw.size());
+            std::string tmp;  // rare path (negative literal): fine to allocate
+            tmp.assign(sc->arena, mark, std::string::npos);
+            sc->arena.resize(mark);
+            AppendRenderedValue(tmp, v.type, &sc->arena);
+            sc->spans[i] = {begin, static_cast<uint32_t>(sc->arena.size())};
+            sc->present[i] = 1;
+            continue;
+          }
+        }
+        break;
+    }
+    if (!ok) continue;
+    AppendRenderedValue(raw, v.type, &sc->arena);
+    sc->spans[i] = {begin, static_cast<uint32_t>(sc->arena.size())};
+    sc->present[i] = 1;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    sc->values[i] = absl::string_view(sc->arena).substr(sc->spans[i].first,
+                                                        sc->spans[i].second - sc->spans[i].first);
+  }
+}
+
+void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids,
+          std::vector<std::string>* texts) {
+  const int ni = Idx(policy.naming);
+  auto single = [&](int p) {
+    if (!sc->present[p]) return;
+    const Name& name = plan.preds[p].name[ni];
+    absl::string_view v = sc->values[p];
+    RefId id(Mix64(Fnv1aAppend(name.eq_state, v.data(), v.size())));
+    if (std::find(ids->begin(), ids->end(), id) != ids->end()) return;
+    ids->push_back(id);
+    if (texts != nullptr) texts->push_back(absl::StrCat(name.text, "=", v));
+  };
+  if (policy.grouping == RefGrouping::kSingle) {
+    for (const Conj& c : plan.conjs) {
+      for (int p : c.eqs) single(p);
+      for (const auto& in : c.ins) {
+        for (int p : in) single(p);
+      }
+    }
+    return;
+  }
+  absl::InlinedVector<int, 16> group;
+  auto less = [&](int a, int b) {
+    int ra = plan.preds[a].name[ni].rank, rb = plan.preds[b].name[ni].rank;
+    if (ra != rb) return ra < rb;
+    return sc->values[a] < sc->values[b];
+  };
+  auto same = [&](int a, int b) {
+    return plan.preds[a].name[ni].rank == plan.preds[b].name[ni].rank && sc->values[a] == sc->values[b];
+  };
+  auto emit_group = [&]() {
+    if (group.empty()) return;
+    // Insertion sort: groups are small.
+    for (size_t i = 1; i < group.size(); ++i) {
+      int x = group[i];
+      size_t j = i;
+      while (j > 0 && less(x, group[j - 1])) {
+        group[j] = group[j - 1];
+        --j;
+      }
+      group[j] = x;
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (w > 0 && same(group[w - 1], group[i])) continue;
+      group[w++] = group[i];
+    }
+    group.resize(w);
+    uint64_t h = kFingerprintSeed;
+    for (size_t i = 0; i < group.size(); ++i) {
+      const Name& name = plan.preds[group[i]].name[ni];
+      absl::string_view v = sc->values[group[i]];
+      if (i > 0) h = Fnv1aAppend(h, " AND ", 5);
+      h = Fnv1aAppend(h, name.text.data(), name.text.size());
+      h = Fnv1aAppend(h, "=", 1);
+      h = Fnv1aAppend(h, v.data(), v.size());
+    }
+    RefId id(Mix64(h));
+    if (std::find(ids->begin(), ids->end(), id) != ids->end()) return;
+    ids->push_back(id);
+    if (texts != nullptr) {
+      std::string t;
+      for (size_t i = 0; i < group.size(); ++i) {
+        if (i > 0) t.append(" AND ");
+        absl::StrAppend(&t, plan.preds[group[i]].name[ni].text, "=", sc->values[group[i]]);
+      }
+      texts->push_back(std::move(t));
+    }
+  };
+  for (const Conj& c : plan.conjs) {
+    if (c.ins.empty()) {
+      group.clear();
+      for (int p : c.eqs) {
+        if (sc->present[p]) group.push_back(p);
+      }
+      emit_group();
+      continue;
+    }
+    for (int e : c.ins[0]) {
+      if (!sc->present[e]) continue;
+      group.clear();
+      for (int p : c.eqs) {
+        if (sc->present[p]) group.push_back(p);
+      }
+      group.push_back(e);
+      emit_group();
+    }
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ the cache
+
+// Sharded, bounded plan cache with clock eviction. Hits take the shard's
+// reader lock (concurrent readers do not exclude each other) and set the
+// entry's clock bit with a relaxed atomic.
+class RefExtractor::Cache {
+ public:
+  enum class Found { kMiss, kHit, kUncacheable };
+
+  Cache(size_t max_entries, int shards) {
+    if (shards < 1) shards = 1;
+    size_t per = std::max<size_t>(1, (max_entries + shards - 1) / shards);
+    for (int i = 0; i < shards; ++i) shards_.push_back(std::make_unique<Shard>(per));
+  }
+
+  // Calls fn(plan) under the shard's reader lock on a hit.
+  template <typename Fn>
+  Found Lookup(uint64_t hash, absl::string_view key, Fn fn) {
+    Shard& s = *shards_[Mix64(hash) % shards_.size()];
+    absl::ReaderMutexLock l(&s.mu);
+    auto it = s.index.find(hash);
+    if (it == s.index.end()) {
+      s.misses.fetch_add(1, std::memory_order_relaxed);
+      return Found::kMiss;
+    }
+    Entry& e = s.slots[it->second];
+    if (e.key != key) {
+      s.misses.fetch_add(1, std::memory_order_relaxed);
+      return Found::kMiss;
+    }
+    if (!e.referenced.load(std::memory_order_relaxed)) e.referenced.store(true, std::memory_order_relaxed);
+    if (!e.plan->cacheable) {
+      s.misses.fetch_add(1, std::memory_order_relaxed);
+      return Found::kUncacheable;
+    }
+    s.hits.fetch_add(1, std::memory_order_relaxed);
+    fn(*e.plan);
+    return Found::kHit;
+  }
+
+  void Insert(uint64_t hash, absl::string_view key, std::unique_ptr<const Plan> plan) {
+    Shard& s = *shards_[Mix64(hash) % shards_.size()];
+    absl::MutexLock l(&s.mu);
+    auto it = s.index.find(hash);
+    size_t slot;
+    if (it != s.index.end()) {
+      slot = it->second;  // same shape raced in, or a hash collision: replace
+    } else if (s.used < s.capacity) {
+      slot = s.used++;
+    } else {
+      while (s.slots[s.hand].referenced.load(std::memory_order_relaxed)) {
+        s.slots[s.hand].referenced.store(false, std::memory_order_relaxed);
+        s.hand = (s.hand + 1) % s.capacity;
+      }
+      slot = s.hand;
+      s.hand = (s.hand + 1) % s.capacity;
+      s.index.erase(s.slots[slot].hash);
+    }
+    Entry& e = s.slots[slot];
+    e.key.assign(key.data(), key.size());
+    e.hash = hash;
+    e.plan = std::move(plan);
+    e.referenced.store(true, std::memory_order_relaxed);
+    s.index[hash] = slot;
+  }
+
+  void AddStats(Stats* st) const {
+    for (const auto& s : shards_) {
+      absl::ReaderMutexLock l(&s->mu);
+      st->hits += s->hits.load(std::memory_order_relaxed);
+      st->misses += s->misses.load(std::memory_order_relaxed);
+      st->entries += s->index.size();
+    }
+  }
+
+ private:
+  struct Entry {
+    std::string key;
+    uint64_t hash = 0;
+    std::unique_ptr<const Plan> plan;
+    std::atomic<bool> referenced{false};
+  };
+  struct Shard {
+    explicit Shard(size_t cap) : capacity(cap), slots(new Entry[cap]) {}
+    mutable absl::Mutex mu;
+    const size_t capacity;
+    // Entries: written under the writer lock; `referenced` also under the
+    // reader lock (atomic).
+    std::unique_ptr<Entry[]> slots;
+    absl::flat_hash_map<uint64_t, size_t> index ABSL_GUARDED_BY(mu);
+    size_t used ABSL_GUARDED_BY(mu) = 0;
+    size_t hand ABSL_GUARDED_BY(mu) = 0;
+    std::atomic<uint64_t> hits{0};
+    std::atomic<uint64_t> misses{0};
+  };
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+// ------------------------------------------------------------------ RefExtractor
+
+RefExtractor::RefExtractor(std::shared_ptr<const Schema> schema) : RefExtractor(std::move(schema), Options()) {}
+
+RefExtractor::RefExtractor(std::shared_ptr<const Schema> schema, Options options)
+    : schema_(schema != nullptr ? std::move(schema) : *SchemaBuilder().Build()),
+      cache_(std::make_unique<Cache>(options.max_shapes, options.shards)) {}
+
+RefExtractor::~RefExtractor() = default;
+
+absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy policy, ParamSpan params, RefVec* ids,
+                                   std::vector<std::string>* texts) {
+  Scratch& sc = LocalScratch();
+  LexSql(sql, &sc.lex);
+  uint64_t hash = 0;
+  if (sc.lex.cacheable) {
+    hash = Fingerprint64(sc.lex.key);
+    Cache::Found f = cache_->Lookup(hash, sc.lex.key, [&](const Plan& plan) {
+      RenderValues(plan, sql, &sc.lex, /*from_tree=*/false, params, &sc);
+      Emit(plan, policy, &sc, ids, texts);
+    });
+    if (f == Cache::Found::kHit) return absl::OkStatus();
+    if (f == Cache::Found::kUncacheable) return ExtractUncached(sql, policy, params, ids, texts);
+  }
+  auto plan = std::make_unique<Plan>();
+  absl::Status st = ParseAndCompile(*schema_, sql, sc.lex, plan.get());
+  if (!st.ok()) return st;
+  RenderValues(*plan, sql, &sc.lex, /*from_tree=*/true, params, &sc);
+  Emit(*plan, policy, &sc, ids, texts);
+  if (sc.lex.cacheable) cache_->Insert(hash, sc.lex.key, std::move(plan));
+  return absl::OkStatus();
+}
+
+absl::Status RefExtractor::ExtractUncached(absl::string_view sql, ExtractionPolicy policy, ParamSpan params,
+                                           RefVec* ids, std::vector<std::string>* texts) const {
+  Scratch& sc = LocalScratch();
+  LexSql(sql, &sc.lex);
+  Plan plan;
+  absl::Status st = ParseAndCompile(*schema_, sql, sc.lex, &plan);
+  if (!st.ok()) return st;
+  RenderValues(plan, sql, &sc.lex, /*from_tree=*/true, params, &sc);
+  Emit(plan, policy, &sc, ids, texts);
+  return absl::OkStatus();
+}
+
+RefExtractor::Stats RefExtractor::stats() const {
+  Stats st;
+  cache_->AddStats(&st);
+  return st;
+}
+
+}  // namespace corral

@@ -1,0 +1,290 @@
+#include "policies/sql_lexer.h"
+
+#include <cstring>
+
+namespace corral {
+namespace {
+
+inline bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+inline bool IsIdentStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+         static_cast<unsigned char>(c) >= 0x80;
+}
+inline bool IsIdentCont(char c) { return IsIdentStart(c) || IsDigit(c) || c == '$'; }
+inline bool IsOpChar(char c) { return c != '\0' && std::strchr("+-*/<>=~!@#%^&|`?", c) != nullptr; }
+inline char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+// Skips a nested /* */ comment starting at s[i] == '/'. Returns the index after
+// it, or npos when unterminated.
+size_t SkipBlockComment(absl::string_view s, size_t i) {
+  int depth = 0;
+  size_t n = s.size();
+  while (i < n) {
+    if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') {
+      ++depth;
+      i += 2;
+    } else if (s[i] == '*' && i + 1 < n && s[i + 1] == '/') {
+      --depth;
+      i += 2;
+      if (depth == 0) return i;
+    } else {
+      ++i;
+    }
+  }
+  return absl::string_view::npos;
+}
+
+}  // namespace
+
+void LexSql(absl::string_view s, LexResult* out) {
+  out->Clear();
+  const size_t n = s.size();
+  size_t i = 0;
+  auto emit_sep = [&]() {
+    if (!out->key.empty()) out->key.push_back(' ');
+  };
+  auto fail = [&]() { out->cacheable = false; };
+  while (i < n) {
+    char c = s[i];
+    if (IsSpace(c)) {
+      ++i;
+      continue;
+    }
+    if (c == '-' && i + 1 < n && s[i + 1] == '-') {
+      while (i < n && s[i] != '\n') ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < n && s[i + 1] == '*') {
+      size_t e = SkipBlockComment(s, i);
+      if (e == absl::string_view::npos) return fail();
+      i = e;
+      continue;
+    }
+    char lc = Lower(c);
+    bool estring = lc == 'e' && i + 1 < n && s[i + 1] == '\'';
+    if (c == '\'' || estring) {
+      LexedLiteral lit;
+      lit.kind = LexedLiteral::Kind::kString;
+      lit.offset = static_cast<uint32_t>(i);
+      size_t j = i + (estring ? 2 : 1);
+      size_t body = j;
+      bool needs_copy = estring;
+      // First pass: find the end, note whether a copy is needed.
+      while (true) {
+        if (j >= n) return fail();  // unterminated
+        if (s[j] == '\'') {
+          if (j + 1 < n && s[j + 1] == '\'') {
+            needs_copy = true;
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        if (estring && s[j] == '\\') {
+          if (j + 1 >= n) return fail();
+          j += 2;
+          continue;
+        }
+        ++j;
+      }
+      size_t end = j;  // closing quote
+      if (!needs_copy) {
+        lit.in_arena = false;
+        lit.begin = static_cast<uint32_t>(body);
+        lit.len = static_cast<uint32_t>(end - body);
+      } else {
+        lit.in_arena = true;
+        lit.begin = static_cast<uint32_t>(out->arena.size());
+        for (size_t k = body; k < end; ++k) {
+          char ch = s[k];
+          if (ch == '\'') {  // doubled quote
+            out->arena.push_back('\'');
+            ++k;
+            continue;
+          }
+          if (estring && ch == '\\') {
+            char e = s[++k];
+            switch (e) {
+              case 'b': out->arena.push_back('\b'); break;
+              case 'f': out->arena.push_back('\f'); break;
+              case 'n': out->arena.push_back('\n'); break;
+              case 'r': out->arena.push_back('\r'); break;
+              case 't': out->arena.push_back('\t'); break;
+              case 'x': case 'u': case 'U':
+                return fail();
+              default:
+                if (e >= '0' && e <= '7') return fail();
+                out->arena.push_back(e);
+            }
+            continue;
+          }
+          out->arena.push_back(ch);
+        }
+        lit.len = static_cast<uint32_t>(out->arena.size() - lit.begin);
+      }
+      i = end + 1;
+      // 'a'<newline>'b' is one literal in PostgreSQL: not handled here.
+      size_t k = i;
+      bool newline = false;
+      while (k < n && IsSpace(s[k])) newline |= s[k++] == '\n';
+      if (newline && k < n && s[k] == '\'') return fail();
+      out->literals.push_back(lit);
+      emit_sep();
+      out->key.append("'?'");
+      continue;
+    }
+    if ((lc == 'b' || lc == 'x' || lc == 'n') && i + 1 < n && s[i + 1] == '\'') return fail();
+    if (lc == 'u' && i + 2 < n && s[i + 1] == '&' && (s[i + 2] == '\'' || s[i + 2] == '"')) {
+      return fail();
+    }
+    if (IsIdentStart(c)) {
+      emit_sep();
+      while (i < n && IsIdentCont(s[i])) out->key.push_back(Lower(s[i++]));
+      continue;
+    }
+    if (c == '"') {
+      size_t j = i + 1;
+      while (true) {
+        if (j >= n) return fail();
+        if (s[j] == '"') {
+          if (j + 1 < n && s[j + 1] == '"') {
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        ++j;
+      }
+      emit_sep();
+      out->key.append(s.data() + i, j + 1 - i);
+      i = j + 1;
+      continue;
+    }
+    if (IsDigit(c) || (c == '.' && i + 1 < n && IsDigit(s[i + 1]))) {
+      size_t j = i;
+      while (j < n && IsDigit(s[j])) ++j;
+      if (j < n && s[j] == '.' && !(j + 1 < n && s[j + 1] == '.')) {
+        ++j;
+        while (j < n && IsDigit(s[j])) ++j;
+      }
+      if (j < n && (s[j] == 'e' || s[j] == 'E')) {
+        size_t k = j + 1;
+        if (k < n && (s[k] == '+' || s[k] == '-')) ++k;
+        if (k < n && IsDigit(s[k])) {
+          while (k < n && IsDigit(s[k])) ++k;
+          j = k;
+        }
+      }
+      if (j < n && IsIdentStart(s[j])) return fail();  // "5abc", "1e"
+      LexedLiteral lit;
+      lit.kind = LexedLiteral::Kind::kNumber;
+      lit.offset = static_cast<uint32_t>(i);
+      lit.begin = static_cast<uint32_t>(i);
+      lit.len = static_cast<uint32_t>(j - i);
+      out->literals.push_back(lit);
+      emit_sep();
+      out->key.push_back('?');
+      i = j;
+      continue;
+    }
+    if (c == '$') {
+      if (i + 1 < n && IsDigit(s[i + 1])) {
+        size_t j = i + 1;
+        while (j < n && IsDigit(s[j])) ++j;
+        if (j < n && IsIdentStart(s[j])) return fail();
+        emit_sep();
+        out->key.append(s.data() + i, j - i);
+        i = j;
+        continue;
+      }
+      return fail();  // dollar quoting
+    }
+    if (IsOpChar(c)) {
+      emit_sep();
+      size_t j = i;
+      while (j < n && IsOpChar(s[j])) {
+        if (j > i && ((s[j] == '-' && j + 1 < n && s[j + 1] == '-') ||
+                      (s[j] == '/' && j + 1 < n && s[j + 1] == '*'))) {
+          break;
+        }
+        ++j;
+      }
+      out->key.append(s.data() + i, j - i);
+      i = j;
+      continue;
+    }
+    emit_sep();
+    if (c == ':' && i + 1 < n && (s[i + 1] == ':' || s[i + 1] == '=')) {
+      out->key.append(s.data() + i, 2);
+      i += 2;
+      continue;
+    }
+    out->key.push_back(c);
+    ++i;
+  }
+}
+
+std::vector<StatementSpan> SplitStatements(absl::string_view s) {
+  std::vector<StatementSpan> out;
+  const size_t n = s.size();
+  size_t start = 0, i = 0;
+  auto flush = [&](size_t end) {
+    size_t b = start, e = end;
+    while (b < e && IsSpace(s[b])) ++b;
+    while (e > b && IsSpace(s[e - 1])) --e;
+    if (e > b) out.push_back(StatementSpan{b, s.substr(b, e - b)});
+  };
+  while (i < n) {
+    char c = s[i];
+    if (c == '-' && i + 1 < n && s[i + 1] == '-') {
+      while (i < n && s[i] != '\n') ++i;
+    } else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
+      size_t e = SkipBlockComment(s, i);
+      i = e == absl::string_view::npos ? n : e;
+    } else if (c == '\'' || c == '"') {
+      bool esc = c == '\'' && i > 0 && Lower(s[i - 1]) == 'e' &&
+                 !(i > 1 && IsIdentCont(s[i - 2]));
+      size_t j = i + 1;
+      while (j < n) {
+        if (esc && s[j] == '\\') {
+          j += 2;
+          continue;
+        }
+        if (s[j] == c) {
+          if (j + 1 < n && s[j + 1] == c) {
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        ++j;
+      }
+      i = j < n ? j + 1 : n;
+    } else if (c == '$' && !(i > 0 && IsIdentCont(s[i - 1])) && !(i + 1 < n && IsDigit(s[i + 1]))) {
+      // $tag$ ... $tag$
+      size_t j = i + 1;
+      while (j < n && IsIdentCont(s[j]) && s[j] != '$') ++j;
+      if (j < n && s[j] == '$') {
+        absl::string_view tag = s.substr(i, j + 1 - i);
+        size_t e = s.find(tag, j + 1);
+        i = e == absl::string_view::npos ? n : e + tag.size();
+      } else {
+        ++i;
+      }
+    } else if (c == ';') {
+      flush(i);
+      start = ++i;
+    } else if (IsIdentStart(c)) {
+      while (i < n && IsIdentCont(s[i])) ++i;
+    } else {
+      ++i;
+    }
+  }
+  flush(n);
+  return out;
+}
+
+}  // namespace corral
