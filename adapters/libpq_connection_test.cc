@@ -24,7 +24,9 @@ class LibpqConnectionTest : public ::testing::Test {
   }
   void TearDown() override {
     if (conn_ == nullptr) return;
-    if (!conn_->connected()) ASSERT_TRUE(conn_->Reset().ok());
+    if (!conn_->connected()) {
+      ASSERT_TRUE(conn_->Reset().ok());
+    }
     conn_->Exec("ROLLBACK");
     EXPECT_TRUE(conn_->Exec(absl::StrCat("DROP TABLE IF EXISTS ", table_)).ok());
   }

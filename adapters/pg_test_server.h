@@ -3,7 +3,7 @@
 //
 //   std::string conninfo;
 //   if (!PgTestServer(&conninfo)) GTEST_SKIP() << PgTestSkipReason();
-//   std::string table = PgUniqueName("acct");   // "acct_<pid>_<n>"
+//   std::string table = PgUniqueName("acct");   // "acct_<pid>_<random hex>_<n>"
 #ifndef CORRAL_ADAPTERS_PG_TEST_SERVER_H_
 #define CORRAL_ADAPTERS_PG_TEST_SERVER_H_
 
