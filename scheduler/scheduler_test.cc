@@ -1,0 +1,225 @@
+#include "scheduler/scheduler.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace scheduler {
+namespace {
+
+#if defined(__SANITIZE_THREAD__)
+constexpr int kPerProducer = 1500;
+#else
+constexpr int kPerProducer = 20000;
+#endif
+
+// Conflicts on roughly one attempt in four (deterministic per txn and
+// attempt), user-aborts type 3, fails type 4; counts what it saw.
+class FakeExecutor : public Executor {
+ public:
+  ExecResult Execute(Txn& t) override {
+    attempts.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t h = Mix64(t.partition_key * 131 + t.attempts);
+    if (t.type.value() == 3) return ExecResult::UserAbort();
+    if (t.type.value() == 4) return ExecResult::Failed(absl::InternalError("boom"));
+    if (h % 4 == 0) {
+      conflicts.fetch_add(1, std::memory_order_relaxed);
+      return ExecResult::Conflict(h % 8 == 0 ? AbortCause::kValidation : AbortCause::kLockConflict);
+    }
+    commits.fetch_add(1, std::memory_order_relaxed);
+    return ExecResult::Commit();
+  }
+  std::atomic<uint64_t> attempts{0}, conflicts{0}, commits{0};
+};
+
+TEST(SchedulerTest, CreateValidates) {
+  Scheduler::Options o;
+  o.num_queues = 2;
+  FakeExecutor e;
+  EXPECT_FALSE(Scheduler::Create(o, {&e}).ok());
+  auto routing = Scheduler::Create(o, {});
+  ASSERT_TRUE(routing.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition((*routing)->Submit(std::make_unique<Txn>())));
+  EXPECT_FALSE((*routing)->Start().ok());
+}
+
+TEST(SchedulerTest, RoutingOnlyForTheProxy) {
+  Scheduler::Options o;
+  o.num_queues = 4;
+  auto s = Scheduler::Create(o, {}).value();
+  Txn t;
+  t.refs = {RefId::Of("w_id=3")};
+  const QueueId q = s->Route(t);
+  EXPECT_EQ(t.queue, q);
+  EXPECT_GT(t.decision_start_ns, 0);
+  s->ReportOutcome(t, Outcome::kConflictAbort);
+  s->ReportOutcome(t, Outcome::kConflictAbort);
+  s->ReportOutcome(t, Outcome::kUserAbort);
+  history::History::Counts c;
+  ASSERT_TRUE(s->history().Get(t.refs[0], &c));
+  EXPECT_EQ(c.aborts, 2u);
+  // The learned affinity now keeps w_id=3 on its queue.
+  for (int i = 0; i < 10; ++i) {
+    Txn u;
+    u.refs = {RefId::Of("w_id=3"), RefId(100 + i)};
+    EXPECT_EQ(s->Route(u), q);
+  }
+  s->history().Freeze();
+  s->ReportOutcome(t, Outcome::kCommitted);
+  ASSERT_TRUE(s->history().Get(t.refs[0], &c));
+  EXPECT_EQ(c.commits, 0u);
+}
+
+// Several producers, executors that conflict sometimes, stealing on: every
+// submitted transaction completes exactly once and the History holds exactly
+// the attempts the executors saw.
+TEST(SchedulerTest, ConcurrentStressExactCounts) {
+  constexpr int kQueues = 4, kProducers = 3;
+  Scheduler::Options o;
+  o.num_queues = kQueues;
+  o.policy = ParsePolicy("count-sum-canonical-single").value();
+  o.stealing = true;
+  std::vector<FakeExecutor> execs(kQueues);
+  std::vector<Executor*> ptrs;
+  for (auto& e : execs) ptrs.push_back(&e);
+  const int total = kProducers * kPerProducer;
+  std::vector<std::atomic<int>> done(total);
+  std::atomic<uint64_t> hook_attempts{0};
+  auto hook = [&](std::unique_ptr<Txn> t, const ExecResult& r, int worker) {
+    done[t->partition_key].fetch_add(1);
+    hook_attempts.fetch_add(t->attempts);
+    if (t->type.value() == 3) {
+      EXPECT_EQ(r.outcome, Outcome::kUserAbort);
+    }
+  };
+  auto s = Scheduler::Create(o, ptrs, hook).value();
+  ASSERT_TRUE(s->Start().ok());
+  const RefId shared = RefId::Of("shared=1");
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; ++p) {
+    producers.emplace_back([&, p] {
+      for (int i = 0; i < kPerProducer; ++i) {
+        auto t = std::make_unique<Txn>();
+        t->partition_key = p * kPerProducer + i;
+        t->type = TxnTypeId(i % 50 == 0 ? 3 : i % 97 == 0 ? 4 : 1);
+        t->refs = {shared, RefId::Of("w_id=" + std::to_string(i % 7))};
+        ASSERT_TRUE(s->Submit(std::move(t)).ok());
+        if (i == kPerProducer / 2 && p == 0) s->SetPolicy(ParsePolicy("fraction-max-literal-all").value());
+      }
+    });
+  }
+  for (auto& t : producers) t.join();
+  s->Stop();
+  for (int i = 0; i < total; ++i) ASSERT_EQ(done[i].load(), 1) << i;
+
+  uint64_t attempts = 0, conflicts = 0, commits = 0;
+  for (auto& e : execs) {
+    attempts += e.attempts;
+    conflicts += e.conflicts;
+    commits += e.commits;
+  }
+  const WorkerStats st = s->Stats();
+  EXPECT_EQ(st.txns, static_cast<uint64_t>(total));
+  EXPECT_EQ(st.attempts, attempts);
+  EXPECT_EQ(hook_attempts.load(), attempts);
+  EXPECT_EQ(st.commits, commits);
+  EXPECT_EQ(st.conflict_aborts, conflicts);
+  EXPECT_EQ(st.commits + st.user_aborts + st.failures, static_cast<uint64_t>(total));
+  EXPECT_GT(st.user_aborts, 0u);
+  EXPECT_GT(st.failures, 0u);
+  EXPECT_EQ(st.latency.count(), st.commits);
+  EXPECT_EQ(st.aborts_by_cause[static_cast<int>(AbortCause::kValidation)] +
+                st.aborts_by_cause[static_cast<int>(AbortCause::kLockConflict)],
+            conflicts);
+  EXPECT_EQ(st.per_type.at(1).user_aborts, 0u);
+  EXPECT_GT(st.per_type.at(1).commits, 0u);
+  EXPECT_EQ(st.per_type.at(3).user_aborts + st.per_type.at(4).failures,
+            st.user_aborts + st.failures);
+  // History: the shared reference saw every commit and every conflict abort.
+  history::History::Counts c;
+  ASSERT_TRUE(s->history().Get(shared, &c));
+  EXPECT_EQ(c.commits, commits);
+  EXPECT_EQ(c.aborts, conflicts);
+  uint64_t sum = 0;
+  for (int w = 0; w < 7; ++w) {
+    ASSERT_TRUE(s->history().Get(RefId::Of("w_id=" + std::to_string(w)), &c));
+    sum += c.commits + c.aborts;
+  }
+  EXPECT_EQ(sum, commits + conflicts);
+  // State saw every placement of the shared reference.
+  state::State::Info info;
+  ASSERT_TRUE(s->state().Get(shared, &info));
+  EXPECT_EQ(info.total, static_cast<uint64_t>(total));
+  EXPECT_TRUE(absl::IsFailedPrecondition(s->Submit(std::make_unique<Txn>())));
+}
+
+TEST(SchedulerTest, MaxAttemptsGivesUp) {
+  class AlwaysConflict : public Executor {
+    ExecResult Execute(Txn&) override { return ExecResult::Conflict(AbortCause::kDeadlock); }
+  } e;
+  Scheduler::Options o;
+  o.num_queues = 1;
+  o.workers.max_attempts = 5;
+  o.workers.backoff = true;
+  o.workers.backoff_base_ns = 100;
+  o.workers.backoff_max_ns = 1000;
+  absl::Mutex mu;
+  std::vector<Outcome> outs;
+  auto s = Scheduler::Create(o, {&e}, [&](std::unique_ptr<Txn> t, const ExecResult& r, int) {
+             absl::MutexLock l(&mu);
+             outs.push_back(r.outcome);
+             EXPECT_EQ(t->attempts, 5);
+           }).value();
+  ASSERT_TRUE(s->Start().ok());
+  auto t = std::make_unique<Txn>();
+  t->refs = {RefId::Of("k=1")};
+  ASSERT_TRUE(s->Submit(std::move(t)).ok());
+  s->Stop();
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_EQ(outs[0], Outcome::kConflictAbort);
+  const WorkerStats st = s->Stats();
+  EXPECT_EQ(st.gave_up, 1u);
+  EXPECT_EQ(st.aborts_by_cause[static_cast<int>(AbortCause::kDeadlock)], 5u);
+  history::History::Counts c;
+  ASSERT_TRUE(s->history().Get(RefId::Of("k=1"), &c));
+  EXPECT_EQ(c.aborts, 5u);
+}
+
+TEST(SchedulerTest, StealingOffKeepsTransactionsOnTheirQueue) {
+  class Recorder : public Executor {
+   public:
+    explicit Recorder(int id) : id_(id) {}
+    ExecResult Execute(Txn& t) override {
+      if (t.queue.value() != id_) wrong.fetch_add(1);
+      return ExecResult::Commit();
+    }
+    std::atomic<int> wrong{0};
+
+   private:
+    int id_;
+  };
+  Recorder a(0), b(1);
+  Scheduler::Options o;
+  o.num_queues = 2;
+  o.stealing = false;
+  o.policy = ParsePolicy("hard-partition").value();
+  auto s = Scheduler::Create(o, {&a, &b}).value();
+  ASSERT_TRUE(s->Start().ok());
+  for (int i = 0; i < 200; ++i) {
+    auto t = std::make_unique<Txn>();
+    t->partition_key = i;
+    ASSERT_TRUE(s->Submit(std::move(t)).ok());
+  }
+  s->Stop();
+  EXPECT_EQ(a.wrong.load() + b.wrong.load(), 0);
+  EXPECT_EQ(s->Stats().steals, 0u);
+  EXPECT_EQ(s->WorkerStatsOf(0).commits, 100u);
+}
+
+}  // namespace
+}  // namespace scheduler
+}  // namespace corral
