@@ -1,0 +1,69 @@
+#include "engine/cc.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <new>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace corral {
+namespace engine {
+
+absl::Status UserAbortError(absl::string_view why) {
+  return absl::AbortedError(why.empty() ? absl::string_view("user abort") : why);
+}
+bool IsUserAbort(const absl::Status& s) { return s.code() == absl::StatusCode::kAborted; }
+bool IsConflict(const absl::Status& s) { return s.code() == absl::StatusCode::kUnavailable; }
+
+ScratchArena::~ScratchArena() {
+  for (auto& c : chunks_) std::free(c.first);
+}
+
+char* ScratchArena::Allocate(size_t n) {
+  n = (n + 7) & ~size_t{7};
+  while (chunk_ < chunks_.size()) {
+    auto& c = chunks_[chunk_];
+    if (used_ + n <= c.second) {
+      char* p = c.first + used_;
+      used_ += n;
+      return p;
+    }
+    ++chunk_;
+    used_ = 0;
+  }
+  size_t sz = n > (size_t{64} << 10) ? n : (size_t{64} << 10);
+  char* p = static_cast<char*>(std::malloc(sz));
+  if (p == nullptr) throw std::bad_alloc();
+  chunks_.push_back({p, sz});
+  chunk_ = chunks_.size() - 1;
+  used_ = n;
+  return p;
+}
+
+void Waiter::Wait() {
+  ++rounds_;
+  if (rounds_ < 32) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  } else if (rounds_ < 256) {
+    std::this_thread::yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<CcProtocol>> CcProtocol::Create(absl::string_view name) {
+  if (name == "occ") return NewOccProtocol();
+  if (name == "2pl-nowait") return NewTwoPlProtocol(1);
+  if (name == "2pl-waitdie") return NewTwoPlProtocol(2);
+  if (name == "2pl-dldetect") return NewTwoPlProtocol(3);
+  if (name == "none") return NewTwoPlProtocol(0);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown concurrency-control protocol '", name,
+      "' (expected occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect or none)"));
+}
+
+}  // namespace engine
+}  // namespace corral

@@ -1,0 +1,132 @@
+// Internal: the concurrency-control protocol seam of the engine.
+//
+// A CcProtocol is chosen by name (CcProtocol::Create) and makes one TxImpl per
+// worker slot. A TxImpl implements the procedure-facing Tx API for one attempt
+// at a time: Begin, the procedure's calls, then Commit or Abort. Protocols:
+// occ.cc (Silo-style OCC), twopl.cc (2PL NO_WAIT / WAIT_DIE / DL_DETECT and
+// the "none" baseline).
+//
+//   auto cc = CcProtocol::Create("2pl-waitdie").value();
+//   std::unique_ptr<TxImpl> tx = cc->NewTx(worker_id, &arena, false);
+//   tx->Begin(ts); status = proc(*tx);
+//   if (tx->conflicted() || !status.ok()) tx->Abort(); else cause = tx->Commit();
+//
+// Thread-safety: a CcProtocol is shared by all workers (thread-safe); each
+// TxImpl is used by one thread at a time.
+#ifndef CORRAL_ENGINE_CC_H_
+#define CORRAL_ENGINE_CC_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/engine.h"
+#include "engine/storage.h"
+#include "engine/txn_api.h"
+#include "scheduler/txn.h"
+
+namespace corral {
+namespace engine {
+
+// The statuses Tx calls return (code-only: no allocation, no shared rep).
+inline absl::Status ConflictStatus() { return absl::Status(absl::StatusCode::kUnavailable, ""); }
+inline absl::Status NotFoundStatus() { return absl::Status(absl::StatusCode::kNotFound, ""); }
+inline absl::Status ExistsStatus() { return absl::Status(absl::StatusCode::kAlreadyExists, ""); }
+
+// Per-transaction scratch memory (row copies, before-images), reset per
+// attempt; chunks are kept, so the steady state does not allocate.
+// Thread-compatible.
+class ScratchArena {
+ public:
+  ScratchArena() = default;
+  ScratchArena(const ScratchArena&) = delete;
+  ScratchArena& operator=(const ScratchArena&) = delete;
+  ~ScratchArena();
+  char* Allocate(size_t n);  // 8-byte aligned, stable until Reset
+  void Reset() {
+    chunk_ = 0;
+    used_ = 0;
+  }
+
+ private:
+  std::vector<std::pair<char*, size_t>> chunks_;
+  size_t chunk_ = 0;
+  size_t used_ = 0;
+};
+
+// Waits politely: spins a little, then yields, then naps. Thread-compatible.
+class Waiter {
+ public:
+  void Wait();
+  int rounds() const { return rounds_; }
+
+ private:
+  int rounds_ = 0;
+};
+
+// One attempt's state for one worker slot. Thread-compatible.
+class TxImpl : public Tx {
+ public:
+  TxImpl(int worker_id, RecordArena* arena, bool record_footprint)
+      : worker_id_(worker_id), arena_(arena), record_footprint_(record_footprint) {}
+
+  // Starts an attempt; `ts` is the wait-die timestamp (smaller = older).
+  virtual void Begin(uint64_t ts) = 0;
+  // Tries to commit. kNone on success; otherwise the attempt was rolled back.
+  virtual scheduler::AbortCause Commit() = 0;
+  // Rolls the attempt back.
+  virtual void Abort() = 0;
+  // Whether what the attempt read is still current. The executor asks before
+  // honouring a user abort or error: a decision made on reads that were
+  // already stale (possible under OCC) is a conflict, not the user's.
+  virtual bool ReadsStillValid() { return true; }
+
+  bool conflicted() const override { return cause_ != scheduler::AbortCause::kNone; }
+  int worker_id() const override { return worker_id_; }
+  scheduler::AbortCause cause() const { return cause_; }
+  const Footprint& footprint() const { return footprint_; }
+
+ protected:
+  absl::Status Fail(scheduler::AbortCause c) {
+    MarkConflict(c);
+    return ConflictStatus();
+  }
+  void MarkConflict(scheduler::AbortCause c) {
+    if (cause_ == scheduler::AbortCause::kNone) cause_ = c;
+  }
+
+  const int worker_id_;
+  RecordArena* const arena_;
+  const bool record_footprint_;
+  scheduler::AbortCause cause_ = scheduler::AbortCause::kNone;
+  ScratchArena scratch_;
+  std::vector<OrderedIndex::Entry> scan_buf_;
+  Footprint footprint_;
+};
+
+// Observes 2PL waits (tests): called when a requester with timestamp
+// `waiter_ts` decides to wait for a holder with timestamp `holder_ts`.
+using WaitObserver = std::function<void(uint64_t waiter_ts, uint64_t holder_ts)>;
+
+class CcProtocol {
+ public:
+  virtual ~CcProtocol() = default;
+  // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "none".
+  static absl::StatusOr<std::unique_ptr<CcProtocol>> Create(absl::string_view name);
+  virtual std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
+                                        bool record_footprint) = 0;
+  // Test hook for wait-die (ignored by other protocols). Set before executors run.
+  virtual void SetWaitObserver(WaitObserver obs) {}
+};
+
+std::unique_ptr<CcProtocol> NewOccProtocol();
+// mode: 0 none, 1 no-wait, 2 wait-die, 3 deadlock detection.
+std::unique_ptr<CcProtocol> NewTwoPlProtocol(int mode);
+
+}  // namespace engine
+}  // namespace corral
+
+#endif  // CORRAL_ENGINE_CC_H_

@@ -1,0 +1,365 @@
+// Strict two-phase locking: NO_WAIT, WAIT_DIE, deadlock detection, and the
+// "none" (no locking) baseline. See engine.h for the design.
+#include <array>
+#include <atomic>
+#include <cstring>
+
+#include "engine/cc.h"
+
+namespace corral {
+namespace engine {
+namespace {
+
+using scheduler::AbortCause;
+
+enum class Mode { kNone = 0, kNoWait = 1, kWaitDie = 2, kDlDetect = 3 };
+
+// Per worker slot state other workers look at.
+struct alignas(64) Slot {
+  std::atomic<uint64_t> ts{0};         // current transaction's timestamp
+  std::atomic<uint64_t> waits_for{0};  // holder mask it is waiting for (0: not waiting)
+};
+
+struct Shared {
+  Mode mode;
+  std::array<Slot, kMaxWorkers + 1> slots;
+  WaitObserver observer;
+};
+
+enum class UKind : uint8_t { kUpdate, kInsert, kDelete };
+
+struct UndoEntry {
+  Record* rec;
+  char* before;      // kUpdate: before-image
+  UKind kind;
+  uint64_t old_tid;  // kDelete: the tid word before the delete
+};
+
+struct Held {
+  Record* rec;
+  bool exclusive;
+};
+
+class TwoPlTx final : public TxImpl {
+ public:
+  TwoPlTx(Shared* shared, int worker_id, RecordArena* arena, bool record_footprint)
+      : TxImpl(worker_id, arena, record_footprint),
+        shared_(shared),
+        mode_(shared->mode),
+        me_(uint64_t{1} << worker_id) {}
+
+  void Begin(uint64_t ts) override {
+    cause_ = AbortCause::kNone;
+    ts_ = ts;
+    held_.clear();
+    undo_.clear();
+    scratch_.Reset();
+    if (record_footprint_) footprint_.clear();
+    shared_->slots[worker_id_].ts.store(ts, std::memory_order_release);
+  }
+
+  absl::Status Read(const Table* table, uint64_t key, ConstRow* out) override {
+    if (conflicted()) return ConflictStatus();
+    Record* rec = table->Find(key);
+    if (rec == nullptr) return NotFoundStatus();
+    if (!Acquire(rec, false)) return ConflictStatus();
+    uint64_t v = rec->tid.load(std::memory_order_relaxed);
+    if (v & kTidAbsentBit) return NotFoundStatus();
+    if (record_footprint_) footprint_.reads.push_back({table->id(), key, v & kTidVersionMask});
+    *out = ConstRow(&table->schema(), rec->data(), key);
+    return absl::OkStatus();
+  }
+
+  absl::Status ReadForUpdate(const Table* table, uint64_t key, Row* out) override {
+    if (conflicted()) return ConflictStatus();
+    Record* rec = table->Find(key);
+    if (rec == nullptr) return NotFoundStatus();
+    if (!Acquire(rec, true)) return ConflictStatus();
+    uint64_t v = rec->tid.load(std::memory_order_relaxed);
+    if (v & kTidAbsentBit) return NotFoundStatus();
+    if (!HasUndo(rec)) {
+      if (record_footprint_) footprint_.reads.push_back({table->id(), key, v & kTidVersionMask});
+      char* before = scratch_.Allocate(table->row_size());
+      std::memcpy(before, rec->data(), table->row_size());
+      undo_.push_back({rec, before, UKind::kUpdate, 0});
+    }
+    *out = Row(&table->schema(), rec->data(), key);
+    return absl::OkStatus();
+  }
+
+  absl::Status Insert(const Table* table, uint64_t key, Row* out) override {
+    if (conflicted()) return ConflictStatus();
+    Table* t = const_cast<Table*>(table);
+    Record* rec = arena_->Allocate(t->row_size());
+    rec->key = key;
+    rec->table = t;
+    // Present at once: others must take the lock to see it, and cannot
+    // until this transaction ends (an abort marks it absent again).
+    rec->tid.store(0, std::memory_order_relaxed);
+    rec->lock.store(mode_ == Mode::kNone ? 0 : (kLockExclusive | me_), std::memory_order_relaxed);
+    Record* existing = t->InsertHash(rec);
+    if (existing != nullptr) {
+      // Our fresh record stays unused in the arena.
+      if (!Acquire(existing, false)) return ConflictStatus();
+      if (!(existing->tid.load(std::memory_order_relaxed) & kTidAbsentBit)) return ExistsStatus();
+      // Absent yet indexed while we hold a lock on it: only our own delete.
+      return ExistsStatus();
+    }
+    if (mode_ != Mode::kNone) held_.push_back({rec, true});
+    undo_.push_back({rec, nullptr, UKind::kInsert, 0});
+    *out = Row(&t->schema(), rec->data(), key);
+    return absl::OkStatus();
+  }
+
+  absl::Status Delete(const Table* table, uint64_t key) override {
+    if (conflicted()) return ConflictStatus();
+    Record* rec = table->Find(key);
+    if (rec == nullptr) return NotFoundStatus();
+    if (!Acquire(rec, true)) return ConflictStatus();
+    uint64_t v = rec->tid.load(std::memory_order_relaxed);
+    if (v & kTidAbsentBit) return NotFoundStatus();
+    if (record_footprint_ && !HasUndo(rec)) {
+      footprint_.reads.push_back({table->id(), key, v & kTidVersionMask});
+    }
+    undo_.push_back({rec, nullptr, UKind::kDelete, v});
+    rec->tid.store(v | kTidAbsentBit, std::memory_order_relaxed);  // hidden from us
+    return absl::OkStatus();
+  }
+
+  absl::Status Scan(const ScanSpec& spec, std::vector<ConstRow>* out) override {
+    out->clear();
+    if (conflicted()) return ConflictStatus();
+    const OrderedIndex* idx = spec.index;
+    const Table* table = idx->table();
+    const Schema* schema = &table->schema();
+    size_t limit = spec.limit < 0 ? ~size_t{0} : static_cast<size_t>(spec.limit);
+    bool has_after = false;
+    std::pair<uint64_t, uint64_t> after{0, 0};
+    while (out->size() < limit) {
+      size_t want = limit - out->size();
+      if (want > 64) want = 64;
+      scan_buf_.clear();
+      idx->Collect(spec.lo, spec.hi, spec.descending, has_after, after, want, &scan_buf_);
+      for (const OrderedIndex::Entry& e : scan_buf_) {
+        Record* rec = e.rec;
+        if (!Acquire(rec, spec.for_update)) return ConflictStatus();
+        uint64_t v = rec->tid.load(std::memory_order_relaxed);
+        if (v & kTidAbsentBit) continue;
+        if (record_footprint_) {
+          footprint_.reads.push_back({table->id(), rec->key, v & kTidVersionMask});
+        }
+        out->push_back(ConstRow(schema, rec->data(), rec->key));
+        if (out->size() >= limit) break;
+      }
+      if (scan_buf_.size() < want) break;
+      has_after = true;
+      after = {scan_buf_.back().key, scan_buf_.back().pk};
+    }
+    return absl::OkStatus();
+  }
+
+  AbortCause Commit() override {
+    for (UndoEntry& u : undo_) {
+      Record* rec = u.rec;
+      uint64_t v = rec->tid.load(std::memory_order_relaxed);
+      uint64_t nv = (v & kTidVersionMask) + 1;
+      switch (u.kind) {
+        case UKind::kUpdate:
+          if (v & kTidAbsentBit) continue;  // deleted later in this txn
+          rec->tid.store(nv, std::memory_order_relaxed);
+          break;
+        case UKind::kInsert:
+          if (v & kTidAbsentBit) continue;  // deleted later in this txn
+          rec->table->InsertOrdered(rec);
+          rec->tid.store(nv, std::memory_order_relaxed);
+          break;
+        case UKind::kDelete:
+          // Our own insert, if any, never reached the ordered indexes.
+          rec->table->EraseOrdered(rec);
+          rec->table->EraseHash(rec);
+          rec->tid.store(nv | kTidAbsentBit, std::memory_order_relaxed);
+          break;
+      }
+      if (record_footprint_) footprint_.writes.push_back({rec->table->id(), rec->key, nv});
+    }
+    ReleaseAll();
+    return AbortCause::kNone;
+  }
+
+  void Abort() override {
+    for (size_t i = undo_.size(); i-- > 0;) {
+      UndoEntry& u = undo_[i];
+      switch (u.kind) {
+        case UKind::kUpdate:
+          std::memcpy(u.rec->data(), u.before, u.rec->table->row_size());
+          break;
+        case UKind::kInsert:
+          u.rec->tid.store(kTidAbsentBit, std::memory_order_relaxed);
+          u.rec->table->EraseHash(u.rec);
+          break;
+        case UKind::kDelete:
+          u.rec->tid.store(u.old_tid, std::memory_order_relaxed);
+          break;
+      }
+    }
+    if (record_footprint_) footprint_.clear();
+    ReleaseAll();
+  }
+
+ private:
+  // Takes a shared or exclusive lock on rec per the protocol. False (cause_
+  // set) if the protocol says abort.
+  bool Acquire(Record* rec, bool exclusive) {
+    if (mode_ == Mode::kNone) return true;
+    Waiter waiter;
+    bool waited = false;
+    for (;;) {
+      uint64_t w = rec->lock.load(std::memory_order_acquire);
+      if (exclusive) {
+        if (w == (kLockExclusive | me_)) break;  // already exclusive
+        if ((w & ~kLockExclusive & ~me_) == 0) {
+          if (rec->lock.compare_exchange_weak(w, kLockExclusive | me_,
+                                              std::memory_order_acquire)) {
+            if (w & me_) {
+              MarkExclusive(rec);  // upgrade
+            } else {
+              held_.push_back({rec, true});
+            }
+            break;
+          }
+          continue;
+        }
+      } else {
+        if (w & me_) break;  // already held (shared or exclusive)
+        if (!(w & kLockExclusive)) {
+          if (rec->lock.compare_exchange_weak(w, w | me_, std::memory_order_acquire)) {
+            held_.push_back({rec, false});
+            break;
+          }
+          continue;
+        }
+      }
+      // Conflict with other holders.
+      uint64_t holders = w & ~kLockExclusive & ~me_;
+      if (!MayWait(holders)) {
+        if (waited) shared_->slots[worker_id_].waits_for.store(0, std::memory_order_relaxed);
+        return false;
+      }
+      waited = true;
+      waiter.Wait();
+    }
+    if (waited) shared_->slots[worker_id_].waits_for.store(0, std::memory_order_release);
+    return true;
+  }
+
+  // Decides whether to wait for `holders`; sets cause_ when it must abort.
+  bool MayWait(uint64_t holders) {
+    switch (mode_) {
+      case Mode::kNone:
+        return true;
+      case Mode::kNoWait:
+        MarkConflict(AbortCause::kLockConflict);
+        return false;
+      case Mode::kWaitDie: {
+        // Wait only if older (smaller ts) than every holder; else die.
+        for (uint64_t m = holders; m != 0; m &= m - 1) {
+          int h = __builtin_ctzll(m);
+          uint64_t hts = shared_->slots[h].ts.load(std::memory_order_acquire);
+          if (hts < ts_) {
+            MarkConflict(AbortCause::kWaitDie);
+            return false;
+          }
+        }
+        if (shared_->observer) {
+          for (uint64_t m = holders; m != 0; m &= m - 1) {
+            int h = __builtin_ctzll(m);
+            shared_->observer(ts_, shared_->slots[h].ts.load(std::memory_order_acquire));
+          }
+        }
+        return true;
+      }
+      case Mode::kDlDetect: {
+        shared_->slots[worker_id_].waits_for.store(holders, std::memory_order_seq_cst);
+        if (InCycle()) {
+          MarkConflict(AbortCause::kDeadlock);
+          return false;
+        }
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Whether this worker reaches itself in the wait-for graph.
+  bool InCycle() const {
+    uint64_t visited = 0;
+    uint64_t frontier = shared_->slots[worker_id_].waits_for.load(std::memory_order_seq_cst);
+    while (frontier != 0) {
+      int b = __builtin_ctzll(frontier);
+      uint64_t bit = uint64_t{1} << b;
+      frontier &= ~bit;
+      if (bit == me_) return true;
+      if (visited & bit) continue;
+      visited |= bit;
+      frontier |= shared_->slots[b].waits_for.load(std::memory_order_seq_cst) & ~visited;
+    }
+    return false;
+  }
+
+  void MarkExclusive(Record* rec) {
+    for (Held& h : held_) {
+      if (h.rec == rec) {
+        h.exclusive = true;
+        return;
+      }
+    }
+  }
+
+  bool HasUndo(Record* rec) const {
+    for (const UndoEntry& u : undo_) {
+      if (u.rec == rec) return true;
+    }
+    return false;
+  }
+
+  void ReleaseAll() {
+    for (const Held& h : held_) {
+      if (h.exclusive) {
+        h.rec->lock.store(0, std::memory_order_release);
+      } else {
+        h.rec->lock.fetch_and(~me_, std::memory_order_release);
+      }
+    }
+    held_.clear();
+    undo_.clear();
+  }
+
+  Shared* const shared_;
+  const Mode mode_;
+  const uint64_t me_;
+  uint64_t ts_ = 0;
+  std::vector<Held> held_;
+  std::vector<UndoEntry> undo_;
+};
+
+class TwoPlProtocol final : public CcProtocol {
+ public:
+  explicit TwoPlProtocol(Mode mode) { shared_.mode = mode; }
+  std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
+                                bool record_footprint) override {
+    return std::make_unique<TwoPlTx>(&shared_, worker_id, arena, record_footprint);
+  }
+  void SetWaitObserver(WaitObserver obs) override { shared_.observer = std::move(obs); }
+
+ private:
+  Shared shared_;
+};
+
+}  // namespace
+
+std::unique_ptr<CcProtocol> NewTwoPlProtocol(int mode) {
+  return std::make_unique<TwoPlProtocol>(static_cast<Mode>(mode));
+}
+
+}  // namespace engine
+}  // namespace corral
