@@ -5,14 +5,15 @@
 //
 // Each test works in its own schema (dropped at the end); every session has a
 // statement_timeout and every rendezvous a timeout, so nothing can hang.
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "adapters/libpq_connection.h"
 #include "adapters/pg_executor.h"
@@ -29,21 +30,27 @@ using scheduler::ExecResult;
 using scheduler::Outcome;
 
 // N threads meet; Arrive() gives up after a timeout so a failed peer cannot
-// hang the test. Thread-safe.
+// hang the test. Thread-safe. Uses std::mutex rather than absl::Mutex: the
+// Debian Abseil library is not built with ThreadSanitizer annotations, so
+// TSan cannot see absl::Mutex's ordering, while pthread-based primitives are
+// intercepted.
 class Rendezvous {
  public:
   explicit Rendezvous(int n) : n_(n) {}
   bool Arrive(absl::Duration timeout) {
-    absl::MutexLock l(&mu_);
-    ++arrived_;
-    auto all = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return arrived_ >= n_; };
-    return mu_.AwaitWithTimeout(absl::Condition(&all), timeout);
+    std::unique_lock<std::mutex> l(mu_);
+    if (++arrived_ >= n_) {
+      cv_.notify_all();
+      return true;
+    }
+    return cv_.wait_for(l, absl::ToChronoNanoseconds(timeout), [this] { return arrived_ >= n_; });
   }
 
  private:
-  absl::Mutex mu_;
+  std::mutex mu_;
+  std::condition_variable cv_;
   const int n_;
-  int arrived_ ABSL_GUARDED_BY(mu_) = 0;
+  int arrived_ = 0;  // guarded by mu_
 };
 
 class PgOutcomesTest : public ::testing::Test {
