@@ -100,8 +100,16 @@ cmd_start() {
       print_exports "$dir"
       return 0
     fi
-    # Lost a race for the port (or another failure): look at the log, move on.
-    log "start on port $port failed: $(tail -n 3 "$dir/server.log" 2>/dev/null | tr '\n' ' ')"
+    # Lost a race for the port: move on. Any other failure is final.
+    if ! grep -q "could not bind\|could not create any TCP/IP sockets\|already in use" \
+        "$dir/server.log" 2>/dev/null; then
+      cat "$dir/server.log" >&2 2>/dev/null
+      as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1
+      rm -rf "$dir"
+      die "the server did not start (log above)"
+    fi
+    log "port $port taken, trying the next one"
+    : >"$dir/server.log"
     port=$((port + 1)); tries=$((tries + 1))
   done
   rm -rf "$dir"
