@@ -301,6 +301,22 @@ ExecResult PgExecutor::Run(PgProcedure& procedure) {
   return Count(ExecResult::Commit());
 }
 
+absl::StatusOr<std::vector<std::unique_ptr<PgExecutor>>> ConnectPgExecutors(
+    const std::string& conninfo, int n, const PgExecutorOptions& options) {
+  if (n < 1) return absl::InvalidArgumentError("ConnectPgExecutors: n must be >= 1");
+  std::vector<std::unique_ptr<PgExecutor>> out;
+  out.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<std::unique_ptr<PgExecutor>> ex = PgExecutor::Connect(conninfo, options);
+    if (!ex.ok()) {
+      return absl::Status(ex.status().code(), absl::StrCat("executor ", i, " of ", n, ": ",
+                                                           ex.status().message()));
+    }
+    out.push_back(*std::move(ex));
+  }
+  return out;
+}
+
 PgExecutorStats PgExecutor::stats() const {
   PgExecutorStats s;
   s.commits = stats_.commits.load(std::memory_order_relaxed);

@@ -137,6 +137,12 @@ class PgExecutor final : public scheduler::Executor {
   AtomicStats stats_;
 };
 
+// `n` executors with one libpq connection each, e.g. one per run queue for
+// the scheduler's WorkerPool. Fails (closing what it opened) if any
+// connection fails.
+absl::StatusOr<std::vector<std::unique_ptr<PgExecutor>>> ConnectPgExecutors(
+    const std::string& conninfo, int n, const PgExecutorOptions& options);
+
 }  // namespace adapters
 }  // namespace corral
 

@@ -158,6 +158,23 @@ TEST_F(PgOutcomesTest, WriteSkewUnderSerializableIsOneCommitOneSerializationConf
   EXPECT_EQ(Sum(), 180);
 }
 
+TEST_F(PgOutcomesTest, WriteSkewUnderReadCommittedCommitsBoth) {
+  // The isolation flag reaches the server: the same interleaving that
+  // SERIALIZABLE refuses commits twice under READ COMMITTED.
+  options_.isolation = PgIsolation::kReadCommitted;
+  auto xs = ConnectPgExecutors(conninfo_, 2, options_);
+  ASSERT_TRUE(xs.ok()) << xs.status();
+  ASSERT_EQ(xs->size(), 2u);
+  EXPECT_NE((*xs)[0]->connection().backend_pid(), (*xs)[1]->connection().backend_pid());
+  Rendezvous meet(2);
+  PgTxn t1 = WriteSkew(&meet, 1), t2 = WriteSkew(&meet, 2);
+  ExecResult r1, r2;
+  RunPair((*xs)[0].get(), &t1, &r1, (*xs)[1].get(), &t2, &r2);
+  EXPECT_EQ(r1.outcome, Outcome::kCommitted) << r1.status;
+  EXPECT_EQ(r2.outcome, Outcome::kCommitted) << r2.status;
+  EXPECT_EQ(Sum(), 180);
+}
+
 TEST_F(PgOutcomesTest, DeadlockUnderReadCommittedIsDeadlockDetected) {
   options_.isolation = PgIsolation::kReadCommitted;
   auto x1 = NewExecutor(), x2 = NewExecutor();
