@@ -445,8 +445,10 @@ class Compiler {
 
   void With(const Json& b, const Scope* parent) {
     const Json* with = b.Get("withClause");
-    const Json* wb = with == nullptr ? nullptr : with->NodeBody();
-    const Json* ctes = wb == nullptr ? with == nullptr ? nullptr : with->Get("ctes") : wb->Get("ctes");
+    if (with == nullptr) return;
+    // WithClause is written inline ({"ctes": [...]}), or as a node.
+    const Json* ctes = with->Get("ctes");
+    if (ctes == nullptr && with->NodeBody() != nullptr) ctes = with->NodeBody()->Get("ctes");
     if (ctes == nullptr) return;
     for (const Json& c : ctes->items()) {
       const Json* cb = c.NodeBody();

@@ -1,0 +1,147 @@
+// Analytical throughput model of the three concurrency-control schemes of a
+// partitioned main-memory database (Jones, Abadi, Madden, SIGMOD 2010,
+// section 6) and the execution-scheme selector that evaluates it on
+// parameters measured online.
+//
+//   ModelParams p = ModelParams::Paper();   // Table 2 of the paper
+//   p.f = 0.1;
+//   double blocking = BlockingThroughput(p);      // txn/s
+//   SchemeSelector sel(SelectorOptions{});
+//   SelectorDecision d = sel.Observe(p, ModelScheme::kBlocking);
+//   if (d.switch_now) engine->SwitchScheme(...d.chosen...);
+//   std::cout << d.ToString();
+//
+// Base formulas (two partitions, every multi-partition (MP) transaction
+// touches both, single round, no aborts; times in microseconds):
+//   blocking      2 / (2 f tmp + (1 - f) tsp)
+//   local spec.   tmpL = max(tmpN, tmpC), tmpI = tmpL - tmpC,
+//                 Nhidden = min((1 - f) / (2 f), tmpI / tspS),
+//                 2 / (2 f tmpL + ((1 - f) - 2 f Nhidden) tsp)
+//   MP spec.      tperiod = tmpC + Nhidden tspS replaces tmpL
+//   locking       2 / (2 f (1 + l) tmpC + (1 - f) (1 + l) tspS)
+//
+// The stall. The paper's Table 2 lists tmpN = 40 us (the network round trip)
+// but its own simplified form ("tmpN > tmpC, so ...") uses tmp - tmpC as the
+// stall: the time a partition waits for a multi-partition transaction is the
+// whole of tmp that is not its CPU time (network, coordinator, 2PC messages).
+// We use stall = max(tmpN, tmp - tmpC); with the paper's numbers that is
+// 156 us, and tmpN alone only matters when it exceeds tmp - tmpC.
+//
+// Extensions (each reduces to the base formula when partitions = 2,
+// mp_width = 2, abort_rate = 0, multi_round_share = 0):
+//  * P partitions, an MP transaction touching w = mp_width of them: per
+//    partition, N f w / P MP and N (1 - f) / P SP transactions, so
+//      blocking  P / (w f tmp + (1 - f) tsp)
+//      local     Nhidden = min((1 - f) / (w f), tmpI / tspS),
+//                P / (w f tmpL + ((1 - f) - w f Nhidden) tsp)
+//      MP spec.  tperiod replaces tmpL
+//      locking   P / (w f (1 + l) tmpC + (1 - f) (1 + l) tspS)
+//  * Aborts (probability a that a transaction aborts by user decision):
+//    blocking and locking simply undo (no extra term). Under speculation an
+//    aborted MP transaction forces the work speculated behind it at each
+//    partition to be undone and re-executed (cascading). The speculated work
+//    behind one MP transaction is W = Nhidden tspS for local speculation and
+//    W = max(Nhidden tspS, min(stall, tmpC * w f P-share ...)) -- we use the
+//    whole idle window W = tmpI for MP speculation when MP transactions can
+//    fill it (f w tmpC >= ...), see SpecWindowMp in model.cc. Expected extra
+//    time per MP transaction a * W (plus a * W * tspS/tsp-rounding ignored):
+//    expected re-executions per MP transaction = a * W / tspS.
+//  * Multi-round transactions (share m of MP transactions have R rounds,
+//    R = rounds): each extra round adds a stall between rounds (round_gap:
+//    response + next fragment, measured) and CPU (round_cpu). Blocking and
+//    both speculation schemes cannot use the gap (speculation starts only
+//    after a partition's last fragment, and our coordinator sends a later
+//    round only once the transaction's earlier results are confirmed), so
+//      tmp'  = tmp  + m (R - 1) (round_gap + round_cpu)
+//      tmpL' = tmpL + m (R - 1) (round_gap + round_cpu)   (same for tperiod)
+//    Locking overlaps the gap with other work and pays only the CPU:
+//      tmpC' = tmpC + m (R - 1) round_cpu.
+//  * A single coordinator: if coordinator_us (CPU per MP transaction at the
+//    coordinator) is known and shares a core budget `cores` with the
+//    partitions (our 2-core machine), the prediction is capped by the CPU
+//    budget: throughput <= cores / (f coordinator_us + per-txn partition CPU).
+//    With cores = 0 (the paper: separate machines) there is no cap.
+#ifndef CORRAL_POLICIES_MODEL_MODEL_H_
+#define CORRAL_POLICIES_MODEL_MODEL_H_
+
+#include <string>
+
+namespace corral {
+namespace model {
+
+enum class ModelScheme { kBlocking = 0, kLocalSpeculation, kSpeculation, kLocking };
+constexpr int kNumModelSchemes = 4;
+const char* ModelSchemeName(ModelScheme s);
+
+struct ModelParams {
+  int partitions = 2;
+  int mp_width = 2;            // partitions an MP transaction touches
+  double tsp_us = 64;          // SP txn, non-speculative, no undo
+  double tsp_spec_us = 73;     // SP txn with undo buffer (speculative)
+  double tmp_us = 211;         // MP txn wall time at a partition incl. 2PC
+  double tmp_cpu_us = 55;      // CPU of an MP txn at a partition
+  double tmp_net_us = 40;      // network stall (round trip)
+  double lock_overhead = 0.132;  // l: fraction of extra time under locks
+  double f = 0;                // fraction of transactions that are MP
+  double abort_rate = 0;       // fraction of transactions that user-abort
+  double multi_round_share = 0;  // fraction of MP txns with `rounds` rounds
+  int rounds = 2;
+  double round_gap_us = 0;     // idle gap between two rounds at a partition
+  double round_cpu_us = 0;     // extra CPU per extra round at a partition
+  double coordinator_us = 0;   // coordinator CPU per MP txn (0: unknown)
+  int cores = 0;               // shared CPU budget (0: one machine each)
+
+  // Table 2 of the paper (two partitions, f = 0).
+  static ModelParams Paper() { return ModelParams(); }
+  // The stall a partition sees per MP transaction: max(tmpN, tmp - tmpC).
+  double StallUs() const;
+  std::string ToString() const;
+};
+
+// Predicted throughput in transactions per second.
+double BlockingThroughput(const ModelParams& p);
+double LocalSpeculationThroughput(const ModelParams& p);
+double SpeculationThroughput(const ModelParams& p);  // MP speculation
+double LockingThroughput(const ModelParams& p);
+double Throughput(ModelScheme s, const ModelParams& p);
+// Expected re-executions (cascading) per MP transaction under speculation.
+double ExpectedReexecutions(ModelScheme s, const ModelParams& p);
+
+struct SelectorOptions {
+  double min_gain = 0.05;   // predicted gain needed to switch
+  int consecutive = 2;      // windows in a row the gain must hold
+  bool allow_local_only = false;  // consider local-only speculation
+};
+
+// What the selector chose and why.
+struct SelectorDecision {
+  ModelParams params;
+  double predicted[kNumModelSchemes] = {0, 0, 0, 0};
+  ModelScheme current = ModelScheme::kBlocking;
+  ModelScheme best = ModelScheme::kBlocking;     // best predicted this window
+  ModelScheme chosen = ModelScheme::kBlocking;   // scheme to run next
+  bool switch_now = false;
+  int streak = 0;
+  std::string reason;
+  // One line: "chosen=locking switch=1 pred: blocking=.. spec=.. ... | f=.."
+  std::string ToString() const;
+};
+
+// Hysteresis around the model: switch only when the best scheme beats the
+// current one by more than min_gain for `consecutive` windows in a row.
+// Thread-compatible (one caller, e.g. the control loop).
+class SchemeSelector {
+ public:
+  explicit SchemeSelector(SelectorOptions opts) : opts_(opts) {}
+  SelectorDecision Observe(const ModelParams& measured, ModelScheme current);
+
+ private:
+  SelectorOptions opts_;
+  ModelScheme candidate_ = ModelScheme::kBlocking;
+  int streak_ = 0;
+};
+
+}  // namespace model
+}  // namespace corral
+
+#endif  // CORRAL_POLICIES_MODEL_MODEL_H_
