@@ -95,7 +95,7 @@ absl::StatusOr<std::unique_ptr<EngineExecutor>> Database::NewExecutor(
   }
   RecordArena* arena;
   {
-    absl::MutexLock l(&mu_);
+    WriteGuard l(&mu_);
     if (arenas_.size() <= static_cast<size_t>(worker_id)) arenas_.resize(worker_id + 1);
     if (!arenas_[worker_id]) arenas_[worker_id] = std::make_unique<RecordArena>();
     arena = arenas_[worker_id].get();

@@ -4,7 +4,7 @@
 //  * Storage (storage.h, schema.h): fixed-size rows behind a 32-byte record
 //    header; uint64 primary keys (workloads pack composite keys with
 //    KeyPacker); a libcuckoo hash index per table, optional ordered
-//    (absl::btree_map + mutex) primary and secondary indexes for scans.
+//    (absl::btree_map + reader-writer latch) primary and secondary indexes for scans.
 //  * Procedures (txn_api.h): `absl::Status (Tx&)`, written once, run under any
 //    protocol. Conflicts come back as a status (no exceptions).
 //  * Protocols, chosen by name at run time (DatabaseOptions::protocol):
@@ -66,7 +66,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
+#include "engine/latch.h"
 #include "engine/schema.h"
 #include "engine/storage.h"
 #include "engine/txn_api.h"
@@ -166,7 +166,7 @@ class Database {
   std::unique_ptr<CcProtocol> cc_;
   std::vector<std::unique_ptr<Table>> tables_;
   RecordArena load_arena_;
-  mutable absl::Mutex mu_;
+  mutable RwLatch mu_;
   // Per worker slot record arenas, kept for the Database's lifetime because
   // records are never freed while it lives.
   std::vector<std::unique_ptr<RecordArena>> arenas_ ABSL_GUARDED_BY(mu_);

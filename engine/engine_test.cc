@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "engine/latch.h"
 #include "engine/cc.h"
 #include "gtest/gtest.h"
 
@@ -229,7 +229,7 @@ TEST_P(EngineTest, ConflictGraphOfCommittedHistoryIsAcyclic) {
   LoadAccounts(kKeys, 0);
   const auto stop = Clock::now() + std::chrono::milliseconds(400);
   const auto far = stop + std::chrono::seconds(10);
-  absl::Mutex mu;
+  RwLatch mu;
   std::vector<Footprint> history;  // guarded by mu
   std::vector<std::thread> threads;
   for (int w = 0; w < 4; ++w) {
@@ -254,7 +254,7 @@ TEST_P(EngineTest, ConflictGraphOfCommittedHistoryIsAcyclic) {
         }, far);
         if (r.outcome == Outcome::kCommitted) mine.push_back(ex->last_footprint());
       }
-      absl::MutexLock l(&mu);
+      WriteGuard l(&mu);
       for (auto& f : mine) history.push_back(std::move(f));
     });
   }

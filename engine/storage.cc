@@ -49,12 +49,12 @@ void AtomicCopyIn(char* dst, const char* src, uint32_t n) {
 }
 
 void OrderedIndex::Insert(uint64_t key, uint64_t pk, Record* rec) {
-  absl::MutexLock l(&mu_);
+  WriteGuard l(&mu_);
   map_[{key, pk}] = rec;
 }
 
 void OrderedIndex::Erase(uint64_t key, uint64_t pk, Record* rec) {
-  absl::MutexLock l(&mu_);
+  WriteGuard l(&mu_);
   auto it = map_.find({key, pk});
   if (it != map_.end() && it->second == rec) map_.erase(it);
 }
@@ -63,7 +63,7 @@ void OrderedIndex::Collect(uint64_t lo, uint64_t hi, bool descending, bool has_a
                            std::pair<uint64_t, uint64_t> after, size_t max,
                            std::vector<Entry>* out) const {
   if (lo > hi || max == 0) return;
-  absl::ReaderMutexLock l(&mu_);
+  ReadGuard l(&mu_);
   size_t n = 0;
   if (!descending) {
     auto it = has_after ? map_.upper_bound(after) : map_.lower_bound({lo, 0});
@@ -83,7 +83,7 @@ void OrderedIndex::Collect(uint64_t lo, uint64_t hi, bool descending, bool has_a
 }
 
 size_t OrderedIndex::size() const {
-  absl::ReaderMutexLock l(&mu_);
+  ReadGuard l(&mu_);
   return map_.size();
 }
 

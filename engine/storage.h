@@ -17,7 +17,7 @@
 //   ScanSpec s; s.index = t->primary_ordered(); s.lo = ...; s.hi = ...;
 //
 // Thread-safety: Table and OrderedIndex are thread-safe (the hash index is
-// libcuckoo's, each ordered index has an absl::Mutex taken briefly per
+// libcuckoo's, each ordered index has a reader-writer latch taken briefly per
 // operation or scan batch). Record words are atomics; row bytes are protected
 // by the concurrency-control protocol.
 #ifndef CORRAL_ENGINE_STORAGE_H_
@@ -33,8 +33,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
-#include "absl/synchronization/mutex.h"
 #include "common/hash.h"
+#include "engine/latch.h"
 #include "engine/schema.h"
 #include "libcuckoo/cuckoohash_map.hh"
 
@@ -120,7 +120,7 @@ class OrderedIndex {
   const std::string name_;
   Table* const table_;
   const KeyFn key_of_;
-  mutable absl::Mutex mu_;
+  mutable RwLatch mu_;
   absl::btree_map<std::pair<uint64_t, uint64_t>, Record*> map_ ABSL_GUARDED_BY(mu_);
 };
 
