@@ -40,12 +40,11 @@
 //    blocking and locking simply undo (no extra term). Under speculation an
 //    aborted MP transaction forces the work speculated behind it at each
 //    partition to be undone and re-executed (cascading). The speculated work
-//    behind one MP transaction is W = Nhidden tspS for local speculation and
-//    W = max(Nhidden tspS, min(stall, tmpC * w f P-share ...)) -- we use the
-//    whole idle window W = tmpI for MP speculation when MP transactions can
-//    fill it (f w tmpC >= ...), see SpecWindowMp in model.cc. Expected extra
-//    time per MP transaction a * W (plus a * W * tspS/tsp-rounding ignored):
-//    expected re-executions per MP transaction = a * W / tspS.
+//    behind one MP transaction is W = Nhidden tspS for local speculation
+//    and W = tmpI (the whole idle window: later MP fragments fill what SP
+//    transactions leave) for MP speculation. Expected extra time per MP
+//    transaction a W (added to tmpL / tperiod); expected re-executed work
+//    per MP transaction a W / tspS (ExpectedReexecutions).
 //  * Multi-round transactions (share m of MP transactions have R rounds,
 //    R = rounds): each extra round adds a stall between rounds (round_gap:
 //    response + next fragment, measured) and CPU (round_cpu). Blocking and

@@ -1,0 +1,197 @@
+#include "policies/model/model.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace corral {
+namespace model {
+namespace {
+
+double Width(const ModelParams& p) {
+  return std::max(1, std::min(p.mp_width, p.partitions));
+}
+
+// Extra wall time per MP transaction from its extra rounds (all at a
+// partition: the gap is idle, the round's CPU is spent).
+double ExtraRoundWall(const ModelParams& p) {
+  return p.multi_round_share * std::max(0, p.rounds - 1) *
+         (p.round_gap_us + p.round_cpu_us);
+}
+double ExtraRoundCpu(const ModelParams& p) {
+  return p.multi_round_share * std::max(0, p.rounds - 1) * p.round_cpu_us;
+}
+
+// Caps a prediction by a shared CPU budget (cores > 0): partitions and the
+// coordinator cannot use more than `cores` CPUs together.
+double Cap(const ModelParams& p, double tput, double partition_cpu_per_txn) {
+  if (p.cores <= 0) return tput;
+  double cpu = partition_cpu_per_txn + p.f * p.coordinator_us;
+  if (cpu <= 0) return tput;
+  return std::min(tput, p.cores * 1e6 / cpu);
+}
+
+// Number of SP transactions hidden in one MP transaction's idle time and
+// the idle time itself (tmpI), for the given limiting time tmpL.
+void Hidden(const ModelParams& p, double* tmpl, double* tmpi, double* nhidden) {
+  const double w = Width(p);
+  *tmpl = std::max(p.StallUs(), p.tmp_cpu_us);
+  *tmpi = *tmpl - p.tmp_cpu_us;
+  *tmpl += ExtraRoundWall(p);
+  if (p.f <= 0) {
+    *nhidden = 0;
+    return;
+  }
+  const double per_mp = (1 - p.f) / (w * p.f);
+  *nhidden = std::min(per_mp, p.tsp_spec_us > 0 ? *tmpi / p.tsp_spec_us : 0.0);
+}
+
+double SpecThroughput(const ModelParams& p, bool mp_spec) {
+  const double P = p.partitions, w = Width(p), f = p.f;
+  if (f <= 0) return Cap(p, P * 1e6 / p.tsp_us, p.tsp_us);
+  double tmpl, tmpi, nh;
+  Hidden(p, &tmpl, &tmpi, &nh);
+  double period = tmpl;
+  double window = nh * p.tsp_spec_us;  // work speculated behind one MP txn
+  if (mp_spec) {
+    period = p.tmp_cpu_us + nh * p.tsp_spec_us + ExtraRoundWall(p);
+    window = tmpi;  // later MP fragments fill what SP txns leave idle
+  }
+  period += p.abort_rate * window;  // cascading re-execution
+  const double time = w * f * period + ((1 - f) - w * f * nh) * p.tsp_us;
+  const double cpu = w * f * (p.tmp_cpu_us + ExtraRoundCpu(p)) +
+                     (1 - f) * p.tsp_spec_us;
+  return Cap(p, P * 1e6 / time, cpu);
+}
+
+}  // namespace
+
+const char* ModelSchemeName(ModelScheme s) {
+  switch (s) {
+    case ModelScheme::kBlocking: return "blocking";
+    case ModelScheme::kLocalSpeculation: return "local-spec";
+    case ModelScheme::kSpeculation: return "speculation";
+    case ModelScheme::kLocking: return "locking";
+  }
+  return "?";
+}
+
+double ModelParams::StallUs() const {
+  return std::max(tmp_net_us, tmp_us - tmp_cpu_us);
+}
+
+std::string ModelParams::ToString() const {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "P=%d w=%d tsp=%.1f tspS=%.1f tmp=%.1f tmpC=%.1f tmpN=%.1f "
+                "stall=%.1f l=%.3f f=%.3f abort=%.3f mr=%.3f gap=%.1f "
+                "rcpu=%.1f coord=%.1f",
+                partitions, mp_width, tsp_us, tsp_spec_us, tmp_us, tmp_cpu_us,
+                tmp_net_us, StallUs(), lock_overhead, f, abort_rate,
+                multi_round_share, round_gap_us, round_cpu_us, coordinator_us);
+  return buf;
+}
+
+double BlockingThroughput(const ModelParams& p) {
+  const double P = p.partitions, w = Width(p), f = p.f;
+  const double tmp = p.tmp_us + ExtraRoundWall(p);
+  const double time = w * f * tmp + (1 - f) * p.tsp_us;
+  return Cap(p, P * 1e6 / time,
+             w * f * (p.tmp_cpu_us + ExtraRoundCpu(p)) + (1 - f) * p.tsp_us);
+}
+
+double LocalSpeculationThroughput(const ModelParams& p) {
+  return SpecThroughput(p, false);
+}
+
+double SpeculationThroughput(const ModelParams& p) {
+  return SpecThroughput(p, true);
+}
+
+double LockingThroughput(const ModelParams& p) {
+  const double P = p.partitions, w = Width(p), f = p.f;
+  const double l1 = 1 + p.lock_overhead;
+  const double tmpc = p.tmp_cpu_us + ExtraRoundCpu(p);
+  const double time = w * f * l1 * tmpc + (1 - f) * l1 * p.tsp_spec_us;
+  return Cap(p, P * 1e6 / time, time);
+}
+
+double Throughput(ModelScheme s, const ModelParams& p) {
+  switch (s) {
+    case ModelScheme::kBlocking: return BlockingThroughput(p);
+    case ModelScheme::kLocalSpeculation: return LocalSpeculationThroughput(p);
+    case ModelScheme::kSpeculation: return SpeculationThroughput(p);
+    case ModelScheme::kLocking: return LockingThroughput(p);
+  }
+  return 0;
+}
+
+double ExpectedReexecutions(ModelScheme s, const ModelParams& p) {
+  if (s != ModelScheme::kLocalSpeculation && s != ModelScheme::kSpeculation) {
+    return 0;
+  }
+  if (p.f <= 0 || p.tsp_spec_us <= 0) return 0;
+  double tmpl, tmpi, nh;
+  Hidden(p, &tmpl, &tmpi, &nh);
+  const double window =
+      s == ModelScheme::kSpeculation ? tmpi : nh * p.tsp_spec_us;
+  return p.abort_rate * window / p.tsp_spec_us;
+}
+
+std::string SelectorDecision::ToString() const {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "chosen=%s best=%s current=%s switch=%d streak=%d pred[tps]: "
+                "blocking=%.0f local-spec=%.0f speculation=%.0f locking=%.0f",
+                ModelSchemeName(chosen), ModelSchemeName(best),
+                ModelSchemeName(current), switch_now ? 1 : 0, streak,
+                predicted[0], predicted[1], predicted[2], predicted[3]);
+  return std::string(buf) + " (" + reason + ") | " + params.ToString();
+}
+
+SelectorDecision SchemeSelector::Observe(const ModelParams& measured,
+                                         ModelScheme current) {
+  SelectorDecision d;
+  d.params = measured;
+  d.current = current;
+  for (int i = 0; i < kNumModelSchemes; ++i) {
+    d.predicted[i] = Throughput(static_cast<ModelScheme>(i), measured);
+  }
+  int best = static_cast<int>(current);
+  for (int i = 0; i < kNumModelSchemes; ++i) {
+    if (i == static_cast<int>(ModelScheme::kLocalSpeculation) &&
+        !opts_.allow_local_only) {
+      continue;  // MP speculation dominates local-only in the model
+    }
+    if (d.predicted[i] > d.predicted[best]) best = i;
+  }
+  d.best = static_cast<ModelScheme>(best);
+  d.chosen = current;
+  const double cur = d.predicted[static_cast<int>(current)];
+  const double gain = cur > 0 ? d.predicted[best] / cur - 1 : 0;
+  char buf[128];
+  if (d.best == current || gain <= opts_.min_gain) {
+    streak_ = 0;
+    std::snprintf(buf, sizeof(buf), "stay: best gain %.1f%% <= %.1f%%",
+                  100 * gain, 100 * opts_.min_gain);
+  } else {
+    if (candidate_ != d.best) streak_ = 0;
+    candidate_ = d.best;
+    ++streak_;
+    if (streak_ >= opts_.consecutive) {
+      d.chosen = d.best;
+      d.switch_now = true;
+      std::snprintf(buf, sizeof(buf), "switch: gain %.1f%% for %d windows",
+                    100 * gain, streak_);
+      streak_ = 0;
+    } else {
+      std::snprintf(buf, sizeof(buf), "wait: gain %.1f%%, window %d of %d",
+                    100 * gain, streak_, opts_.consecutive);
+    }
+  }
+  d.streak = streak_;
+  d.reason = buf;
+  return d;
+}
+
+}  // namespace model
+}  // namespace corral
