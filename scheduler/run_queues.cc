@@ -29,7 +29,7 @@ absl::Status RunQueues::Push(QueueId q, std::unique_ptr<Txn> txn) {
   }
   Queue& queue = queues_[q.value()];
   {
-    absl::MutexLock l(&queue.mu);
+    TsanVisibleMutexLock l(&queue.mu);
     if (closed_.load(std::memory_order_acquire)) {
       return absl::FailedPreconditionError("run queues are shut down");
     }
@@ -42,14 +42,14 @@ absl::Status RunQueues::Push(QueueId q, std::unique_ptr<Txn> txn) {
     total_.fetch_add(1);
   }
   if (sleepers_.load() > 0) {
-    absl::MutexLock l(&idle_mu_);
+    TsanVisibleMutexLock l(&idle_mu_);
     idle_cv_.SignalAll();
   }
   return absl::OkStatus();
 }
 
 std::unique_ptr<Txn> RunQueues::PopFrom(Queue& q) {
-  absl::MutexLock l(&q.mu);
+  TsanVisibleMutexLock l(&q.mu);
   if (q.fifo.empty()) return nullptr;
   std::unique_ptr<Txn> t = std::move(q.fifo.front());
   q.fifo.pop_front();
@@ -88,7 +88,7 @@ bool RunQueues::Available(int worker) const {
 std::unique_ptr<Txn> RunQueues::Pop(int worker, bool* stolen) {
   for (;;) {
     if (auto t = TryPop(worker, stolen)) return t;
-    absl::MutexLock l(&idle_mu_);
+    TsanVisibleMutexLock l(&idle_mu_);
     sleepers_.fetch_add(1);  // seq_cst: a pusher after this sees a sleeper
     while (!Available(worker)) {
       if (shutdown_.load(std::memory_order_acquire)) {
@@ -96,7 +96,7 @@ std::unique_ptr<Txn> RunQueues::Pop(int worker, bool* stolen) {
         return nullptr;
       }
       // The timeout is only a safety net; pushes and Shutdown() signal.
-      idle_cv_.WaitWithTimeout(&idle_mu_, absl::Milliseconds(100));
+      idle_cv_.WaitWithTimeout(&idle_mu_, std::chrono::milliseconds(100));
     }
     sleepers_.fetch_sub(1);
   }
@@ -106,8 +106,8 @@ void RunQueues::Shutdown() {
   // Close for pushes, then pass every queue lock once: a push in progress
   // has finished (its size is visible) before workers may exit on empty.
   closed_.store(true, std::memory_order_release);
-  for (int i = 0; i < num_queues_; ++i) absl::MutexLock l(&queues_[i].mu);
-  absl::MutexLock l(&idle_mu_);
+  for (int i = 0; i < num_queues_; ++i) TsanVisibleMutexLock l(&queues_[i].mu);
+  TsanVisibleMutexLock l(&idle_mu_);
   shutdown_.store(true, std::memory_order_release);
   idle_cv_.SignalAll();
 }

@@ -29,7 +29,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/tsan_visible_mutex.h"
 #include "common/ids.h"
 #include "scheduler/txn.h"
 
@@ -71,7 +71,7 @@ class RunQueues {
 
  private:
   struct alignas(64) Queue {
-    absl::Mutex mu;
+    TsanVisibleMutex mu;
     std::deque<std::unique_ptr<Txn>> fifo ABSL_GUARDED_BY(mu);
     std::atomic<int64_t> size{0};
     uint64_t rng = 0;  // steal victims of this queue's worker (that worker only)
@@ -89,8 +89,8 @@ class RunQueues {
   std::atomic<bool> closed_{false};    // pushes refused
   std::atomic<bool> shutdown_{false};  // workers may exit when empty
   std::atomic<int> sleepers_{0};
-  absl::Mutex idle_mu_;
-  absl::CondVar idle_cv_;
+  TsanVisibleMutex idle_mu_;
+  TsanVisibleCondVar idle_cv_;
 };
 
 }  // namespace scheduler

@@ -4,7 +4,7 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "common/tsan_visible_mutex.h"
 #include "gtest/gtest.h"
 
 namespace corral {
@@ -167,10 +167,10 @@ TEST(SchedulerTest, MaxAttemptsGivesUp) {
   o.workers.backoff = true;
   o.workers.backoff_base_ns = 100;
   o.workers.backoff_max_ns = 1000;
-  absl::Mutex mu;
+  TsanVisibleMutex mu;
   std::vector<Outcome> outs;
   auto s = Scheduler::Create(o, {&e}, [&](std::unique_ptr<Txn> t, const ExecResult& r, int) {
-             absl::MutexLock l(&mu);
+             TsanVisibleMutexLock l(&mu);
              outs.push_back(r.outcome);
              EXPECT_EQ(t->attempts, 5);
            }).value();

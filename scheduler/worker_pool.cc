@@ -113,7 +113,7 @@ void WorkerPool::RunTxn(int w, std::unique_ptr<Txn> txn, bool stolen) {
   }
   const int64_t now = clock_->NowNanos();
   {
-    absl::MutexLock l(&me.mu);
+    TsanVisibleMutexLock l(&me.mu);
     WorkerStats& s = me.stats;
     ++s.txns;
     s.attempts += attempts;
@@ -145,7 +145,7 @@ void WorkerPool::RunTxn(int w, std::unique_ptr<Txn> txn, bool stolen) {
 }
 
 WorkerStats WorkerPool::Stats(int worker) const {
-  absl::MutexLock l(&workers_[worker].mu);
+  TsanVisibleMutexLock l(&workers_[worker].mu);
   return workers_[worker].stats;
 }
 

@@ -37,7 +37,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "common/tsan_visible_mutex.h"
 #include "common/clock.h"
 #include "history/history.h"
 #include "scheduler/histogram.h"
@@ -104,7 +104,7 @@ class WorkerPool {
 
  private:
   struct alignas(64) Worker {
-    mutable absl::Mutex mu;
+    mutable TsanVisibleMutex mu;
     WorkerStats stats ABSL_GUARDED_BY(mu);
     uint64_t rng = 0;  // backoff jitter, worker thread only
   };

@@ -182,7 +182,7 @@ void State::MaybeEvict() {
 }
 
 int64_t State::EvictTo(int64_t target) {
-  absl::MutexLock l(&evict_mu_);
+  TsanVisibleMutexLock l(&evict_mu_);
   if (entries_.load(std::memory_order_relaxed) <= target) return 0;
   return EvictPass(std::max<int64_t>(target, 0));
 }

@@ -44,7 +44,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
+#include "common/tsan_visible_mutex.h"
 #include "absl/types/span.h"
 #include "common/clock.h"
 #include "common/ids.h"
@@ -165,7 +165,7 @@ class State {
     bool is_protected;
     double rank;  // smaller = evicted earlier
   };
-  absl::Mutex evict_mu_;
+  TsanVisibleMutex evict_mu_;
   std::vector<Candidate> scratch_ ABSL_GUARDED_BY(evict_mu_);
 };
 
