@@ -1,12 +1,10 @@
 #include "adapters/pg_connection.h"
 
-#include <cstdlib>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 
 namespace corral {
 namespace adapters {

@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
 #include "adapters/libpq_connection.h"
 
 namespace corral {
