@@ -63,7 +63,11 @@ void State::Fold(Entry& e, int64_t window) const {
   const double a = options_.rate_alpha;
   e.rate = (1 - a) * e.rate + a * e.cur;
   const int64_t gap = window - e.window - 1;  // empty windows in between
-  if (gap > 0) e.rate *= std::pow(1 - a, static_cast<double>(std::min<int64_t>(gap, 1000)));
+  if (gap >= 64) {
+    e.rate = 0;  // (1 - a)^64 is negligible for any useful alpha
+  } else if (gap > 0) {
+    e.rate *= std::pow(1 - a, static_cast<double>(gap));
+  }
   e.cur = 0;
   e.window = window;
 }

@@ -69,7 +69,7 @@ class State {
     int64_t max_bytes = 0;
     EvictionMode eviction = EvictionMode::kStable;
     // An eviction pass brings the table down to this fraction of the bound.
-    double evict_to = 0.9;
+    double evict_to = 0.8;
     // Stable delete: entries protected per queue, and the rate above which an
     // entry is always protected (0 = off).
     int protect_per_queue = 4;
