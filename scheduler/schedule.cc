@@ -1,8 +1,11 @@
 #include "scheduler/schedule.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 
 #include "absl/container/inlined_vector.h"
+#include "common/clock.h"
 #include "common/hash.h"
 
 namespace corral {
@@ -24,13 +27,30 @@ struct Scratch {
 };
 thread_local Scratch tls_scratch;
 
+// Per-thread History read cache (see Schedule's constructor).
+struct WeightCache {
+  static constexpr int kSize = 1024;
+  struct Slot {
+    uint64_t key = 0;
+    int64_t stamp = 0;
+    history::History::Counts counts;
+    bool known = false;
+  };
+  uint64_t owner = 0;  // Schedule instance
+  int64_t generation = -1;  // History regenerations seen
+  Slot slots[kSize];
+};
+std::atomic<uint64_t> next_instance{1};
+
 constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 
 }  // namespace
 
 Schedule::Schedule(const history::History* history, state::State* state, const Policy& policy,
-                   uint64_t seed)
+                   uint64_t seed, int64_t weight_cache_ns)
     : history_(history),
+      weight_cache_ns_(weight_cache_ns),
+      instance_(next_instance.fetch_add(1)),
       state_(state),
       num_queues_(state->num_queues()),
       policy_(Pack(policy)),
@@ -72,6 +92,24 @@ QueueId Schedule::DecideWith(const Policy& p, absl::Span<const RefId> refs,
   return QueueId(static_cast<int32_t>(r % static_cast<uint64_t>(num_queues_)));
 }
 
+double Schedule::Weight(RefId r, Weighting w, int64_t now) const {
+  if (weight_cache_ns_ <= 0) return history_->Weight(r, w);
+  static thread_local WeightCache c;  // one per thread, built on first use
+  const int64_t gen = history_->regenerations();
+  if (c.owner != instance_ || c.generation != gen) {
+    for (auto& slot : c.slots) slot.stamp = INT64_MIN;
+    c.owner = instance_;
+    c.generation = gen;
+  }
+  WeightCache::Slot& slot = c.slots[Mix64(r.value()) & (WeightCache::kSize - 1)];
+  if (slot.stamp == INT64_MIN || slot.key != r.value() || now - slot.stamp > weight_cache_ns_) {
+    slot.key = r.value();
+    slot.stamp = now;
+    slot.known = history_->Get(r, &slot.counts);
+  }
+  return slot.known ? history::History::WeightOf(slot.counts, w) : 0.0;
+}
+
 QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
                                 std::vector<double>* scores_out) const {
   const int n = num_queues_;
@@ -80,10 +118,11 @@ QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
   double* scores = s.scores.data();
   uint64_t* row = s.row.data();
   std::fill(scores, scores + n, 0.0);
+  const int64_t now = weight_cache_ns_ > 0 ? MonoNanos() : 0;
 
   if (p.aggregation == Aggregation::kSum) {
     for (RefId r : refs) {
-      const double w = history_->Weight(r, p.weighting);
+      const double w = Weight(r, p.weighting, now);
       if (w <= 0 || !state_->ReadRow(r, row)) continue;
       for (int q = 0; q < n; ++q) scores[q] += w * static_cast<double>(row[q]);
     }
@@ -91,7 +130,7 @@ QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
     absl::InlinedVector<double, 16> weights(refs.size());
     double best = 0;
     for (size_t i = 0; i < refs.size(); ++i) {
-      weights[i] = history_->Weight(refs[i], p.weighting);
+      weights[i] = Weight(refs[i], p.weighting, now);
       best = std::max(best, weights[i]);
     }
     if (best > 0) {

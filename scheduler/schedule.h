@@ -25,7 +25,7 @@
 // for every reference r (baselines leave the State alone so that a switch to
 // a learned policy starts from learned placements only).
 //
-// Cost: one History lookup per reference, one State row copy (num_queues
+// Cost: one History lookup per reference (or a thread-cache hit), one State row copy (num_queues
 // counts) per scoring reference, one pass over the queues; no allocation
 // after a thread's first decision (thread-local scratch sized by the queue
 // count; Max keeps up to 16 weights inline).
@@ -58,8 +58,14 @@ class Schedule {
  public:
   // `history` and `state` must outlive the Schedule; the queue count is the
   // State's.
+  // `weight_cache_ns` > 0 turns on a per-thread History read cache (1024
+  // direct-mapped entries per thread): a reference's counters are reused for
+  // up to that many ns (a stale read, the paper's accepted trade-off; it
+  // halves the table operations per decision for recurring references).
+  // Regenerate() invalidates it at once. 0 (default) reads the History every
+  // time.
   Schedule(const history::History* history, state::State* state, const Policy& policy,
-           uint64_t seed);
+           uint64_t seed, int64_t weight_cache_ns = 0);
   Schedule(const Schedule&) = delete;
   Schedule& operator=(const Schedule&) = delete;
 
@@ -83,7 +89,11 @@ class Schedule {
   QueueId DecideLearned(const Policy& p, absl::Span<const RefId> refs,
                         std::vector<double>* scores_out) const;
 
+  double Weight(RefId r, Weighting w, int64_t now) const;
+
   const history::History* const history_;
+  const int64_t weight_cache_ns_;
+  const uint64_t instance_;  // identifies this Schedule in thread caches
   state::State* const state_;
   const int num_queues_;
   std::atomic<uint32_t> policy_;

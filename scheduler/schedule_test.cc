@@ -224,6 +224,25 @@ TEST(ScheduleTest, OriginalIsUniformAndDeterministicUnderASeed) {
   }
 }
 
+TEST(ScheduleTest, WeightCacheServesStaleReadsUntilRegenerate) {
+  history::History h;
+  auto st = MakeState(2);
+  h.Add(RefId::Of("a"), 1, 0);
+  h.Add(RefId::Of("b"), 2, 0);
+  st->Set(RefId::Of("a"), {1, 0});
+  st->Set(RefId::Of("b"), {0, 1});
+  Schedule cached(&h, st.get(), P("count-max-canonical-single"), 1, int64_t{3600} * 1000000000);
+  Schedule fresh(&h, st.get(), P("count-max-canonical-single"), 1);
+  RefVec refs = {RefId::Of("a"), RefId::Of("b")};
+  EXPECT_EQ(cached.Decide(refs), QueueId(1));
+  h.Add(RefId::Of("a"), 10, 0);  // a now outweighs b
+  EXPECT_EQ(fresh.Decide(refs), QueueId(0));
+  EXPECT_EQ(cached.Decide(refs), QueueId(1));  // stale within the hour
+  h.Regenerate();
+  h.Add(RefId::Of("a"), 10, 0);
+  EXPECT_EQ(cached.Decide(refs), QueueId(0));  // regeneration invalidates
+}
+
 // The paper's Figure 15 effect: with direct delete a hot reference's State
 // row is evicted under a stream of fresh references and its transactions stop
 // following it; stable delete keeps it.

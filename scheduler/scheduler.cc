@@ -25,7 +25,8 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
   s->state_ = std::move(st).value();
   s->history_ = std::make_unique<history::History>(options.history);
   s->schedule_ =
-      std::make_unique<Schedule>(s->history_.get(), s->state_.get(), options.policy, options.seed);
+      std::make_unique<Schedule>(s->history_.get(), s->state_.get(), options.policy,
+                                 options.seed, options.weight_cache_ns);
   if (!executors.empty()) {
     RunQueues::Options qo;
     qo.num_queues = options.num_queues;

@@ -48,6 +48,9 @@ class Scheduler {
     int num_queues = 8;
     Policy policy;  // default: count-max-canonical-single
     uint64_t seed = 1;
+    // Per-thread History read cache staleness for decisions (0 = off); see
+    // Schedule.
+    int64_t weight_cache_ns = 0;
     history::History::Options history;
     state::State::Options state;  // its num_queues is overridden by num_queues
     bool stealing = true;

@@ -1,0 +1,188 @@
+// Scheduler decision throughput: cost of one Schedule decision (Decide, and
+// Place = Decide + State update) over queue counts, references per
+// transaction and History sizes, single-threaded and with 1/2/4 threads
+// sharing the tables (hot: all threads use the same few references; disjoint:
+// each thread its own). Reports the median per-decision time over batches,
+// and ratios against the 0.5 us target and against the Original baseline
+// (a random queue, measured in the same run).
+//
+//   bazel run -c opt //bench/sched:sched_bench -- --history_refs=100000
+//   bazel run -c opt //bench/sched:sched_bench -- --history_refs=10000000 --state_max=1048576
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_split.h"
+#include "common/clock.h"
+#include "common/hash.h"
+#include "history/history.h"
+#include "policies/policy.h"
+#include "scheduler/schedule.h"
+#include "state/state.h"
+
+ABSL_FLAG(int64_t, history_refs, 100000, "distinct references in the History");
+ABSL_FLAG(int64_t, state_max, 1 << 20, "State bound (max entries)");
+ABSL_FLAG(std::string, queues, "1,2,4,8,16,32,64", "queue counts");
+ABSL_FLAG(std::string, refs, "1,2,5,10,20", "references per transaction");
+ABSL_FLAG(std::string, policies, "count-max-canonical-single,fraction-sum-canonical-single",
+          "policies for the grid");
+ABSL_FLAG(int, batches, 200, "batches per measurement");
+ABSL_FLAG(int, batch, 500, "decisions per batch");
+ABSL_FLAG(int64_t, weight_cache_ns, 0, "Schedule's per-thread History cache (0 = off)");
+ABSL_FLAG(bool, threads, true, "run the 1/2/4-thread contention table");
+
+namespace corral {
+namespace {
+
+int64_t RssKb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
+
+std::vector<int> Ints(const std::string& s) {
+  std::vector<int> v;
+  for (absl::string_view p : absl::StrSplit(s, ',')) v.push_back(std::stoi(std::string(p)));
+  return v;
+}
+
+RefId PopRef(int64_t i) { return RefId(Mix64(static_cast<uint64_t>(i) + 12345)); }
+
+struct Tables {
+  history::History history;
+  std::unique_ptr<state::State> state;
+  int64_t n;
+  Tables(int64_t n_refs, int queues)
+      : history([&] {
+          history::History::Options o;
+          o.max_entries = 0;
+          o.initial_capacity = n_refs;
+          o.keep_texts = false;
+          return o;
+        }()),
+        n(n_refs) {
+    state::State::Options so;
+    so.num_queues = queues;
+    so.max_entries = absl::GetFlag(FLAGS_state_max);
+    state = state::State::Create(so, Clock::Real()).value();
+    std::vector<uint64_t> row(queues);
+    const int64_t in_state = std::min<int64_t>(n_refs, so.max_entries * 8 / 10);
+    for (int64_t i = 0; i < n_refs; ++i) {
+      const uint64_t h = Mix64(i);
+      history.Add(PopRef(i), h % 50, (h >> 8) % 100);
+      if (i < in_state) {
+        for (int q = 0; q < queues; ++q) row[q] = (h >> (q % 48)) % 7;
+        state->Set(PopRef(i), row);
+      }
+    }
+  }
+};
+
+// Median ns per decision over batches. `place` = Decide + State record.
+double Measure(scheduler::Schedule& s, int64_t population, int k, bool place, uint64_t seed,
+               bool hot, std::atomic<int64_t>* total_decisions = nullptr) {
+  const int batches = absl::GetFlag(FLAGS_batches), batch = absl::GetFlag(FLAGS_batch);
+  std::vector<double> per;
+  per.reserve(batches);
+  uint64_t x = Mix64(seed);
+  scheduler::Txn t;
+  int64_t sink = 0;
+  for (int b = 0; b < batches; ++b) {
+    const int64_t t0 = MonoNanos();
+    for (int i = 0; i < batch; ++i) {
+      t.refs.clear();
+      for (int j = 0; j < k; ++j) {
+        x = Mix64(x);
+        t.refs.push_back(hot ? PopRef(j) : PopRef(static_cast<int64_t>(x % population)));
+      }
+      sink += place ? s.Place(t).value() : s.Decide(t.refs, x).value();
+    }
+    per.push_back(static_cast<double>(MonoNanos() - t0) / batch);
+  }
+  if (sink == -1) std::printf("!");
+  if (total_decisions) total_decisions->fetch_add(int64_t{batches} * batch);
+  std::nth_element(per.begin(), per.begin() + per.size() / 2, per.end());
+  return per[per.size() / 2];
+}
+
+void Run() {
+  const int64_t n = absl::GetFlag(FLAGS_history_refs);
+  const std::vector<int> queues = Ints(absl::GetFlag(FLAGS_queues));
+  const std::vector<int> ks = Ints(absl::GetFlag(FLAGS_refs));
+  std::vector<Policy> policies;
+  for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
+    policies.push_back(ParsePolicy(p).value());
+  }
+  std::printf("# history_refs=%lld state_max=%lld weight_cache_ns=%lld cores=%u\n",
+              static_cast<long long>(n), static_cast<long long>(absl::GetFlag(FLAGS_state_max)),
+              static_cast<long long>(absl::GetFlag(FLAGS_weight_cache_ns)),
+              std::thread::hardware_concurrency());
+  std::printf("%-34s %6s %4s %10s %10s %10s %12s %12s\n", "policy", "queues", "refs",
+              "decide_ns", "place_ns", "orig_ns", "place/0.5us", "place/orig");
+  for (int q : queues) {
+    const int64_t rss0 = RssKb();
+    const int64_t b0 = MonoNanos();
+    Tables tab(n, q);
+    const double build_s = (MonoNanos() - b0) / 1e9;
+    std::printf("# queues=%d: tables built in %.1f s, RSS +%lld MiB (History ~%lld MiB, State ~%lld MiB, %lld entries)\n",
+                q, build_s, static_cast<long long>((RssKb() - rss0) / 1024),
+                static_cast<long long>(tab.history.ApproxBytes() >> 20),
+                static_cast<long long>(tab.state->ApproxBytes() >> 20),
+                static_cast<long long>(tab.state->size()));
+    scheduler::Schedule orig(&tab.history, tab.state.get(), ParsePolicy("original").value(), 1);
+    for (int k : ks) {
+      const double o = Measure(orig, n, k, true, 7, false);
+      for (const Policy& p : policies) {
+        scheduler::Schedule s(&tab.history, tab.state.get(), p, 1,
+                              absl::GetFlag(FLAGS_weight_cache_ns));
+        const double d = Measure(s, n, k, false, 11, false);
+        const double pl = Measure(s, n, k, true, 13, false);
+        std::printf("%-34s %6d %4d %10.0f %10.0f %10.0f %12.2f %12.2f\n", PolicyName(p).c_str(), q,
+                    k, d, pl, o, pl / 500.0, pl / o);
+      }
+    }
+    std::fflush(stdout);
+  }
+
+  if (!absl::GetFlag(FLAGS_threads)) return;
+  std::printf("\n# threads sharing one History+State: 8 queues, 5 refs, count-max-canonical-single, Place\n");
+  std::printf("%-9s %7s %14s %16s\n", "refs", "threads", "median_ns", "total_Mdec/s");
+  Tables tab(n, 8);
+  scheduler::Schedule s(&tab.history, tab.state.get(),
+                        ParsePolicy("count-max-canonical-single").value(), 1,
+                        absl::GetFlag(FLAGS_weight_cache_ns));
+  for (bool hot : {false, true}) {
+    for (int threads : {1, 2, 4}) {
+      std::vector<double> med(threads);
+      std::atomic<int64_t> total{0};
+      std::vector<std::thread> ts;
+      const int64_t t0 = MonoNanos();
+      for (int i = 0; i < threads; ++i) {
+        ts.emplace_back([&, i] { med[i] = Measure(s, n, 5, true, 100 + i, hot, &total); });
+      }
+      for (auto& t : ts) t.join();
+      const double secs = (MonoNanos() - t0) / 1e9;
+      std::sort(med.begin(), med.end());
+      std::printf("%-9s %7d %14.0f %16.2f\n", hot ? "hot" : "spread", threads, med[threads / 2],
+                  total.load() / secs / 1e6);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace corral
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  corral::Run();
+  return 0;
+}
