@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -60,6 +61,7 @@ struct Conj {
 }  // namespace
 
 struct RefExtractor::Plan {
+  std::string key;  // the shape key (sql_lexer.h) it was compiled for
   std::vector<Pred> preds;
   std::vector<Conj> conjs;
   bool cacheable = true;  // slot values verified against the tree
@@ -567,10 +569,23 @@ absl::Status ParseAndCompile(const Schema& schema, absl::string_view sql, const 
 struct Scratch {
   LexResult lex;
   std::string arena;
-  std::vector<std::pair<uint32_t, uint32_t>> spans;  // per pred: arena [begin, end)
-  std::vector<uint8_t> present;
-  std::vector<absl::string_view> values;
-  std::string text;
+  struct Value {
+    absl::string_view view;  // valid after RenderValues
+    uint32_t begin = 0, end = 0;
+    bool present = false;
+    bool in_arena = false;
+  };
+  std::vector<Value> values;
+  // A small per-thread, lock-free front cache of plans (direct-mapped by the
+  // key's hash), tagged with the owning extractor's id. Plans are immutable
+  // and shared, so an entry stays valid after the shared cache evicts it.
+  struct Front {
+    uint64_t owner = 0;
+    uint64_t hash = 0;
+    std::shared_ptr<const Plan> plan;
+  };
+  static constexpr size_t kFront = 64;
+  Front front[kFront];
 };
 
 Scratch& LocalScratch() {
@@ -578,59 +593,66 @@ Scratch& LocalScratch() {
   return s;
 }
 
+// True if `raw` is already in canonical decimal form as an integer (the
+// common case), so rendering would copy it unchanged.
+inline bool IsPlainInteger(absl::string_view raw) {
+  if (raw.empty() || raw.size() > 18 || (raw[0] == '0' && raw.size() > 1)) return false;
+  for (char c : raw) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
 // Renders every pred's value into sc (from slots, parameters or the tree).
 void RenderValues(const Plan& plan, absl::string_view sql, const LexResult* lex, bool from_tree,
                   ParamSpan params, Scratch* sc) {
-  size_t n = plan.preds.size();
+  const size_t n = plan.preds.size();
   sc->arena.clear();
-  sc->spans.resize(n);
-  sc->present.assign(n, 0);
   sc->values.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const ValueSrc& v = plan.preds[i].value;
-    uint32_t begin = static_cast<uint32_t>(sc->arena.size());
+    Scratch::Value& out = sc->values[i];
+    out.present = false;
+    out.in_arena = false;
     absl::string_view raw;
-    bool ok = true;
     switch (v.kind) {
       case ValueSrc::Kind::kConst:
         raw = v.tree_raw;
         break;
       case ValueSrc::Kind::kParam:
-        if (v.index > static_cast<int>(params.size()) || params[v.index - 1].is_null) {
-          ok = false;
-        } else {
-          raw = params[v.index - 1].text;
-        }
+        if (v.index > static_cast<int>(params.size()) || params[v.index - 1].is_null) continue;
+        raw = params[v.index - 1].text;
         break;
       case ValueSrc::Kind::kSlot:
         if (from_tree) {
           raw = v.tree_raw;
-        } else {
-          raw = lex->Value(lex->literals[v.index], sql);
-          if (v.negate) {
-            // Render "-" + raw: a canonical number never starts with '-0'.
-            size_t mark = sc->arena.size();
-            sc->arena.push_back('-');
-            sc->arena.append(raw.data(), raw.size());
-            std::string tmp;  // rare path (negative literal): fine to allocate
-            tmp.assign(sc->arena, mark, std::string::npos);
-            sc->arena.resize(mark);
-            AppendRenderedValue(tmp, v.type, &sc->arena);
-            sc->spans[i] = {begin, static_cast<uint32_t>(sc->arena.size())};
-            sc->present[i] = 1;
-            continue;
-          }
+          break;
+        }
+        raw = lex->Value(lex->literals[v.index], sql);
+        if (v.negate) {
+          std::string neg = absl::StrCat("-", raw);  // rare path (negative literal)
+          out.begin = static_cast<uint32_t>(sc->arena.size());
+          AppendRenderedValue(neg, v.type, &sc->arena);
+          out.end = static_cast<uint32_t>(sc->arena.size());
+          out.present = out.in_arena = true;
+          continue;
         }
         break;
     }
-    if (!ok) continue;
+    out.present = true;
+    if (v.type != TypeClass::kText && IsPlainInteger(raw)) {
+      out.view = raw;  // already canonical: no copy
+      continue;
+    }
+    out.in_arena = true;
+    out.begin = static_cast<uint32_t>(sc->arena.size());
     AppendRenderedValue(raw, v.type, &sc->arena);
-    sc->spans[i] = {begin, static_cast<uint32_t>(sc->arena.size())};
-    sc->present[i] = 1;
+    out.end = static_cast<uint32_t>(sc->arena.size());
   }
+  absl::string_view arena(sc->arena);
   for (size_t i = 0; i < n; ++i) {
-    sc->values[i] = absl::string_view(sc->arena).substr(sc->spans[i].first,
-                                                        sc->spans[i].second - sc->spans[i].first);
+    Scratch::Value& out = sc->values[i];
+    if (out.in_arena) out.view = arena.substr(out.begin, out.end - out.begin);
   }
 }
 
@@ -638,9 +660,9 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids,
           std::vector<std::string>* texts) {
   const int ni = Idx(policy.naming);
   auto single = [&](int p) {
-    if (!sc->present[p]) return;
+    if (!sc->values[p].present) return;
     const Name& name = plan.preds[p].name[ni];
-    absl::string_view v = sc->values[p];
+    absl::string_view v = sc->values[p].view;
     RefId id(Mix64(Fnv1aAppend(name.eq_state, v.data(), v.size())));
     if (std::find(ids->begin(), ids->end(), id) != ids->end()) return;
     ids->push_back(id);
@@ -659,10 +681,10 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids,
   auto less = [&](int a, int b) {
     int ra = plan.preds[a].name[ni].rank, rb = plan.preds[b].name[ni].rank;
     if (ra != rb) return ra < rb;
-    return sc->values[a] < sc->values[b];
+    return sc->values[a].view < sc->values[b].view;
   };
   auto same = [&](int a, int b) {
-    return plan.preds[a].name[ni].rank == plan.preds[b].name[ni].rank && sc->values[a] == sc->values[b];
+    return plan.preds[a].name[ni].rank == plan.preds[b].name[ni].rank && sc->values[a].view == sc->values[b].view;
   };
   auto emit_group = [&]() {
     if (group.empty()) return;
@@ -685,7 +707,7 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids,
     uint64_t h = kFingerprintSeed;
     for (size_t i = 0; i < group.size(); ++i) {
       const Name& name = plan.preds[group[i]].name[ni];
-      absl::string_view v = sc->values[group[i]];
+      absl::string_view v = sc->values[group[i]].view;
       if (i > 0) h = Fnv1aAppend(h, " AND ", 5);
       h = Fnv1aAppend(h, name.text.data(), name.text.size());
       h = Fnv1aAppend(h, "=", 1);
@@ -698,7 +720,7 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids,
       std::string t;
       for (size_t i = 0; i < group.size(); ++i) {
         if (i > 0) t.append(" AND ");
-        absl::StrAppend(&t, plan.preds[group[i]].name[ni].text, "=", sc->values[group[i]]);
+        absl::StrAppend(&t, plan.preds[group[i]].name[ni].text, "=", sc->values[group[i]].view);
       }
       texts->push_back(std::move(t));
     }
@@ -707,16 +729,16 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids,
     if (c.ins.empty()) {
       group.clear();
       for (int p : c.eqs) {
-        if (sc->present[p]) group.push_back(p);
+        if (sc->values[p].present) group.push_back(p);
       }
       emit_group();
       continue;
     }
     for (int e : c.ins[0]) {
-      if (!sc->present[e]) continue;
+      if (!sc->values[e].present) continue;
       group.clear();
       for (int p : c.eqs) {
-        if (sc->present[p]) group.push_back(p);
+        if (sc->values[p].present) group.push_back(p);
       }
       group.push_back(e);
       emit_group();
@@ -741,34 +763,22 @@ class RefExtractor::Cache {
     for (int i = 0; i < shards; ++i) shards_.push_back(std::make_unique<Shard>(per));
   }
 
-  // Calls fn(plan) under the shard's reader lock on a hit.
-  template <typename Fn>
-  Found Lookup(uint64_t hash, absl::string_view key, Fn fn) {
+  // The plan cached for `key`, or null.
+  std::shared_ptr<const Plan> Lookup(uint64_t hash, absl::string_view key) {
     Shard& s = *shards_[Mix64(hash) % shards_.size()];
     absl::ReaderMutexLock l(&s.mu);
     auto it = s.index.find(hash);
-    if (it == s.index.end()) {
-      s.misses.fetch_add(1, std::memory_order_relaxed);
-      return Found::kMiss;
-    }
+    if (it == s.index.end()) return nullptr;
     Entry& e = s.slots[it->second];
-    if (e.key != key) {
-      s.misses.fetch_add(1, std::memory_order_relaxed);
-      return Found::kMiss;
-    }
+    if (e.plan->key != key) return nullptr;
     if (!e.referenced.load(std::memory_order_relaxed)) e.referenced.store(true, std::memory_order_relaxed);
-    if (!e.plan->cacheable) {
-      s.misses.fetch_add(1, std::memory_order_relaxed);
-      return Found::kUncacheable;
-    }
-    s.hits.fetch_add(1, std::memory_order_relaxed);
-    fn(*e.plan);
-    return Found::kHit;
+    return e.plan;
   }
 
-  void Insert(uint64_t hash, absl::string_view key, std::unique_ptr<const Plan> plan) {
+  void Insert(uint64_t hash, std::shared_ptr<const Plan> plan) {
     Shard& s = *shards_[Mix64(hash) % shards_.size()];
     absl::MutexLock l(&s.mu);
+    s.misses.fetch_add(1, std::memory_order_relaxed);
     auto it = s.index.find(hash);
     size_t slot;
     if (it != s.index.end()) {
@@ -785,7 +795,6 @@ class RefExtractor::Cache {
       s.index.erase(s.slots[slot].hash);
     }
     Entry& e = s.slots[slot];
-    e.key.assign(key.data(), key.size());
     e.hash = hash;
     e.plan = std::move(plan);
     e.referenced.store(true, std::memory_order_relaxed);
@@ -795,7 +804,6 @@ class RefExtractor::Cache {
   void AddStats(Stats* st) const {
     for (const auto& s : shards_) {
       absl::ReaderMutexLock l(&s->mu);
-      st->hits += s->hits.load(std::memory_order_relaxed);
       st->misses += s->misses.load(std::memory_order_relaxed);
       st->entries += s->index.size();
     }
@@ -803,9 +811,8 @@ class RefExtractor::Cache {
 
  private:
   struct Entry {
-    std::string key;
     uint64_t hash = 0;
-    std::unique_ptr<const Plan> plan;
+    std::shared_ptr<const Plan> plan;
     std::atomic<bool> referenced{false};
   };
   struct Shard {
@@ -818,7 +825,6 @@ class RefExtractor::Cache {
     absl::flat_hash_map<uint64_t, size_t> index ABSL_GUARDED_BY(mu);
     size_t used ABSL_GUARDED_BY(mu) = 0;
     size_t hand ABSL_GUARDED_BY(mu) = 0;
-    std::atomic<uint64_t> hits{0};
     std::atomic<uint64_t> misses{0};
   };
   std::vector<std::unique_ptr<Shard>> shards_;
@@ -826,10 +832,18 @@ class RefExtractor::Cache {
 
 // ------------------------------------------------------------------ RefExtractor
 
+namespace {
+uint64_t NextExtractorId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
 RefExtractor::RefExtractor(std::shared_ptr<const Schema> schema) : RefExtractor(std::move(schema), Options()) {}
 
 RefExtractor::RefExtractor(std::shared_ptr<const Schema> schema, Options options)
-    : schema_(schema != nullptr ? std::move(schema) : *SchemaBuilder().Build()),
+    : id_(NextExtractorId()),
+      schema_(schema != nullptr ? std::move(schema) : *SchemaBuilder().Build()),
       cache_(std::make_unique<Cache>(options.max_shapes, options.shards)) {}
 
 RefExtractor::~RefExtractor() = default;
@@ -840,20 +854,34 @@ absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy polic
   LexSql(sql, &sc.lex);
   uint64_t hash = 0;
   if (sc.lex.cacheable) {
-    hash = Fingerprint64(sc.lex.key);
-    Cache::Found f = cache_->Lookup(hash, sc.lex.key, [&](const Plan& plan) {
-      RenderValues(plan, sql, &sc.lex, /*from_tree=*/false, params, &sc);
-      Emit(plan, policy, &sc, ids, texts);
-    });
-    if (f == Cache::Found::kHit) return absl::OkStatus();
-    if (f == Cache::Found::kUncacheable) return ExtractUncached(sql, policy, params, ids, texts);
+    // Process-local hash (fast); the stable Fingerprint64 is for RefIds only.
+    hash = absl::Hash<absl::string_view>{}(absl::string_view(sc.lex.key));
+    Scratch::Front& f = sc.front[hash % Scratch::kFront];
+    const Plan* plan = nullptr;
+    if (f.owner == id_ && f.hash == hash && f.plan->key == sc.lex.key) {
+      plan = f.plan.get();
+    } else if (std::shared_ptr<const Plan> p = cache_->Lookup(hash, sc.lex.key)) {
+      f.owner = id_;
+      f.hash = hash;
+      f.plan = std::move(p);
+      plan = f.plan.get();
+    }
+    if (plan != nullptr) {
+      if (!plan->cacheable) return ExtractUncached(sql, policy, params, ids, texts);
+      RenderValues(*plan, sql, &sc.lex, /*from_tree=*/false, params, &sc);
+      Emit(*plan, policy, &sc, ids, texts);
+      return absl::OkStatus();
+    }
   }
-  auto plan = std::make_unique<Plan>();
+  auto plan = std::make_shared<Plan>();
   absl::Status st = ParseAndCompile(*schema_, sql, sc.lex, plan.get());
   if (!st.ok()) return st;
   RenderValues(*plan, sql, &sc.lex, /*from_tree=*/true, params, &sc);
   Emit(*plan, policy, &sc, ids, texts);
-  if (sc.lex.cacheable) cache_->Insert(hash, sc.lex.key, std::move(plan));
+  if (sc.lex.cacheable) {
+    plan->key = sc.lex.key;
+    cache_->Insert(hash, std::move(plan));
+  }
   return absl::OkStatus();
 }
 

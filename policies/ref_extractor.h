@@ -35,8 +35,10 @@
 // libpg_query once and compiled into a plan that says which literal slot or
 // parameter feeds which reference; later statements of the shape only lex and
 // fill values in (no allocation for RefIds once the thread's scratch is warm).
-// The plan cache is bounded (clock eviction) and sharded; hits take a shard's
-// reader lock only.
+// The plan cache is bounded (clock eviction) and sharded; a lookup takes one
+// shard's reader lock only. In front of it each thread keeps a 64-entry
+// direct-mapped cache of plan pointers, so a repeated shape is found with no
+// lock and no shared write at all.
 //
 //   auto schema = ...;  // std::shared_ptr<const Schema>, see policies/schema.h
 //   RefExtractor ex(schema);
@@ -85,9 +87,8 @@ class RefExtractor {
     int shards = 16;
   };
   struct Stats {
-    uint64_t hits = 0;
-    uint64_t misses = 0;
-    size_t entries = 0;
+    uint64_t misses = 0;  // shapes compiled and inserted (libpg_query runs)
+    size_t entries = 0;   // shapes in the shared cache now
   };
 
   // `schema` may be null (no schema: names as written).
@@ -119,6 +120,7 @@ class RefExtractor {
 
  private:
   class Cache;
+  const uint64_t id_;  // tags this extractor's entries in the per-thread front caches
   std::shared_ptr<const Schema> schema_;
   std::unique_ptr<Cache> cache_;
 };

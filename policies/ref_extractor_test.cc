@@ -511,7 +511,7 @@ TEST(CacheProperty, HitsEqualTheColdPath) {
   EXPECT_EQ(compared, 12000);
   // A negative literal ("- ?") is its own shape: the two #m templates have two.
   EXPECT_LE(st.entries, Templates().size() + 2);
-  EXPECT_GT(st.hits, 11000u);  // everything but each shape's first sight
+  EXPECT_LE(st.misses, Templates().size() + 2);  // libpg_query ran once per shape: the rest hit
 }
 
 TEST(CacheProperty, EvictionKeepsResultsCorrect) {

@@ -39,19 +39,76 @@ size_t SkipBlockComment(absl::string_view s, size_t i) {
 
 }  // namespace
 
+namespace {
+
+enum CharClass : uint8_t { kOther, kSpace, kIdent, kDigit, kOp };
+
+struct Tables {
+  uint8_t cls[256];
+  bool ident_cont[256];
+  char lower[256];
+  Tables() {
+    for (int c = 0; c < 256; ++c) {
+      char ch = static_cast<char>(c);
+      cls[c] = IsSpace(ch) ? kSpace : IsIdentStart(ch) ? kIdent : IsDigit(ch) ? kDigit : IsOpChar(ch) ? kOp : kOther;
+      ident_cont[c] = IsIdentCont(ch);
+      lower[c] = Lower(ch);
+    }
+  }
+};
+
+const Tables& T() {
+  static const Tables t;
+  return t;
+}
+
+}  // namespace
+
 void LexSql(absl::string_view s, LexResult* out) {
   out->Clear();
+  const Tables& tab = T();
   const size_t n = s.size();
+  // The key is written through a raw pointer: it is at most 2n+4 bytes (each
+  // token adds at most one separator; a literal's placeholder is no longer
+  // than the literal, '' -> '?' aside, which its quotes pay for).
+  out->key.resize(2 * n + 4);
+  char* const kbeg = &out->key[0];
+  char* k = kbeg;
   size_t i = 0;
-  auto emit_sep = [&]() {
-    if (!out->key.empty()) out->key.push_back(' ');
+  auto sep = [&]() {
+    if (k != kbeg) *k++ = ' ';
   };
-  auto fail = [&]() { out->cacheable = false; };
+  auto finish = [&]() { out->key.resize(k - kbeg); };
+  auto fail = [&]() {
+    out->cacheable = false;
+    finish();
+  };
   while (i < n) {
-    char c = s[i];
-    if (IsSpace(c)) {
+    const char c = s[i];
+    const uint8_t cl = tab.cls[static_cast<unsigned char>(c)];
+    if (cl == kSpace) {
       ++i;
       continue;
+    }
+    if (cl == kIdent) {
+      const char c1 = i + 1 < n ? s[i + 1] : '\0';
+      const char lc = tab.lower[static_cast<unsigned char>(c)];
+      if (c1 == '\'') {
+        if (lc == 'b' || lc == 'x' || lc == 'n') return fail();
+      } else if (lc == 'u' && c1 == '&' && i + 2 < n && (s[i + 2] == '\'' || s[i + 2] == '"')) {
+        return fail();
+      }
+      if (!(lc == 'e' && c1 == '\'')) {
+        sep();
+        size_t j = i;
+        while (j < n && tab.ident_cont[static_cast<unsigned char>(s[j])]) {
+          *k++ = tab.lower[static_cast<unsigned char>(s[j])];
+          ++j;
+        }
+        i = j;
+        continue;
+      }
+      // E'...' falls through to the string case.
     }
     if (c == '-' && i + 1 < n && s[i + 1] == '-') {
       while (i < n && s[i] != '\n') ++i;
@@ -63,19 +120,18 @@ void LexSql(absl::string_view s, LexResult* out) {
       i = e;
       continue;
     }
-    char lc = Lower(c);
-    bool estring = lc == 'e' && i + 1 < n && s[i + 1] == '\'';
-    if (c == '\'' || estring) {
+    if (c == '\'' || cl == kIdent) {  // cl == kIdent here only for E'
+      const bool estring = c != '\'';
       LexedLiteral lit;
       lit.kind = LexedLiteral::Kind::kString;
       lit.offset = static_cast<uint32_t>(i);
       size_t j = i + (estring ? 2 : 1);
-      size_t body = j;
+      const size_t body = j;
       bool needs_copy = estring;
-      // First pass: find the end, note whether a copy is needed.
       while (true) {
         if (j >= n) return fail();  // unterminated
-        if (s[j] == '\'') {
+        const char cj = s[j];
+        if (cj == '\'') {
           if (j + 1 < n && s[j + 1] == '\'') {
             needs_copy = true;
             j += 2;
@@ -83,30 +139,29 @@ void LexSql(absl::string_view s, LexResult* out) {
           }
           break;
         }
-        if (estring && s[j] == '\\') {
+        if (estring && cj == '\\') {
           if (j + 1 >= n) return fail();
           j += 2;
           continue;
         }
         ++j;
       }
-      size_t end = j;  // closing quote
+      const size_t end = j;  // closing quote
       if (!needs_copy) {
-        lit.in_arena = false;
         lit.begin = static_cast<uint32_t>(body);
         lit.len = static_cast<uint32_t>(end - body);
       } else {
         lit.in_arena = true;
         lit.begin = static_cast<uint32_t>(out->arena.size());
-        for (size_t k = body; k < end; ++k) {
-          char ch = s[k];
+        for (size_t q = body; q < end; ++q) {
+          char ch = s[q];
           if (ch == '\'') {  // doubled quote
             out->arena.push_back('\'');
-            ++k;
+            ++q;
             continue;
           }
           if (estring && ch == '\\') {
-            char e = s[++k];
+            char e = s[++q];
             switch (e) {
               case 'b': out->arena.push_back('\b'); break;
               case 'f': out->arena.push_back('\f'); break;
@@ -127,22 +182,15 @@ void LexSql(absl::string_view s, LexResult* out) {
       }
       i = end + 1;
       // 'a'<newline>'b' is one literal in PostgreSQL: not handled here.
-      size_t k = i;
+      size_t q = i;
       bool newline = false;
-      while (k < n && IsSpace(s[k])) newline |= s[k++] == '\n';
-      if (newline && k < n && s[k] == '\'') return fail();
+      while (q < n && IsSpace(s[q])) newline |= s[q++] == '\n';
+      if (newline && q < n && s[q] == '\'') return fail();
       out->literals.push_back(lit);
-      emit_sep();
-      out->key.append("'?'");
-      continue;
-    }
-    if ((lc == 'b' || lc == 'x' || lc == 'n') && i + 1 < n && s[i + 1] == '\'') return fail();
-    if (lc == 'u' && i + 2 < n && s[i + 1] == '&' && (s[i + 2] == '\'' || s[i + 2] == '"')) {
-      return fail();
-    }
-    if (IsIdentStart(c)) {
-      emit_sep();
-      while (i < n && IsIdentCont(s[i])) out->key.push_back(Lower(s[i++]));
+      sep();
+      *k++ = '\'';
+      *k++ = '?';
+      *k++ = '\'';
       continue;
     }
     if (c == '"') {
@@ -158,12 +206,13 @@ void LexSql(absl::string_view s, LexResult* out) {
         }
         ++j;
       }
-      emit_sep();
-      out->key.append(s.data() + i, j + 1 - i);
+      sep();
+      std::memcpy(k, s.data() + i, j + 1 - i);
+      k += j + 1 - i;
       i = j + 1;
       continue;
     }
-    if (IsDigit(c) || (c == '.' && i + 1 < n && IsDigit(s[i + 1]))) {
+    if (cl == kDigit || (c == '.' && i + 1 < n && IsDigit(s[i + 1]))) {
       size_t j = i;
       while (j < n && IsDigit(s[j])) ++j;
       if (j < n && s[j] == '.' && !(j + 1 < n && s[j + 1] == '.')) {
@@ -171,11 +220,11 @@ void LexSql(absl::string_view s, LexResult* out) {
         while (j < n && IsDigit(s[j])) ++j;
       }
       if (j < n && (s[j] == 'e' || s[j] == 'E')) {
-        size_t k = j + 1;
-        if (k < n && (s[k] == '+' || s[k] == '-')) ++k;
-        if (k < n && IsDigit(s[k])) {
-          while (k < n && IsDigit(s[k])) ++k;
-          j = k;
+        size_t q = j + 1;
+        if (q < n && (s[q] == '+' || s[q] == '-')) ++q;
+        if (q < n && IsDigit(s[q])) {
+          while (q < n && IsDigit(s[q])) ++q;
+          j = q;
         }
       }
       if (j < n && IsIdentStart(s[j])) return fail();  // "5abc", "1e"
@@ -185,8 +234,8 @@ void LexSql(absl::string_view s, LexResult* out) {
       lit.begin = static_cast<uint32_t>(i);
       lit.len = static_cast<uint32_t>(j - i);
       out->literals.push_back(lit);
-      emit_sep();
-      out->key.push_back('?');
+      sep();
+      *k++ = '?';
       i = j;
       continue;
     }
@@ -195,36 +244,38 @@ void LexSql(absl::string_view s, LexResult* out) {
         size_t j = i + 1;
         while (j < n && IsDigit(s[j])) ++j;
         if (j < n && IsIdentStart(s[j])) return fail();
-        emit_sep();
-        out->key.append(s.data() + i, j - i);
+        sep();
+        std::memcpy(k, s.data() + i, j - i);
+        k += j - i;
         i = j;
         continue;
       }
       return fail();  // dollar quoting
     }
-    if (IsOpChar(c)) {
-      emit_sep();
+    if (cl == kOp) {
+      sep();
       size_t j = i;
-      while (j < n && IsOpChar(s[j])) {
+      while (j < n && tab.cls[static_cast<unsigned char>(s[j])] == kOp) {
         if (j > i && ((s[j] == '-' && j + 1 < n && s[j + 1] == '-') ||
                       (s[j] == '/' && j + 1 < n && s[j + 1] == '*'))) {
           break;
         }
-        ++j;
+        *k++ = s[j++];
       }
-      out->key.append(s.data() + i, j - i);
       i = j;
       continue;
     }
-    emit_sep();
+    sep();
     if (c == ':' && i + 1 < n && (s[i + 1] == ':' || s[i + 1] == '=')) {
-      out->key.append(s.data() + i, 2);
+      *k++ = c;
+      *k++ = s[i + 1];
       i += 2;
       continue;
     }
-    out->key.push_back(c);
+    *k++ = c;
     ++i;
   }
+  finish();
 }
 
 std::vector<StatementSpan> SplitStatements(absl::string_view s) {

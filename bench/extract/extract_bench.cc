@@ -1,0 +1,214 @@
+// Measures, in one run on one corpus of TPC-C statements (all five
+// transactions' statement kinds, random literals): pg_query_parse per
+// statement (the baseline) against Corral's cached reference extraction
+// (RefExtractor::Extract on a warm cache, RefIds only), plus the uncached
+// path. Reports median / p99 / mean per statement and the ratios.
+//
+//   bazel run -c opt //bench/extract:extract_bench -- --statements=20000
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "pg_query.h"
+#include "policies/ref_extractor.h"
+#include "policies/schema.h"
+#include "policies/sql_lexer.h"
+#include "common/hash.h"
+
+ABSL_FLAG(int, statements, 20000, "corpus size");
+ABSL_FLAG(int, rounds, 3, "timed passes over the corpus (per-statement samples pooled)");
+ABSL_FLAG(std::string, schema, "schemas/tpcc.sql", "TPC-C DDL");
+ABSL_FLAG(std::string, policy, "canonical-single", "naming-grouping for Corral's extraction");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* const kTemplates[] = {
+    "SELECT c_discount, c_last, c_credit FROM customer WHERE c_w_id = #n AND c_d_id = #n AND c_id = #n",
+    "SELECT w_tax FROM warehouse WHERE w_id = #n",
+    "SELECT d_next_o_id, d_tax FROM district WHERE d_w_id = #n AND d_id = #n FOR UPDATE",
+    "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = #n AND d_id = #n",
+    "INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_ol_cnt, o_all_local) "
+    "VALUES (#n, #n, #n, #n, #s, #n, #n)",
+    "INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (#n, #n, #n)",
+    "SELECT i_price, i_name, i_data FROM item WHERE i_id = #n",
+    "SELECT s_quantity, s_data, s_dist_01 FROM stock WHERE s_i_id = #n AND s_w_id = #n FOR UPDATE",
+    "UPDATE stock SET s_quantity = #n WHERE s_i_id = #n AND s_w_id = #n",
+    "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_quantity, "
+    "ol_amount, ol_dist_info) VALUES (#n, #n, #n, #n, #n, #n, #n, #d, #s)",
+    "UPDATE warehouse SET w_ytd = w_ytd + #d WHERE w_id = #n",
+    "SELECT w_street_1, w_street_2, w_city, w_state, w_zip, w_name FROM warehouse WHERE w_id = #n",
+    "UPDATE district SET d_ytd = d_ytd + #d WHERE d_w_id = #n AND d_id = #n",
+    "SELECT count(c_id) FROM customer WHERE c_w_id = #n AND c_d_id = #n AND c_last = #s",
+    "SELECT c_first, c_middle, c_id, c_balance FROM customer WHERE c_w_id = #n AND c_d_id = #n "
+    "AND c_last = #s ORDER BY c_first",
+    "SELECT c_first, c_credit, c_balance FROM customer WHERE c_w_id = #n AND c_d_id = #n AND c_id = #n FOR UPDATE",
+    "UPDATE customer SET c_balance = #d, c_ytd_payment = #d, c_payment_cnt = #n "
+    "WHERE c_w_id = #n AND c_d_id = #n AND c_id = #n",
+    "INSERT INTO history (h_c_d_id, h_c_w_id, h_c_id, h_d_id, h_w_id, h_date, h_amount, h_data) "
+    "VALUES (#n, #n, #n, #n, #n, #s, #d, #s)",
+    "SELECT o_id, o_carrier_id, o_entry_d FROM orders WHERE o_w_id = #n AND o_d_id = #n AND o_c_id = #n "
+    "ORDER BY o_id DESC LIMIT 1",
+    "SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount FROM order_line WHERE ol_w_id = #n "
+    "AND ol_d_id = #n AND ol_o_id = #n",
+    "SELECT no_o_id FROM new_order WHERE no_d_id = #n AND no_w_id = #n ORDER BY no_o_id ASC LIMIT 1 FOR UPDATE",
+    "DELETE FROM new_order WHERE no_o_id = #n AND no_d_id = #n AND no_w_id = #n",
+    "SELECT o_c_id FROM orders WHERE o_id = #n AND o_d_id = #n AND o_w_id = #n",
+    "UPDATE orders SET o_carrier_id = #n WHERE o_id = #n AND o_d_id = #n AND o_w_id = #n",
+    "UPDATE order_line SET ol_delivery_d = #s WHERE ol_o_id = #n AND ol_d_id = #n AND ol_w_id = #n",
+    "SELECT SUM(ol_amount) FROM order_line WHERE ol_o_id = #n AND ol_d_id = #n AND ol_w_id = #n",
+    "UPDATE customer SET c_balance = c_balance + #d, c_delivery_cnt = c_delivery_cnt + 1 "
+    "WHERE c_id = #n AND c_d_id = #n AND c_w_id = #n",
+    "SELECT d_next_o_id FROM district WHERE d_w_id = #n AND d_id = #n",
+    "SELECT COUNT(DISTINCT (s_i_id)) FROM order_line, stock WHERE ol_w_id = #n AND ol_d_id = #n "
+    "AND ol_o_id < #n AND ol_o_id >= #n AND s_w_id = #n AND s_i_id = ol_i_id AND s_quantity < #n",
+};
+
+std::string Instantiate(const std::string& t, std::mt19937_64& rng) {
+  static const char* const kSyl[] = {"BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING"};
+  std::string out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] != '#' || i + 1 >= t.size()) {
+      out += t[i];
+      continue;
+    }
+    char k = t[++i];
+    if (k == 'n') {
+      out += std::to_string(1 + rng() % 3000);
+    } else if (k == 'd') {
+      out += absl::StrCat(rng() % 5000, ".", rng() % 100);
+    } else {
+      out += absl::StrCat("'", kSyl[rng() % 10], kSyl[rng() % 10], kSyl[rng() % 10], "'");
+    }
+  }
+  return out;
+}
+
+struct Summary {
+  double median_ns, p99_ns, mean_ns;
+};
+
+Summary Summarize(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  return {v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 99 / 100)], sum / v.size()};
+}
+
+void Print(const char* name, const Summary& s) {
+  std::printf("%-34s median %8.0f ns   p99 %8.0f ns   mean %8.0f ns\n", name, s.median_ns, s.p99_ns, s.mean_ns);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  std::ifstream in(absl::GetFlag(FLAGS_schema));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  corral::SchemaBuilder b;
+  absl::Status st = b.AddDdl(ss.str());
+  if (!st.ok() || ss.str().empty()) {
+    std::fprintf(stderr, "schema %s: %s\n", absl::GetFlag(FLAGS_schema).c_str(), std::string(st.message()).c_str());
+    return 1;
+  }
+  auto schema = b.Build();
+  if (!schema.ok()) return 1;
+  corral::ExtractionPolicy policy;
+  std::string pol = absl::GetFlag(FLAGS_policy);
+  policy.naming = pol.rfind("literal", 0) == 0 ? corral::RefNaming::kLiteral : corral::RefNaming::kCanonical;
+  policy.grouping = pol.find("-all") != std::string::npos ? corral::RefGrouping::kAll : corral::RefGrouping::kSingle;
+
+  std::mt19937_64 rng(42);
+  const int n = absl::GetFlag(FLAGS_statements);
+  const int num_t = sizeof(kTemplates) / sizeof(kTemplates[0]);
+  std::vector<std::string> corpus;
+  for (int i = 0; i < n; ++i) corpus.push_back(Instantiate(kTemplates[rng() % num_t], rng));
+  size_t bytes = 0;
+  for (const auto& s : corpus) bytes += s.size();
+  std::printf("corpus: %d TPC-C statements (%d shapes), mean %.0f bytes; policy %s\n", n, num_t,
+              static_cast<double>(bytes) / n, pol.c_str());
+
+  // Timer overhead (subtracted from nothing; reported so small figures can be judged).
+  std::vector<double> overhead;
+  for (int i = 0; i < 100000; ++i) {
+    auto t0 = Clock::now();
+    auto t1 = Clock::now();
+    overhead.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  Print("timer overhead (now() pair)", Summarize(overhead));
+
+  corral::RefExtractor ex(*schema);
+  corral::RefVec ids;
+  size_t total_refs = 0;
+  for (const auto& s : corpus) {  // warm the cache: one miss per shape
+    ids.clear();
+    if (!ex.Extract(s, policy, &ids).ok()) {
+      std::fprintf(stderr, "extract failed: %s\n", s.c_str());
+      return 1;
+    }
+    total_refs += ids.size();
+  }
+
+  std::vector<double> pg, hit, cold;
+  const int rounds = absl::GetFlag(FLAGS_rounds);
+  for (int r = 0; r < rounds; ++r) {
+    // Interleaved, so that both see the same machine load.
+    for (const auto& s : corpus) {
+      auto t0 = Clock::now();
+      PgQueryParseResult res = pg_query_parse(s.c_str());
+      pg_query_free_parse_result(res);
+      auto t1 = Clock::now();
+      ids.clear();
+      absl::Status e = ex.Extract(s, policy, &ids);
+      auto t2 = Clock::now();
+      if (!e.ok()) return 1;
+      pg.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+      hit.push_back(std::chrono::duration<double, std::nano>(t2 - t1).count());
+    }
+  }
+  for (size_t i = 0; i < corpus.size() && i < 5000; ++i) {
+    ids.clear();
+    auto t0 = Clock::now();
+    absl::Status e = ex.ExtractUncached(corpus[i], policy, {}, &ids);
+    auto t1 = Clock::now();
+    if (!e.ok()) return 1;
+    cold.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  // Breakdown of the hit path's parts.
+  std::vector<double> lex_ns, hash_ns;
+  corral::LexResult lx;
+  for (const auto& s : corpus) {
+    auto t0 = Clock::now();
+    corral::LexSql(s, &lx);
+    auto t1 = Clock::now();
+    volatile uint64_t h = corral::Fingerprint64(lx.key);
+    (void)h;
+    auto t2 = Clock::now();
+    lex_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+    hash_ns.push_back(std::chrono::duration<double, std::nano>(t2 - t1).count());
+  }
+  Print("  of which: LexSql", Summarize(lex_ns));
+  Print("  of which: Fingerprint64(key)", Summarize(hash_ns));
+  Summary spg = Summarize(pg), shit = Summarize(hit), scold = Summarize(cold);
+  Print("pg_query_parse (+free)", spg);
+  Print("corral Extract, cache hit", shit);
+  Print("corral ExtractUncached (parse+plan)", scold);
+  corral::RefExtractor::Stats stats = ex.stats();
+  std::printf("refs per statement: %.2f; cache: %llu misses (libpg_query runs), %zu shapes\n",
+              static_cast<double>(total_refs) / n, static_cast<unsigned long long>(stats.misses), stats.entries);
+  std::printf("speedup of cache hit over pg_query_parse: median %.1fx, p99 %.1fx, mean %.1fx\n",
+              spg.median_ns / shit.median_ns, spg.p99_ns / shit.p99_ns, spg.mean_ns / shit.mean_ns);
+  std::printf("targets: hit median <= 500 ns: %s; >= 15x faster (median): %s\n",
+              shit.median_ns <= 500 ? "met" : "MISSED", spg.median_ns / shit.median_ns >= 15 ? "met" : "MISSED");
+  return 0;
+}
