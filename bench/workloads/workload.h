@@ -1,0 +1,165 @@
+// The common interface of the benchmark workloads (TPC-C, SmallBank, TATP,
+// YCSB) on the embedded engine: loading, transaction generation, the SQL
+// form of every generated transaction, per-type names, a consistency check,
+// and a phase schedule that changes the skew over time.
+//
+//   std::unique_ptr<Workload> w = MakeWorkload("tpcc").value();   // factory.h
+//   auto db = engine::Database::Create({.protocol = "occ"}).value();
+//   CHECK_OK(w->Load(db.get()));
+//   Rng rng(/*seed=*/42);                      // one per generating thread
+//   std::unique_ptr<WorkloadTxn> t = w->Next(rng);
+//   std::vector<SqlStatement> sql;
+//   t->AppendSql(&sql);                         // for the scheduler's front-end
+//   std::string text = sql[0].Literal();        // "SELECT w_tax FROM warehouse WHERE w_id = 1"
+//   executor->Execute(*t);                      // an engine::EngineExecutor
+//   CHECK_OK(w->Check(*db));                    // after the run, quiescent
+//
+// SQL forms: every WorkloadTxn lists the statements it would run on
+// PostgreSQL (the tables and columns of schemas/<workload>.sql), each as a
+// template with $n and text parameters. Parameters known when the
+// transaction is generated are bound; values that only become known while it
+// runs (TPC-C's o_id from d_next_o_id, a customer id found by last name,
+// amounts computed from rows read) are listed as NULL parameters
+// (SqlParam::is_null), from which reference extraction yields nothing.
+//
+// Skew over time: SetPhaseSchedule() installs a list of phases {duration,
+// skew}. With a Clock the current phase follows the time since the schedule
+// was installed (the last phase lasts forever); without one, the bench runner
+// moves between phases with SetPhase(i).
+//
+// Thread-safety: Load, SetPhaseSchedule and Check are single-threaded
+// (quiescent). Next, SetPhase, phase(), TxnTypeNames are thread-safe; give
+// every generating thread its own Rng. Generation is deterministic given the
+// Rng's seed and the phase.
+#ifndef CORRAL_BENCH_WORKLOADS_WORKLOAD_H_
+#define CORRAL_BENCH_WORKLOADS_WORKLOAD_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/clock.h"
+#include "engine/engine.h"
+
+namespace corral {
+namespace workloads {
+
+// A small, fast, seedable generator (xoshiro256**, seeded by splitmix64).
+// Thread-compatible: one per thread.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed = 1);
+  uint64_t Next();
+  // Uniform in [lo, hi] (inclusive); lo <= hi.
+  int64_t Uniform(int64_t lo, int64_t hi);
+  // Uniform in [0, 1).
+  double Double() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  bool Chance(double p) { return Double() < p; }
+
+ private:
+  uint64_t s_[4];
+};
+
+// A Zipf(theta) generator over [0, n) (Gray et al., "Quickly generating
+// billion-record synthetic databases", SIGMOD'94): rank 0 is the most
+// frequent. theta in [0, 1) (theta 0 = uniform). O(n) setup (zeta), O(1)
+// draws. Immutable after construction: thread-safe.
+class Zipf {
+ public:
+  Zipf(uint64_t n, double theta);
+  uint64_t Draw(Rng& rng) const;
+  uint64_t n() const { return n_; }
+  double theta() const { return theta_; }
+
+ private:
+  uint64_t n_;
+  double theta_, alpha_, zetan_, eta_, half_pow_theta_;
+};
+
+// One SQL parameter in text form.
+struct SqlParam {
+  std::string text;
+  bool is_null = false;    // unknown when generated (or SQL NULL)
+  bool is_string = false;  // render quoted in the literal form
+  static SqlParam Int(int64_t v) { return {std::to_string(v), false, false}; }
+  static SqlParam Num(double v);  // shortest exact decimal text
+  static SqlParam Str(std::string s) { return {std::move(s), false, true}; }
+  static SqlParam Null() { return {"", true, false}; }
+};
+
+// One statement: a template with $1..$n and its parameters.
+struct SqlStatement {
+  std::string tmpl;
+  std::vector<SqlParam> params;
+  // The statement with the parameters substituted as literals (strings
+  // single-quoted, NULL for unknown ones).
+  std::string Literal() const;
+};
+
+// A generated transaction: an engine procedure that also knows its SQL.
+// Sets scheduler::Txn::type and ::partition_key when generated.
+class WorkloadTxn : public engine::ProcedureTxn {
+ public:
+  // Appends the statements this transaction runs on PostgreSQL.
+  virtual void AppendSql(std::vector<SqlStatement>* out) const = 0;
+};
+
+// Skew of one phase. Negative fields mean "the workload's default".
+struct SkewPhase {
+  double duration_s = 60;
+  // Zipf theta over the workload's partition domain (TPC-C: home warehouse;
+  // SmallBank: account; TATP: subscriber; YCSB: key). 0 = uniform. When >= 0
+  // it replaces the hot-spot distribution for SmallBank/TATP.
+  double zipf_theta = -1;
+  // SmallBank/TATP hot spot: fraction of accesses to the hot range and its size.
+  double hot_fraction = -1;
+  int64_t hot_size = -1;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+
+  virtual std::string name() const = 0;
+  // The DDL file (relative to the repository root) its SQL is written against.
+  virtual std::string schema_file() const = 0;
+  // Creates the tables and indexes and loads the initial population.
+  virtual absl::Status Load(engine::Database* db) = 0;
+  // The next transaction. Thread-safe (see the file comment).
+  virtual std::unique_ptr<WorkloadTxn> Next(Rng& rng) const = 0;
+  // TxnTypeId value -> name.
+  virtual const std::vector<std::string>& TxnTypeNames() const = 0;
+  // Consistency conditions, on a quiescent database loaded by this workload.
+  // The error names the violated condition.
+  virtual absl::Status Check(const engine::Database& db) const = 0;
+
+  // Phase schedule (see the file comment). `clock` may be null (explicit
+  // SetPhase). An empty schedule means the workload's defaults.
+  void SetPhaseSchedule(std::vector<SkewPhase> phases, const Clock* clock);
+  void SetPhase(int i) { explicit_phase_.store(i, std::memory_order_relaxed); }
+  // Index of the current phase, or -1 without a schedule.
+  int phase() const;
+  const std::vector<SkewPhase>& phases() const { return phases_; }
+
+ protected:
+  // Called by SetPhaseSchedule after the phases are stored, to precompute
+  // per-phase generators.
+  virtual void OnPhases() {}
+
+ private:
+  std::vector<SkewPhase> phases_;
+  std::vector<int64_t> phase_end_ns_;  // cumulative, relative to start_ns_
+  const Clock* clock_ = nullptr;
+  int64_t start_ns_ = 0;
+  std::atomic<int> explicit_phase_{0};
+};
+
+}  // namespace workloads
+}  // namespace corral
+
+#endif  // CORRAL_BENCH_WORKLOADS_WORKLOAD_H_

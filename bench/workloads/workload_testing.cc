@@ -1,0 +1,132 @@
+#include "bench/workloads/workload_testing.h"
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
+namespace corral {
+namespace workloads {
+
+RunStats RunConcurrently(const Workload& w, engine::Database* db, const RunOptions& opt) {
+  RunStats total;
+  total.commits_by_type.assign(w.TxnTypeNames().size(), 0);
+  absl::Mutex mu;
+  std::vector<std::thread> threads;
+  const int64_t deadline = MonoNanos() + static_cast<int64_t>(opt.seconds * 1e9);
+  for (int i = 0; i < opt.threads; ++i) {
+    threads.emplace_back([&, i] {
+      RunStats s;
+      s.commits_by_type.assign(w.TxnTypeNames().size(), 0);
+      engine::ExecutorOptions eo;
+      eo.backoff_ns = 2000;
+      eo.max_backoff_ns = 200000;
+      auto ex = db->NewExecutor(i, eo);
+      if (!ex.ok()) {
+        absl::MutexLock l(&mu);
+        total.failed++;
+        total.first_failure = std::string(ex.status().message());
+        return;
+      }
+      Rng rng(opt.seed * 1000003 + i);
+      for (uint64_t n = 0; n < opt.max_txns_per_thread && MonoNanos() < deadline; ++n) {
+        std::unique_ptr<WorkloadTxn> t = w.Next(rng);
+        bool done = false;
+        for (int attempt = 0; attempt < 10000 && !done; ++attempt) {
+          scheduler::ExecResult r = (*ex)->Execute(*t);
+          switch (r.outcome) {
+            case scheduler::Outcome::kCommitted:
+              s.commits++;
+              s.commits_by_type[t->type.value()]++;
+              done = true;
+              break;
+            case scheduler::Outcome::kConflictAbort:
+              s.conflicts++;
+              break;
+            case scheduler::Outcome::kUserAbort:
+              s.user_aborts++;
+              done = true;
+              break;
+            case scheduler::Outcome::kFailed:
+              if (s.failed++ == 0) s.first_failure = r.status.ToString();
+              done = true;
+              break;
+          }
+        }
+        if (!done) s.gave_up++;
+      }
+      absl::MutexLock l(&mu);
+      total.commits += s.commits;
+      total.user_aborts += s.user_aborts;
+      total.conflicts += s.conflicts;
+      total.gave_up += s.gave_up;
+      if (s.failed > 0 && total.failed == 0) total.first_failure = s.first_failure;
+      total.failed += s.failed;
+      for (size_t k = 0; k < s.commits_by_type.size(); ++k) {
+        total.commits_by_type[k] += s.commits_by_type[k];
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return total;
+}
+
+absl::StatusOr<std::string> ReadRepoFile(const std::string& relative) {
+  std::vector<std::string> candidates;
+  // This package's data file links back to the source tree: its real path
+  // gives the repository root.
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* ws = std::getenv("TEST_WORKSPACE");
+  if (srcdir != nullptr) {
+    const std::string base = absl::StrCat(srcdir, "/", ws != nullptr ? ws : "__main__", "/");
+    candidates.push_back(base + relative);
+    char buf[PATH_MAX];
+    if (realpath((base + "bench/workloads/ycsb.sql").c_str(), buf) != nullptr) {
+      std::string p(buf);
+      const std::string suffix = "bench/workloads/ycsb.sql";
+      if (p.size() > suffix.size()) candidates.push_back(p.substr(0, p.size() - suffix.size()) + relative);
+    }
+  }
+  candidates.push_back(relative);
+  for (const std::string& c : candidates) {
+    std::ifstream in(c);
+    if (!in) continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  return absl::NotFoundError(absl::StrCat("cannot find ", relative));
+}
+
+absl::StatusOr<std::shared_ptr<const Schema>> LoadPolicySchema(const std::string& relative) {
+  absl::StatusOr<std::string> ddl = ReadRepoFile(relative);
+  if (!ddl.ok()) return ddl.status();
+  SchemaBuilder b;
+  absl::Status st = b.AddDdl(*ddl);
+  if (!st.ok()) return st;
+  return b.Build();
+}
+
+absl::Status ExtractRefs(RefExtractor& ex, const std::vector<SqlStatement>& stmts,
+                         ExtractionPolicy policy, bool literal_form, RefVec* ids,
+                         std::vector<std::string>* texts) {
+  for (const SqlStatement& s : stmts) {
+    absl::Status st;
+    if (literal_form) {
+      st = ex.Extract(s.Literal(), policy, ids, texts);
+    } else {
+      std::vector<ParamValue> params;
+      for (const SqlParam& p : s.params) params.push_back(ParamValue{p.text, p.is_null});
+      st = ex.Extract(s.tmpl, policy, params, ids, texts);
+    }
+    if (!st.ok()) return absl::Status(st.code(), absl::StrCat(st.message(), " in: ", s.tmpl));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace workloads
+}  // namespace corral

@@ -1,0 +1,60 @@
+// Test helpers for the workload tests: a bounded concurrent run on the
+// engine (one EngineExecutor per thread, conflicts retried), locating the
+// DDL files, and extracting a transaction's references from its SQL form.
+//
+//   RunStats s = RunConcurrently(w, db.get(), {.threads = 3, .seconds = 0.3});
+//   EXPECT_EQ(s.failed, 0);
+//   std::string ddl = ReadRepoFile("schemas/tpcc.sql").value();
+//
+// Thread-safety: each function is thread-compatible (call from the test thread).
+#ifndef CORRAL_BENCH_WORKLOADS_WORKLOAD_TESTING_H_
+#define CORRAL_BENCH_WORKLOADS_WORKLOAD_TESTING_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bench/workloads/workload.h"
+#include "engine/engine.h"
+#include "policies/ref_extractor.h"
+#include "policies/schema.h"
+
+namespace corral {
+namespace workloads {
+
+struct RunOptions {
+  int threads = 3;
+  double seconds = 0.3;
+  uint64_t max_txns_per_thread = 20000;
+  uint64_t seed = 7;
+};
+
+struct RunStats {
+  std::vector<uint64_t> commits_by_type;
+  uint64_t commits = 0, user_aborts = 0, conflicts = 0, failed = 0, gave_up = 0;
+  std::string first_failure;
+};
+
+// Generates and runs transactions on `threads` threads until the time or
+// count bound; a conflict is retried (backoff in the executor) up to 10,000
+// times, then counted in gave_up.
+RunStats RunConcurrently(const Workload& w, engine::Database* db, const RunOptions& opt);
+
+// The contents of a file given relative to the repository root (found
+// through this package's runfiles, which link back into the source tree).
+absl::StatusOr<std::string> ReadRepoFile(const std::string& relative);
+// A policies Schema from a DDL file relative to the repository root.
+absl::StatusOr<std::shared_ptr<const Schema>> LoadPolicySchema(const std::string& relative);
+
+// The references of `stmts` under `policy`: from the template + parameters
+// form (literal_form false) or from the literal text form (true).
+absl::Status ExtractRefs(RefExtractor& ex, const std::vector<SqlStatement>& stmts,
+                         ExtractionPolicy policy, bool literal_form, RefVec* ids,
+                         std::vector<std::string>* texts);
+
+}  // namespace workloads
+}  // namespace corral
+
+#endif  // CORRAL_BENCH_WORKLOADS_WORKLOAD_TESTING_H_

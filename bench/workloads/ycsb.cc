@@ -1,0 +1,185 @@
+#include "bench/workloads/ycsb.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace corral {
+namespace workloads {
+
+using engine::ConstRow;
+using engine::Row;
+using engine::Tx;
+
+namespace {
+constexpr int kKeyCol = 0;       // then field0..field<n-1>, then counter
+constexpr int kAuditSlots = engine::kMaxWorkers;
+
+uint64_t Fnv1a64(uint64_t v) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (int i = 0; i < 8; ++i) {
+    h ^= (v >> (8 * i)) & 0xff;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string RandomValue(Rng& rng, int n) {
+  std::string s(n, 'a');
+  for (char& c : s) c = static_cast<char>('a' + rng.Uniform(0, 25));
+  return s;
+}
+}  // namespace
+
+namespace ycsb_sql {
+const char* const kRead = "SELECT * FROM usertable WHERE ycsb_key = $1";
+const char* const kReadForUpdate = "SELECT * FROM usertable WHERE ycsb_key = $1 FOR UPDATE";
+std::string Update(int field) {
+  return absl::StrCat("UPDATE usertable SET field", field,
+                      " = $1, counter = counter + 1 WHERE ycsb_key = $2");
+}
+}  // namespace ycsb_sql
+
+void YcsbTxn::AppendSql(std::vector<SqlStatement>* out) const {
+  for (const YcsbOp& op : ops) {
+    if (!op.rmw) {
+      out->push_back(SqlStatement{ycsb_sql::kRead, {SqlParam::Int(op.key)}});
+    } else {
+      out->push_back(SqlStatement{ycsb_sql::kReadForUpdate, {SqlParam::Int(op.key)}});
+      out->push_back(SqlStatement{ycsb_sql::Update(op.field),
+                                  {SqlParam::Str(op.value), SqlParam::Int(op.key)}});
+    }
+  }
+}
+
+absl::Status YcsbTxn::Run(Tx& tx) {
+  int64_t rmw = 0;
+  for (const YcsbOp& op : ops) {
+    if (!op.rmw) {
+      ConstRow r;
+      ENGINE_RETURN_IF_ERROR(tx.Read(t_->usertable, op.key, &r));
+    } else {
+      Row r;
+      ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_->usertable, op.key, &r));
+      r.SetString(1 + op.field, op.value);
+      const int counter_col = static_cast<int>(r.schema().num_columns()) - 1;
+      r.AddInt(counter_col, 1);
+      ++rmw;
+    }
+  }
+  if (rmw > 0) {
+    Row a;
+    ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_->audit, tx.worker_id(), &a));
+    a.AddInt(1, rmw);
+  }
+  return absl::OkStatus();
+}
+
+YcsbWorkload::YcsbWorkload(YcsbParams params)
+    : p_(std::move(params)), zipf_(static_cast<uint64_t>(p_.records), p_.theta) {}
+
+const std::vector<std::string>& YcsbWorkload::TxnTypeNames() const {
+  static const auto* names = new std::vector<std::string>{"Txn"};
+  return *names;
+}
+
+void YcsbWorkload::OnPhases() {
+  phase_zipf_.clear();
+  for (const SkewPhase& ph : phases()) {
+    phase_zipf_.push_back(
+        ph.zipf_theta >= 0 ? std::make_unique<Zipf>(p_.records, ph.zipf_theta) : nullptr);
+  }
+}
+
+int64_t YcsbWorkload::RandomKey(Rng& rng) const {
+  const Zipf* z = &zipf_;
+  const int ph = phase();
+  if (ph >= 0 && phase_zipf_[ph] != nullptr) z = phase_zipf_[ph].get();
+  uint64_t rank = z->Draw(rng);
+  if (p_.scrambled) rank = Fnv1a64(rank) % static_cast<uint64_t>(p_.records);
+  return static_cast<int64_t>(rank);
+}
+
+int64_t YcsbWorkload::PartitionOf(int64_t key) const {
+  const int64_t range = (p_.records + p_.partitions - 1) / p_.partitions;
+  return key / (range < 1 ? 1 : range);
+}
+
+std::unique_ptr<WorkloadTxn> YcsbWorkload::Next(Rng& rng) const {
+  auto t = std::make_unique<YcsbTxn>(&t_);
+  const int n = static_cast<int>(std::min<int64_t>(p_.ops_per_txn, p_.records));
+  t->ops.resize(n);
+  for (int i = 0; i < n; ++i) {
+    YcsbOp& op = t->ops[i];
+    bool dup;
+    do {
+      op.key = RandomKey(rng);
+      dup = false;
+      for (int j = 0; j < i; ++j) dup |= t->ops[j].key == op.key;
+    } while (dup);
+    op.rmw = !rng.Chance(p_.read_fraction);
+    if (op.rmw) {
+      op.field = static_cast<int>(rng.Uniform(0, p_.fields - 1));
+      op.value = RandomValue(rng, p_.field_size);
+    }
+  }
+  t->type = TxnTypeId(0);
+  t->partition_key = static_cast<uint64_t>(PartitionOf(t->ops.empty() ? 0 : t->ops[0].key));
+  return t;
+}
+
+absl::Status YcsbWorkload::Load(engine::Database* db) {
+  if (p_.records < 1 || p_.fields < 1 || p_.field_size < 1 || p_.partitions < 1) {
+    return absl::InvalidArgumentError("YCSB parameters out of range");
+  }
+  engine::Schema s, audit;
+  s.AddInt64("ycsb_key");
+  for (int f = 0; f < p_.fields; ++f) s.AddString(absl::StrCat("field", f), p_.field_size);
+  s.AddInt64("counter");
+  audit.AddInt64("slot");
+  audit.AddInt64("rmw_ops");
+  engine::TableOptions o;
+  o.expected_rows = static_cast<size_t>(p_.records);
+  auto u = db->CreateTable("usertable", s, o);
+  if (!u.ok()) return u.status();
+  auto a = db->CreateTable("ycsb_audit", audit, {});
+  if (!a.ok()) return a.status();
+  t_ = {*u, *a};
+  Rng rng(p_.load_seed);
+  for (int64_t k = 0; k < p_.records; ++k) {
+    ENGINE_RETURN_IF_ERROR(db->Load(t_.usertable, k, [&](const Row& r) {
+      r.SetInt(kKeyCol, k);
+      for (int f = 0; f < p_.fields; ++f) r.SetString(1 + f, RandomValue(rng, p_.field_size));
+    }));
+  }
+  for (int slot = 0; slot < kAuditSlots; ++slot) {
+    ENGINE_RETURN_IF_ERROR(db->Load(t_.audit, slot, [&](const Row& r) { r.SetInt(0, slot); }));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status YcsbWorkload::Check(const engine::Database& db) const {
+  if (t_.usertable == nullptr) return absl::FailedPreconditionError("YCSB not loaded");
+  int64_t sum = 0;
+  const int counter_col = 1 + p_.fields;
+  for (int64_t k = 0; k < p_.records; ++k) {
+    ConstRow r;
+    ENGINE_RETURN_IF_ERROR(db.Peek(t_.usertable, k, &r));
+    sum += r.GetInt(counter_col);
+  }
+  int64_t expected = 0;
+  for (int slot = 0; slot < kAuditSlots; ++slot) {
+    ConstRow r;
+    ENGINE_RETURN_IF_ERROR(db.Peek(t_.audit, slot, &r));
+    expected += r.GetInt(1);
+  }
+  if (sum != expected) {
+    return absl::DataLossError(absl::StrCat("YCSB: sum(counter) = ", sum,
+                                            " but committed read-modify-write operations = ",
+                                            expected));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace workloads
+}  // namespace corral
