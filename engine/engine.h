@@ -1,9 +1,10 @@
 // The embedded in-memory OLTP engine: Database facade and per-worker executor.
 //
 // Design note.
-//  * Storage (storage.h, schema.h): fixed-size rows behind a 32-byte record
+//  * Storage (storage.h, schema.h): fixed-size rows behind a 48-byte record
 //    header; uint64 primary keys (workloads pack composite keys with
-//    KeyPacker); a libcuckoo hash index per table, optional ordered
+//    KeyPacker); a hash index per table (lock-free lookups, striped
+//    latches for inserts/erases, growing bucket array), optional ordered
 //    (absl::btree_map + reader-writer latch) primary and secondary indexes for scans.
 //  * Procedures (txn_api.h): `absl::Status (Tx&)`, written once, run under any
 //    protocol. Conflicts come back as a status (no exceptions).

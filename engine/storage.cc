@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
 
 namespace corral {
 namespace engine {
@@ -29,6 +30,8 @@ Record* RecordArena::Allocate(uint32_t row_size) {
   r->lock.store(0, std::memory_order_relaxed);
   r->key = 0;
   r->table = nullptr;
+  r->hash_next.store(nullptr, std::memory_order_relaxed);
+  r->reserved = 0;
   cur_ += need;
   left_ -= need;
   return r;
@@ -46,6 +49,117 @@ void AtomicCopyIn(char* dst, const char* src, uint32_t n) {
   uint64_t* d = reinterpret_cast<uint64_t*>(dst);
   const uint64_t* s = reinterpret_cast<const uint64_t*>(src);
   for (uint32_t i = 0; i < n / 8; ++i) __atomic_store_n(d + i, s[i], __ATOMIC_RELAXED);
+}
+
+HashIndex::HashIndex(size_t expected) {
+  size_t n = kStripes;
+  while (n < expected) n <<= 1;
+  Array* a = new Array{n - 1, new std::atomic<Record*>[n]};
+  for (size_t i = 0; i < n; ++i) a->buckets[i].store(nullptr, std::memory_order_relaxed);
+  WriteGuard g(&grow_mu_);
+  arrays_.push_back(a);
+  array_.store(a, std::memory_order_release);
+}
+
+HashIndex::~HashIndex() {
+  WriteGuard g(&grow_mu_);
+  for (Array* a : arrays_) {
+    delete[] a->buckets;
+    delete a;
+  }
+}
+
+Record* HashIndex::Find(uint64_t key) const {
+  const uint64_t h = Hash(key);
+  for (;;) {
+    uint64_t seq = resize_seq_.load(std::memory_order_acquire);
+    if (seq & 1) {
+      std::this_thread::yield();
+      continue;
+    }
+    Array* a = array_.load(std::memory_order_acquire);
+    for (Record* r = a->buckets[h & a->mask].load(std::memory_order_acquire); r != nullptr;
+         r = r->hash_next.load(std::memory_order_acquire)) {
+      if (r->key == key) return r;
+    }
+    // A miss is only trusted if no resize overlapped the walk.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (resize_seq_.load(std::memory_order_relaxed) == seq) return nullptr;
+  }
+}
+
+void HashIndex::LockStripe(size_t s) const {
+  int spins = 0;
+  for (;;) {
+    uint32_t expected = 0;
+    if (stripes_[s].latch.compare_exchange_weak(expected, 1, std::memory_order_acquire)) return;
+    if (++spins > 64) std::this_thread::yield();
+  }
+}
+
+Record* HashIndex::Insert(Record* rec) {
+  const uint64_t h = Hash(rec->key);
+  const size_t s = h & (kStripes - 1);
+  LockStripe(s);
+  Array* a = array_.load(std::memory_order_acquire);
+  std::atomic<Record*>& head = a->buckets[h & a->mask];
+  for (Record* r = head.load(std::memory_order_relaxed); r != nullptr;
+       r = r->hash_next.load(std::memory_order_relaxed)) {
+    if (r->key == rec->key) {
+      UnlockStripe(s);
+      return r;
+    }
+  }
+  rec->hash_next.store(head.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  head.store(rec, std::memory_order_release);
+  uint32_t count = ++stripes_[s].count;
+  // Grow when this stripe averages more than 2 records per bucket.
+  bool crowded = count > 2 * ((a->mask + 1) / kStripes);
+  UnlockStripe(s);
+  if (crowded) Grow(a);
+  return nullptr;
+}
+
+void HashIndex::Erase(Record* rec) {
+  const uint64_t h = Hash(rec->key);
+  const size_t s = h & (kStripes - 1);
+  LockStripe(s);
+  Array* a = array_.load(std::memory_order_acquire);
+  std::atomic<Record*>* link = &a->buckets[h & a->mask];
+  for (Record* r = link->load(std::memory_order_relaxed); r != nullptr;
+       r = link->load(std::memory_order_relaxed)) {
+    if (r == rec) {
+      link->store(r->hash_next.load(std::memory_order_relaxed), std::memory_order_release);
+      --stripes_[s].count;
+      break;
+    }
+    link = &r->hash_next;
+  }
+  UnlockStripe(s);
+}
+
+void HashIndex::Grow(Array* seen) {
+  WriteGuard g(&grow_mu_);
+  if (array_.load(std::memory_order_acquire) != seen) return;  // someone else grew it
+  for (size_t s = 0; s < kStripes; ++s) LockStripe(s);
+  resize_seq_.fetch_add(1, std::memory_order_acq_rel);  // odd: readers wait
+  size_t n = (seen->mask + 1) * 2;
+  Array* a = new Array{n - 1, new std::atomic<Record*>[n]};
+  for (size_t i = 0; i < n; ++i) a->buckets[i].store(nullptr, std::memory_order_relaxed);
+  for (size_t b = 0; b <= seen->mask; ++b) {
+    Record* r = seen->buckets[b].load(std::memory_order_relaxed);
+    while (r != nullptr) {
+      Record* next = r->hash_next.load(std::memory_order_relaxed);
+      std::atomic<Record*>& head = a->buckets[Hash(r->key) & a->mask];
+      r->hash_next.store(head.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      head.store(r, std::memory_order_relaxed);
+      r = next;
+    }
+  }
+  arrays_.push_back(a);  // the old array stays allocated: readers may stand in it
+  array_.store(a, std::memory_order_release);
+  resize_seq_.fetch_add(1, std::memory_order_release);
+  for (size_t s = 0; s < kStripes; ++s) UnlockStripe(s);
 }
 
 void OrderedIndex::Insert(uint64_t key, uint64_t pk, Record* rec) {
@@ -100,14 +214,11 @@ Table::Table(int id, std::string name, Schema schema, const TableOptions& option
 }
 
 Record* Table::InsertHash(Record* rec) {
-  Record* existing = nullptr;
-  hash_.upsert(
-      rec->key, [&](Record*& v) { existing = v; }, rec);
-  return existing;
+  return hash_.Insert(rec);
 }
 
 void Table::EraseHash(Record* rec) {
-  hash_.erase_fn(rec->key, [rec](Record*& v) { return v == rec; });
+  hash_.Erase(rec);
 }
 
 void Table::InsertOrdered(Record* rec) {
@@ -127,10 +238,9 @@ OrderedIndex* Table::AddOrderedIndex(std::string name, OrderedIndex::KeyFn key_o
 
 size_t Table::CountPresent() const {
   size_t n = 0;
-  auto lt = hash_.lock_table();
-  for (const auto& kv : lt) {
-    if (!(kv.second->tid.load(std::memory_order_acquire) & kTidAbsentBit)) ++n;
-  }
+  hash_.ForEach([&n](Record* r) {
+    if (!(r->tid.load(std::memory_order_acquire) & kTidAbsentBit)) ++n;
+  });
   return n;
 }
 

@@ -1,8 +1,11 @@
 // Tables, records and indexes of the embedded engine.
 //
 // A Record is a fixed header (concurrency-control words, primary key, owning
-// table) followed by the row bytes. Every table has a concurrent primary hash
-// index (libcuckoo) from the uint64 primary key to its Record. A table created
+// table, hash chain link) followed by the row bytes. Every table has a
+// concurrent primary HashIndex from the uint64 primary key to its Record:
+// lookups are lock-free (no atomic read-modify-write on the read path),
+// inserts and erases take one of 1024 striped spin latches, and the bucket
+// array doubles when a stripe gets crowded. A table created
 // with TableOptions::ordered also keeps its primary keys in an OrderedIndex
 // for range / latest-N scans; Database::CreateIndex adds non-unique secondary
 // ordered indexes whose uint64 key a function computes from the row (e.g.
@@ -16,8 +19,7 @@
 //   Table* t = db->CreateTable("orders", schema, {.ordered = true}).value();
 //   ScanSpec s; s.index = t->primary_ordered(); s.lo = ...; s.hi = ...;
 //
-// Thread-safety: Table and OrderedIndex are thread-safe (the hash index is
-// libcuckoo's, each ordered index has a reader-writer latch taken briefly per
+// Thread-safety: Table, HashIndex and OrderedIndex are thread-safe (each ordered index has a reader-writer latch taken briefly per
 // operation or scan batch). Record words are atomics; row bytes are protected
 // by the concurrency-control protocol.
 #ifndef CORRAL_ENGINE_STORAGE_H_
@@ -36,7 +38,6 @@
 #include "common/hash.h"
 #include "engine/latch.h"
 #include "engine/schema.h"
-#include "libcuckoo/cuckoohash_map.hh"
 
 namespace corral {
 namespace engine {
@@ -59,11 +60,16 @@ struct Record {
   std::atomic<uint64_t> lock;
   uint64_t key;
   Table* table;
+  // Next record in the same hash bucket. A record is linked at most once and
+  // unlinked at most once (records are never reused), so a lock-free reader
+  // that stands on an unlinked record still reaches the chain's end.
+  std::atomic<Record*> hash_next;
+  uint64_t reserved;
 
   char* data() { return reinterpret_cast<char*>(this + 1); }
   const char* data() const { return reinterpret_cast<const char*>(this + 1); }
 };
-static_assert(sizeof(Record) == 32, "record header is 32 bytes");
+static_assert(sizeof(Record) == 48, "record header is 48 bytes");
 
 // Bump allocator for records of one worker (or the loader). Thread-compatible:
 // used by one thread at a time. Memory is released when it is destroyed.
@@ -87,6 +93,57 @@ class RecordArena {
 // the race is on atomics, not undefined behaviour.
 void AtomicCopyOut(char* dst, const char* src, uint32_t n);
 void AtomicCopyIn(char* dst, const char* src, uint32_t n);
+
+// The primary hash index: uint64 key -> Record, chained through
+// Record::hash_next. Thread-safe. Find never blocks except while the bucket
+// array is being doubled (a seqlock: a miss that overlapped a resize retries).
+class HashIndex {
+ public:
+  explicit HashIndex(size_t expected);
+  ~HashIndex();
+  HashIndex(const HashIndex&) = delete;
+  HashIndex& operator=(const HashIndex&) = delete;
+
+  // The linked record with `key`, or null.
+  Record* Find(uint64_t key) const;
+  // Links `rec` unless a record with its key is linked; returns that record
+  // (and links nothing) in that case, else null.
+  Record* Insert(Record* rec);
+  // Unlinks `rec` if linked.
+  void Erase(Record* rec);
+  // Calls fn on every linked record (quiescent use).
+  template <typename F>
+  void ForEach(F fn) const {
+    Array* a = array_.load(std::memory_order_acquire);
+    for (size_t b = 0; b <= a->mask; ++b) {
+      for (Record* r = a->buckets[b].load(std::memory_order_acquire); r != nullptr;
+           r = r->hash_next.load(std::memory_order_acquire)) {
+        fn(r);
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kStripes = 1024;
+  struct Array {
+    size_t mask;
+    std::atomic<Record*>* buckets;
+  };
+  struct alignas(64) Stripe {
+    std::atomic<uint32_t> latch{0};
+    uint32_t count = 0;  // linked records of this stripe (under latch)
+  };
+  static uint64_t Hash(uint64_t key) { return Mix64(key); }
+  void LockStripe(size_t s) const;
+  void UnlockStripe(size_t s) const { stripes_[s].latch.store(0, std::memory_order_release); }
+  void Grow(Array* seen);
+
+  std::atomic<Array*> array_;
+  std::atomic<uint64_t> resize_seq_{0};  // odd while growing
+  mutable Stripe stripes_[kStripes];
+  RwLatch grow_mu_;
+  std::vector<Array*> arrays_ ABSL_GUARDED_BY(grow_mu_);  // all, freed at destruction
+};
 
 // An ordered index: (index key, primary key) -> Record. Unique primary
 // indexes use the primary key as index key. Thread-safe.
@@ -147,11 +204,7 @@ class Table {
   const std::vector<std::unique_ptr<OrderedIndex>>& ordered_indexes() const { return ordered_; }
 
   // --- engine internals (used by the protocols) ---
-  Record* Find(uint64_t key) const {
-    Record* r = nullptr;
-    hash_.find(key, r);
-    return r;
-  }
+  Record* Find(uint64_t key) const { return hash_.Find(key); }
   // Publishes `rec` under its key in the hash index. Returns null on success,
   // or the record already there.
   Record* InsertHash(Record* rec);
@@ -164,14 +217,11 @@ class Table {
   size_t CountPresent() const;
 
  private:
-  struct KeyHash {
-    size_t operator()(uint64_t k) const { return static_cast<size_t>(Mix64(k)); }
-  };
   const int id_;
   const std::string name_;
   const Schema schema_;
   const uint32_t row_size_;
-  mutable libcuckoo::cuckoohash_map<uint64_t, Record*, KeyHash> hash_;
+  HashIndex hash_;
   std::vector<std::unique_ptr<OrderedIndex>> ordered_;  // fixed after load
   OrderedIndex* primary_ordered_ = nullptr;
 };
