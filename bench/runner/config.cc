@@ -1,0 +1,130 @@
+#include "bench/runner/config.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "engine/engine.h"
+#include "policies/policy.h"
+
+namespace corral {
+namespace bench {
+namespace {
+
+absl::Status Bad(absl::string_view key, absl::string_view value, absl::string_view want) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("bad value '", value, "' for ", key, " (want ", want, ")"));
+}
+
+template <typename T>
+absl::Status Num(absl::string_view key, absl::string_view v, T* out) {
+  if (!absl::SimpleAtoi(v, out)) return Bad(key, v, "an integer");
+  return absl::OkStatus();
+}
+absl::Status Dbl(absl::string_view key, absl::string_view v, double* out) {
+  if (!absl::SimpleAtod(v, out)) return Bad(key, v, "a number");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<std::string>& SettingKeys() {
+  static const std::vector<std::string> k = {
+      "backend", "conninfo", "workload", "protocol", "policy", "queues", "threads", "clients",
+      "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
+      "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "max_attempts",
+      "progress", "sample"};
+  return k;
+}
+
+int EffectiveClients(const BenchConfig& c) { return c.clients > 0 ? c.clients : 2 * c.queues; }
+
+absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string_view value_in) {
+  std::string key = absl::AsciiStrToLower(absl::StripAsciiWhitespace(key_in));
+  absl::string_view v = absl::StripAsciiWhitespace(value_in);
+  if (key == "backend") { c->backend = std::string(v); return absl::OkStatus(); }
+  if (key == "conninfo") { c->conninfo = std::string(v); return absl::OkStatus(); }
+  if (key == "workload") { c->workload = absl::AsciiStrToLower(v); return absl::OkStatus(); }
+  if (key == "protocol") { c->protocol = absl::AsciiStrToLower(v); return absl::OkStatus(); }
+  if (key == "policy") {
+    if (!ParsePolicy(v).ok()) return ParsePolicy(v).status();
+    c->policy = PolicyName(*ParsePolicy(v));
+    return absl::OkStatus();
+  }
+  if (key == "queues" || key == "threads") return Num(key, v, &c->queues);
+  if (key == "clients") return Num(key, v, &c->clients);
+  if (key == "arrival_rate") return Dbl(key, v, &c->arrival_rate);
+  if (key == "warehouses") return Num(key, v, &c->warehouses);
+  if (key == "scale") return Dbl(key, v, &c->scale);
+  if (key == "theta") return Dbl(key, v, &c->theta);
+  if (key == "hot_fraction") return Dbl(key, v, &c->hot_fraction);
+  if (key == "hot_size") return Num(key, v, &c->hot_size);
+  if (key == "duration") return Dbl(key, v, &c->duration_s);
+  if (key == "warmup") return Dbl(key, v, &c->warmup_s);
+  if (key == "phase1" || key == "phase_1") return Dbl(key, v, &c->phase1_s);
+  if (key == "repeat") return Num(key, v, &c->repeat);
+  if (key == "seed") return Num(key, v, &c->seed);
+  if (key == "max_attempts") return Num(key, v, &c->max_attempts);
+  if (key == "progress") return Dbl(key, v, &c->progress_s);
+  if (key == "sample") return Dbl(key, v, &c->sample_s);
+  if (key == "stealing") {
+    std::string b = absl::AsciiStrToLower(v);
+    if (b == "true" || b == "on" || b == "1" || b == "yes") c->stealing = true;
+    else if (b == "false" || b == "off" || b == "0" || b == "no") c->stealing = false;
+    else return Bad(key, v, "on|off");
+    return absl::OkStatus();
+  }
+  if (key == "mode") {
+    std::string m = absl::AsciiStrToLower(v);
+    if (m == "phased") c->mode = RunMode::kPhased;
+    else if (m == "online") c->mode = RunMode::kOnline;
+    else return Bad(key, v, "phased|online");
+    return absl::OkStatus();
+  }
+  if (key == "skew_phases") {
+    c->skew_phases.clear();
+    // "duration:theta" items separated by ';' or whitespace (',' also works
+    // for the CLI; spec lists split on ',' before reaching here).
+    for (absl::string_view item : absl::StrSplit(v, absl::ByAnyChar(",; "), absl::SkipEmpty())) {
+      std::vector<absl::string_view> parts = absl::StrSplit(item, ':');
+      workloads::SkewPhase p;
+      if (parts.size() < 2 || parts.size() > 4 || !absl::SimpleAtod(parts[0], &p.duration_s) ||
+          !absl::SimpleAtod(parts[1], &p.zipf_theta) ||
+          (parts.size() > 2 && !absl::SimpleAtod(parts[2], &p.hot_fraction)) ||
+          (parts.size() > 3 && !absl::SimpleAtoi(parts[3], &p.hot_size))) {
+        return Bad(key, item, "duration_s:zipf_theta[:hot_fraction[:hot_size]]");
+      }
+      c->skew_phases.push_back(p);
+    }
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown key '", key, "' (known: ", absl::StrJoin(SettingKeys(), ", "), ")"));
+}
+
+absl::Status Validate(const BenchConfig& c) {
+  if (!ParsePolicy(c.policy).ok()) return ParsePolicy(c.policy).status();
+  if (c.backend == "engine") {
+    bool known = false;
+    for (const auto& p : engine::ProtocolNames()) known |= p == c.protocol;
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown protocol '", c.protocol, "' (known: ",
+                                                     absl::StrJoin(engine::ProtocolNames(), ", "), ")"));
+    }
+    if (c.queues < 1 || c.queues > 62) {
+      return absl::InvalidArgumentError(absl::StrCat("queues=", c.queues, " not in 1..62 (engine worker slots)"));
+    }
+  } else if (c.queues < 1) {
+    return absl::InvalidArgumentError("queues must be >= 1");
+  }
+  if (c.duration_s <= 0) return absl::InvalidArgumentError("duration must be > 0");
+  if (c.warmup_s < 0 || c.phase1_s < 0) return absl::InvalidArgumentError("warmup/phase1 must be >= 0");
+  if (c.repeat < 1) return absl::InvalidArgumentError("repeat must be >= 1");
+  if (c.arrival_rate < 0) return absl::InvalidArgumentError("arrival_rate must be >= 0");
+  if (c.clients < 0) return absl::InvalidArgumentError("clients must be >= 0");
+  return absl::OkStatus();
+}
+
+}  // namespace bench
+}  // namespace corral

@@ -1,0 +1,69 @@
+// BenchConfig: everything one `corral bench` run needs, and the key = value
+// vocabulary shared by the CLI flags and experiment spec files.
+//
+//   BenchConfig c;
+//   CHECK_OK(ApplySetting(&c, "protocol", "2pl-waitdie"));
+//   CHECK_OK(ApplySetting(&c, "skew_phases", "10:0, 10:0.99"));  // duration_s:zipf_theta
+//   std::string err = ApplySetting(&c, "queues", "many").message();  // names the key
+//
+// Thread-safety: plain value types and pure functions.
+#ifndef CORRAL_BENCH_RUNNER_CONFIG_H_
+#define CORRAL_BENCH_RUNNER_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "bench/workloads/workload.h"
+
+namespace corral {
+namespace bench {
+
+enum class RunMode { kPhased, kOnline };
+
+struct BenchConfig {
+  std::string backend = "engine";  // "engine" (embedded); "postgres" plugs in through Backend
+  std::string conninfo;            // for backend=postgres
+  std::string workload = "tpcc";   // tpcc, tpcc-np, smallbank, tatp, ycsb
+  std::string protocol = "occ";    // occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect
+  std::string policy = "count-max-canonical-single";  // 16 learned, original, hard-partition
+  int queues = 4;                  // run queues = workers
+  int clients = 0;                 // closed loop: transactions outstanding (0 = 2 * queues)
+  double arrival_rate = 0;         // > 0: open loop at this many txn/s (Poisson arrivals)
+  // Workload knobs (negative = the workload's default).
+  int warehouses = -1;             // TPC-C
+  double scale = -1;               // SmallBank accounts / TATP subscribers / YCSB rows, x default
+  double theta = -1;               // Zipf theta over the partition domain
+  double hot_fraction = -1;        // SmallBank/TATP hot spot
+  int64_t hot_size = -1;
+  std::vector<workloads::SkewPhase> skew_phases;  // online runs: skew over time
+  // Timing.
+  double duration_s = 5;           // measured seconds per Phase II run (online: whole run)
+  double warmup_s = 0.5;           // not measured, before each run
+  double phase1_s = 2;             // Phase I (random scheduling, History learning)
+  int repeat = 1;                  // Phase II repetitions, averaged
+  RunMode mode = RunMode::kPhased;
+  uint64_t seed = 1;
+  bool stealing = true;
+  int max_attempts = 0;            // 0 = retry conflict aborts until commit
+  double progress_s = 1;           // progress line period (0 = silent)
+  double sample_s = 0.5;           // timeline sample period
+};
+
+// Sets one field from its key (the names above; "threads" = "queues",
+// "phase_1" = "phase1"). InvalidArgument naming the key on an unknown key or a
+// bad value.
+absl::Status ApplySetting(BenchConfig* c, absl::string_view key, absl::string_view value);
+// Checks ranges and names (policy, protocol, mode). InvalidArgument otherwise.
+absl::Status Validate(const BenchConfig& c);
+// The keys ApplySetting accepts.
+const std::vector<std::string>& SettingKeys();
+// Effective number of closed-loop clients.
+int EffectiveClients(const BenchConfig& c);
+
+}  // namespace bench
+}  // namespace corral
+
+#endif  // CORRAL_BENCH_RUNNER_CONFIG_H_

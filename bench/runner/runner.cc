@@ -1,0 +1,603 @@
+#include "bench/runner/runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/clock.h"
+#include "engine/engine.h"
+#include "policies/policy.h"
+#include "scheduler/histogram.h"
+#include "scheduler/scheduler.h"
+
+namespace corral {
+namespace bench {
+
+// ---------------------------------------------------------------- backend
+
+namespace {
+
+class EngineInstance : public BackendInstance {
+ public:
+  std::unique_ptr<engine::Database> db;
+  std::vector<std::unique_ptr<engine::EngineExecutor>> executors;
+
+  std::vector<scheduler::Executor*> Executors() override {
+    std::vector<scheduler::Executor*> out;
+    for (auto& e : executors) out.push_back(e.get());
+    return out;
+  }
+  absl::Status Check(const workloads::Workload& w) override { return w.Check(*db); }
+  bool ExecutorCounts(uint64_t* commits, uint64_t* conflict_aborts) override {
+    *commits = 0;
+    *conflict_aborts = 0;
+    for (auto& e : executors) {
+      *commits += e->stats().commits;
+      *conflict_aborts += e->stats().total_conflicts();
+    }
+    return true;
+  }
+};
+
+class EngineBackend : public Backend {
+ public:
+  std::string name() const override { return "engine"; }
+  absl::StatusOr<std::unique_ptr<BackendInstance>> Open(const BenchConfig& c,
+                                                        workloads::Workload& w) override {
+    auto inst = std::make_unique<EngineInstance>();
+    engine::DatabaseOptions o;
+    o.protocol = c.protocol;
+    auto db = engine::Database::Create(o);
+    if (!db.ok()) return db.status();
+    inst->db = std::move(*db);
+    absl::Status st = w.Load(inst->db.get());
+    if (!st.ok()) return st;
+    for (int i = 0; i < c.queues; ++i) {
+      auto ex = inst->db->NewExecutor(i, {});
+      if (!ex.ok()) return ex.status();
+      inst->executors.push_back(std::move(*ex));
+    }
+    return std::unique_ptr<BackendInstance>(std::move(inst));
+  }
+};
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+double Pct(uint64_t a, uint64_t b) { return a + b == 0 ? 0.0 : static_cast<double>(a) / (a + b); }
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeEngineBackend() { return std::make_unique<EngineBackend>(); }
+
+absl::StatusOr<std::shared_ptr<const Schema>> LoadSchemaFile(const std::string& path) {
+  std::vector<std::string> candidates = {path};
+  if (const char* d = std::getenv("BUILD_WORKSPACE_DIRECTORY")) candidates.push_back(absl::StrCat(d, "/", path));
+  if (const char* d = std::getenv("TEST_SRCDIR")) candidates.push_back(absl::StrCat(d, "/corral/", path));
+  if (const char* d = std::getenv("CORRAL_ROOT")) candidates.push_back(absl::StrCat(d, "/", path));
+  std::string text;
+  for (const auto& p : candidates) {
+    if (ReadFile(p, &text)) {
+      SchemaBuilder b;
+      absl::Status st = b.AddDdl(text);
+      if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(p, ": ", st.message()));
+      return b.Build();
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("schema file not found: ", path,
+                                          " (run from the repository root or set CORRAL_ROOT)"));
+}
+
+// ---------------------------------------------------------------- runner
+
+struct Runner::RunSpec {
+  Policy sched_policy;           // the routing policy of this run
+  ExtractionPolicy extraction;
+  bool extract = false;          // fill Txn::refs
+  const LearnedHistory* load = nullptr;
+  bool freeze = false;
+  double warmup_s = 0, duration_s = 0;
+  uint64_t seed = 1;
+  LearnedHistory* save = nullptr;
+  const char* label = "";
+};
+
+Runner::Runner(std::unique_ptr<Backend> backend, WorkloadFactory factory)
+    : backend_(std::move(backend)), factory_(std::move(factory)) {}
+
+absl::StatusOr<std::shared_ptr<RefExtractor>> Runner::ExtractorFor(const workloads::Workload& w) {
+  std::string file = w.schema_file();
+  auto it = extractors_.find(file);
+  if (it != extractors_.end()) return it->second;
+  auto schema = LoadSchemaFile(file);
+  if (!schema.ok()) return schema.status();
+  auto ex = std::make_shared<RefExtractor>(*schema);
+  extractors_[file] = ex;
+  return ex;
+}
+
+namespace {
+
+// Per generating thread (worker i, or the controller/generator = last).
+struct alignas(64) GenCtx {
+  explicit GenCtx(uint64_t seed) : rng(seed) {}
+  workloads::Rng rng;
+  std::vector<workloads::SqlStatement> sql;
+  std::vector<ParamValue> params;
+  int64_t extract_ns = 0, submit_ns = 0, generated = 0, extract_errors = 0, submit_errors = 0;
+  uint64_t hook_commits = 0;
+  scheduler::LatencyHistogram latency;  // measured window only
+};
+
+void SubtractInto(const scheduler::WorkerStats& a, const scheduler::WorkerStats& b,
+                  const std::vector<std::string>& type_names, RunMetrics* m) {
+  m->commits = b.commits - a.commits;
+  m->conflict_aborts = b.conflict_aborts - a.conflict_aborts;
+  m->user_aborts = b.user_aborts - a.user_aborts;
+  m->failures = b.failures - a.failures;
+  m->gave_up = b.gave_up - a.gave_up;
+  m->steals = b.steals - a.steals;
+  for (size_t i = 0; i < m->aborts_by_cause.size(); ++i) {
+    m->aborts_by_cause[i] = b.aborts_by_cause[i] - a.aborts_by_cause[i];
+  }
+  std::vector<int32_t> keys;
+  for (const auto& kv : b.per_type) keys.push_back(kv.first);
+  std::sort(keys.begin(), keys.end());
+  for (int32_t k : keys) {
+    const scheduler::TypeCounts& tb = b.per_type.at(k);
+    scheduler::TypeCounts ta;
+    auto it = a.per_type.find(k);
+    if (it != a.per_type.end()) ta = it->second;
+    TypeResult t;
+    t.name = (k >= 0 && k < static_cast<int32_t>(type_names.size())) ? type_names[k] : absl::StrCat("type", k);
+    t.commits = tb.commits - ta.commits;
+    t.conflict_aborts = tb.conflict_aborts - ta.conflict_aborts;
+    t.user_aborts = tb.user_aborts - ta.user_aborts;
+    t.failures = tb.failures - ta.failures;
+    m->per_type.push_back(t);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& spec) {
+  auto wl = factory_(c);
+  if (!wl.ok()) return wl.status();
+  workloads::Workload& w = **wl;
+  auto inst_or = backend_->Open(c, w);
+  if (!inst_or.ok()) return inst_or.status();
+  std::unique_ptr<BackendInstance> inst = std::move(*inst_or);
+
+  std::shared_ptr<RefExtractor> extractor;
+  if (spec.extract) {
+    auto ex = ExtractorFor(w);
+    if (!ex.ok()) return ex.status();
+    extractor = *ex;
+  }
+  const Clock* clock = Clock::Real();
+  if (c.mode == RunMode::kOnline && !c.skew_phases.empty()) {
+    w.SetPhaseSchedule(c.skew_phases, clock);
+  } else if (c.theta >= 0 || c.hot_fraction >= 0 || c.hot_size >= 0) {
+    workloads::SkewPhase p;
+    p.duration_s = 1e9;
+    p.zipf_theta = c.theta;
+    p.hot_fraction = c.hot_fraction;
+    p.hot_size = c.hot_size;
+    w.SetPhaseSchedule({p}, nullptr);
+    w.SetPhase(0);
+  }
+
+  RunMetrics m;
+  const int nq = c.queues;
+  std::vector<std::unique_ptr<GenCtx>> ctx;
+  for (int i = 0; i <= nq; ++i) ctx.push_back(std::make_unique<GenCtx>(spec.seed * 1000003 + i * 7919 + 17));
+  std::atomic<bool> stop{false};
+  std::atomic<bool> measuring{false};
+  const bool closed = c.arrival_rate <= 0;
+  scheduler::Scheduler* sched = nullptr;
+  BackendInstance* instp = inst.get();
+
+  auto generate = [&](GenCtx& g) {
+    std::unique_ptr<workloads::WorkloadTxn> t = w.Next(g.rng);
+    const int64_t t0 = clock->NowNanos();
+    t->decision_start_ns = t0;
+    if (extractor) {
+      g.sql.clear();
+      t->AppendSql(&g.sql);
+      for (const auto& s : g.sql) {
+        g.params.clear();
+        for (const auto& p : s.params) g.params.push_back(ParamValue{p.text, p.is_null});
+        if (!extractor->Extract(s.tmpl, spec.extraction, ParamSpan(g.params), &t->refs).ok()) ++g.extract_errors;
+      }
+    }
+    const int64_t t1 = clock->NowNanos();
+    absl::Status st = sched->Submit(instp->PrepareTxn(std::move(t)));
+    const int64_t t2 = clock->NowNanos();
+    g.extract_ns += t1 - t0;
+    g.submit_ns += t2 - t1;
+    ++g.generated;
+    if (!st.ok()) ++g.submit_errors;
+  };
+
+  scheduler::CompletionHook hook = [&](std::unique_ptr<scheduler::Txn> txn,
+                                       const scheduler::ExecResult& res, int worker) {
+    GenCtx& g = *ctx[worker];
+    if (res.outcome == scheduler::Outcome::kCommitted) {
+      ++g.hook_commits;
+      if (measuring.load(std::memory_order_relaxed)) {
+        g.latency.Record(clock->NowNanos() - txn->decision_start_ns);
+      }
+    }
+    txn.reset();
+    if (closed && !stop.load(std::memory_order_relaxed)) generate(g);
+  };
+
+  scheduler::Scheduler::Options so;
+  so.num_queues = nq;
+  so.policy = spec.sched_policy;
+  so.seed = spec.seed;
+  so.stealing = c.stealing;
+  so.workers.max_attempts = c.max_attempts;
+  auto s_or = scheduler::Scheduler::Create(so, inst->Executors(), hook, clock);
+  if (!s_or.ok()) return s_or.status();
+  std::unique_ptr<scheduler::Scheduler> s = std::move(*s_or);
+  sched = s.get();
+  if (spec.load != nullptr) {
+    for (const auto& e : spec.load->entries) s->history().Add(e.ref, e.counts.aborts, e.counts.commits);
+  }
+  if (spec.freeze) s->history().Freeze();
+  auto history_sum = [&] {
+    uint64_t n = 0;
+    for (const auto& e : s->history().TopByAborts(static_cast<size_t>(s->history().size()) + 64)) {
+      n += e.counts.aborts + e.counts.commits;
+    }
+    return n;
+  };
+  m.history_counts_start = history_sum();
+
+  absl::Status st = s->Start();
+  if (!st.ok()) return st;
+  const int64_t start = clock->NowNanos();
+  std::thread generator;
+  if (closed) {
+    for (int i = 0; i < EffectiveClients(c); ++i) generate(*ctx[nq]);
+  } else {
+    generator = std::thread([&] {
+      GenCtx& g = *ctx[nq];
+      int64_t next = clock->NowNanos();
+      while (!stop.load(std::memory_order_relaxed)) {
+        double u = std::max(1e-12, g.rng.Double());
+        next += static_cast<int64_t>(-std::log(u) / c.arrival_rate * 1e9);
+        int64_t now = clock->NowNanos();
+        if (next - now > 200000) {
+          std::this_thread::sleep_for(std::chrono::nanoseconds(next - now - 100000));
+        }
+        while (clock->NowNanos() < next && !stop.load(std::memory_order_relaxed)) std::this_thread::yield();
+        generate(g);
+      }
+    });
+  }
+
+  const std::vector<std::string>& names = w.TxnTypeNames();
+  const int64_t warm_end = start + static_cast<int64_t>(spec.warmup_s * 1e9);
+  const int64_t end = warm_end + static_cast<int64_t>(spec.duration_s * 1e9);
+  const int64_t sample_ns = static_cast<int64_t>(std::max(0.05, c.sample_s) * 1e9);
+  scheduler::WorkerStats snap0, snap1, prev;
+  int64_t prev_t = start, next_sample = start + sample_ns, next_progress = start;
+  int64_t t_measure0 = start;
+  bool warm = spec.warmup_s <= 0;
+  if (warm) measuring.store(true);
+  double last_tps = 0, last_ar = 0;
+  for (;;) {
+    int64_t now = clock->NowNanos();
+    if (!warm && now >= warm_end) {
+      snap0 = s->Stats();
+      t_measure0 = clock->NowNanos();
+      measuring.store(true);
+      warm = true;
+    }
+    if (now >= end) break;
+    if (now >= next_sample) {
+      scheduler::WorkerStats cur = s->Stats();
+      double dt = (now - prev_t) / 1e9;
+      Sample smp;
+      smp.t_s = (now - start) / 1e9;
+      smp.tps = dt > 0 ? (cur.commits - prev.commits) / dt : 0;
+      smp.abort_rate = Pct(cur.conflict_aborts - prev.conflict_aborts, cur.commits - prev.commits);
+      smp.phase = w.phase();
+      smp.history_entries = s->history().size();
+      smp.history_bytes = s->history().ApproxBytes();
+      smp.state_entries = s->state().size();
+      smp.state_bytes = s->state().ApproxBytes();
+      m.timeline.push_back(smp);
+      last_tps = smp.tps;
+      last_ar = smp.abort_rate;
+      prev = cur;
+      prev_t = now;
+      next_sample += sample_ns;
+      if (c.progress_s > 0 && now >= next_progress) {
+        std::fprintf(stderr, "[%s %s %s q=%d] %6.1fs  %9.0f tps  abort %.3f  hist %lld refs  state %lld refs\n",
+                     spec.label, c.protocol.c_str(), PolicyName(spec.sched_policy).c_str(), nq, smp.t_s,
+                     last_tps, last_ar, static_cast<long long>(smp.history_entries),
+                     static_cast<long long>(smp.state_entries));
+        next_progress = now + static_cast<int64_t>(c.progress_s * 1e9);
+      }
+    }
+    int64_t wake = std::min({next_sample, end, warm ? end : warm_end});
+    int64_t sl = wake - clock->NowNanos();
+    if (sl > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(sl, 20000000)));
+  }
+  snap1 = s->Stats();
+  const int64_t t_measure1 = clock->NowNanos();
+  measuring.store(false);
+  stop.store(true);
+  if (generator.joinable()) generator.join();
+  s->Stop();
+
+  m.seconds = (t_measure1 - t_measure0) / 1e9;
+  SubtractInto(snap0, snap1, names, &m);
+  m.tps = m.seconds > 0 ? m.commits / m.seconds : 0;
+  m.abort_rate = Pct(m.conflict_aborts, m.commits);
+  scheduler::LatencyHistogram lat;
+  int64_t ex_ns = 0, sub_ns = 0, gen = 0;
+  for (auto& g : ctx) {
+    lat.Merge(g->latency);
+    ex_ns += g->extract_ns;
+    sub_ns += g->submit_ns;
+    gen += g->generated;
+    m.hook_commits += g->hook_commits;
+  }
+  m.p50_us = lat.Percentile(50) / 1e3;
+  m.p95_us = lat.Percentile(95) / 1e3;
+  m.p99_us = lat.Percentile(99) / 1e3;
+  m.mean_us = lat.mean() / 1e3;
+  m.extract_ns = gen ? static_cast<double>(ex_ns) / gen : 0;
+  m.sched_cost_ns = gen ? static_cast<double>(ex_ns + sub_ns) / gen : 0;
+  scheduler::WorkerStats total = s->Stats();
+  m.total_commits = total.commits;
+  m.total_conflict_aborts = total.conflict_aborts;
+  m.have_executor_counts = inst->ExecutorCounts(&m.executor_commits, &m.executor_conflict_aborts);
+  m.history_entries = s->history().size();
+  m.history_bytes = s->history().ApproxBytes();
+  m.state_entries = s->state().size();
+  m.state_bytes = s->state().ApproxBytes();
+  m.history_counts_end = history_sum();
+  if (spec.save != nullptr) {
+    spec.save->entries = s->history().TopByAborts(static_cast<size_t>(s->history().size()) + 64);
+  }
+  s.reset();
+  m.check = inst->Check(w);
+  return m;
+}
+
+absl::StatusOr<BenchResult> Runner::Run(const BenchConfig& c, const LearnedHistory* learned,
+                                        LearnedHistory* learned_out) {
+  absl::Status st = Validate(c);
+  if (!st.ok()) return st;
+  auto pol = ParsePolicy(c.policy);
+  if (!pol.ok()) return pol.status();
+  BenchResult r;
+  r.config = c;
+  const bool is_learned = pol->kind == PolicyKind::kLearned;
+  RunSpec base;
+  base.sched_policy = *pol;
+  base.extraction = pol->extraction;
+  base.extract = is_learned;
+
+  if (c.mode == RunMode::kOnline) {
+    RunSpec sp = base;
+    sp.warmup_s = c.warmup_s;
+    sp.duration_s = c.duration_s;
+    sp.seed = c.seed;
+    sp.label = "online";
+    auto m = RunOnce(c, sp);
+    if (!m.ok()) return m.status();
+    r.runs.push_back(std::move(*m));
+  } else {
+    LearnedHistory local;
+    const LearnedHistory* hist = learned;
+    if (is_learned && hist == nullptr) {
+      RunSpec p1 = base;
+      p1.sched_policy = *ParsePolicy("original");  // random scheduling, learning
+      p1.warmup_s = 0;
+      p1.duration_s = std::max(0.05, c.phase1_s);
+      p1.seed = c.seed ^ 0x9e3779b97f4a7c15ULL;
+      p1.save = &local;
+      p1.label = "phase1";
+      auto m = RunOnce(c, p1);
+      if (!m.ok()) return m.status();
+      r.has_phase1 = true;
+      r.phase1 = std::move(*m);
+      hist = &local;
+    }
+    if (hist != nullptr) r.learned_refs = static_cast<int64_t>(hist->entries.size());
+    if (learned_out != nullptr && hist != nullptr) *learned_out = *hist;
+    for (int i = 0; i < c.repeat; ++i) {
+      RunSpec p2 = base;
+      p2.load = hist;
+      p2.freeze = true;
+      p2.warmup_s = c.warmup_s;
+      p2.duration_s = c.duration_s;
+      p2.seed = c.seed + 1000 * (i + 1);
+      p2.label = "phase2";
+      auto m = RunOnce(c, p2);
+      if (!m.ok()) return m.status();
+      r.runs.push_back(std::move(*m));
+    }
+  }
+  std::vector<double> tps, ar, p50, p99, cost;
+  for (const auto& m : r.runs) {
+    tps.push_back(m.tps);
+    ar.push_back(m.abort_rate);
+    p50.push_back(m.p50_us);
+    p99.push_back(m.p99_us);
+    cost.push_back(m.sched_cost_ns);
+    r.all_checks_ok &= m.check.ok();
+  }
+  if (r.has_phase1) r.all_checks_ok &= r.phase1.check.ok();
+  r.tps = ComputeMeanCi(tps);
+  r.abort_rate = ComputeMeanCi(ar);
+  r.p50_us = ComputeMeanCi(p50);
+  r.p99_us = ComputeMeanCi(p99);
+  r.sched_cost_ns = ComputeMeanCi(cost);
+  return r;
+}
+
+// ---------------------------------------------------------------- output
+
+namespace {
+std::string ModeName(RunMode m) { return m == RunMode::kOnline ? "online" : "phased"; }
+std::string JsonStr(absl::string_view s) {
+  std::string o = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') o += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20) { o += ' '; continue; }
+    o += ch;
+  }
+  return o + "\"";
+}
+}  // namespace
+
+void PrintReport(const BenchResult& r, std::FILE* out) {
+  const BenchConfig& c = r.config;
+  std::fprintf(out, "workload=%s protocol=%s policy=%s queues=%d clients=%s mode=%s backend=%s\n",
+               c.workload.c_str(), c.protocol.c_str(), c.policy.c_str(), c.queues,
+               c.arrival_rate > 0 ? absl::StrFormat("open@%.0f/s", c.arrival_rate).c_str()
+                                  : absl::StrCat(EffectiveClients(c)).c_str(),
+               ModeName(c.mode).c_str(), c.backend.c_str());
+  if (r.has_phase1) {
+    std::fprintf(out, "phase I: %.1fs random scheduling, %.0f tps, abort rate %.3f, %lld refs learned\n",
+                 r.phase1.seconds, r.phase1.tps, r.phase1.abort_rate, static_cast<long long>(r.learned_refs));
+  }
+  for (size_t i = 0; i < r.runs.size(); ++i) {
+    const RunMetrics& m = r.runs[i];
+    std::fprintf(out, "run %zu: %.2fs  %.0f tps  abort rate %.4f  commits %llu  aborts %llu  user aborts %llu  failures %llu\n",
+                 i + 1, m.seconds, m.tps, m.abort_rate, (unsigned long long)m.commits,
+                 (unsigned long long)m.conflict_aborts, (unsigned long long)m.user_aborts,
+                 (unsigned long long)m.failures);
+    std::string causes;
+    for (size_t k = 1; k < m.aborts_by_cause.size(); ++k) {
+      if (m.aborts_by_cause[k]) {
+        absl::StrAppend(&causes, " ", scheduler::AbortCauseName(static_cast<scheduler::AbortCause>(k)), "=",
+                        m.aborts_by_cause[k]);
+      }
+    }
+    std::fprintf(out, "  aborts by cause:%s\n", causes.empty() ? " none" : causes.c_str());
+    std::fprintf(out, "  response time (decision -> commit, retries incl.): p50 %.1f us  p95 %.1f us  p99 %.1f us  mean %.1f us\n",
+                 m.p50_us, m.p95_us, m.p99_us, m.mean_us);
+    std::fprintf(out, "  scheduling cost: %.0f ns/txn (extraction %.0f ns)  steals %llu\n", m.sched_cost_ns,
+                 m.extract_ns, (unsigned long long)m.steals);
+    for (const auto& t : m.per_type) {
+      std::fprintf(out, "  %-14s commits %9llu  conflict aborts %8llu  user aborts %6llu\n", t.name.c_str(),
+                   (unsigned long long)t.commits, (unsigned long long)t.conflict_aborts,
+                   (unsigned long long)t.user_aborts);
+    }
+    std::fprintf(out, "  memory: history %lld refs / %lld B, state %lld refs / %lld B\n",
+                 (long long)m.history_entries, (long long)m.history_bytes, (long long)m.state_entries,
+                 (long long)m.state_bytes);
+    std::fprintf(out, "  consistency check: %s\n", m.check.ok() ? "OK" : std::string(m.check.message()).c_str());
+  }
+  std::fprintf(out, "mean over %d run(s): %.0f tps (+-%.0f)  abort rate %.4f (+-%.4f)  p50 %.1f us  p99 %.1f us  sched cost %.0f ns\n",
+               r.tps.n, r.tps.mean, r.tps.half_width, r.abort_rate.mean, r.abort_rate.half_width, r.p50_us.mean,
+               r.p99_us.mean, r.sched_cost_ns.mean);
+}
+
+std::string CsvHeader() {
+  std::string h =
+      "workload,protocol,policy,queues,clients,arrival_rate,mode,run,seconds,tps,abort_rate,commits,"
+      "conflict_aborts,user_aborts,failures,p50_us,p95_us,p99_us,mean_us,sched_cost_ns,extract_ns,"
+      "history_entries,history_bytes,state_entries,state_bytes,check_ok";
+  for (size_t k = 1; k < static_cast<size_t>(scheduler::AbortCause::kCount); ++k) {
+    absl::StrAppend(&h, ",aborts_", scheduler::AbortCauseName(static_cast<scheduler::AbortCause>(k)));
+  }
+  return h + "\n";
+}
+
+std::string CsvRows(const BenchResult& r) {
+  std::string out;
+  const BenchConfig& c = r.config;
+  for (size_t i = 0; i < r.runs.size(); ++i) {
+    const RunMetrics& m = r.runs[i];
+    absl::StrAppend(&out, c.workload, ",", c.protocol, ",", c.policy, ",", c.queues, ",", EffectiveClients(c), ",",
+                    c.arrival_rate, ",", ModeName(c.mode), ",", i + 1, ",", absl::StrFormat("%.4f", m.seconds), ",",
+                    absl::StrFormat("%.1f", m.tps), ",", absl::StrFormat("%.5f", m.abort_rate), ",", m.commits, ",",
+                    m.conflict_aborts, ",", m.user_aborts, ",", m.failures, ",",
+                    absl::StrFormat("%.1f,%.1f,%.1f,%.1f", m.p50_us, m.p95_us, m.p99_us, m.mean_us), ",",
+                    absl::StrFormat("%.0f,%.0f", m.sched_cost_ns, m.extract_ns), ",", m.history_entries, ",",
+                    m.history_bytes, ",", m.state_entries, ",", m.state_bytes, ",", m.check.ok() ? 1 : 0);
+    for (size_t k = 1; k < m.aborts_by_cause.size(); ++k) absl::StrAppend(&out, ",", m.aborts_by_cause[k]);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string TimelineCsv(const BenchResult& r) {
+  std::string out = "run,t_s,tps,abort_rate,phase,history_entries,history_bytes,state_entries,state_bytes\n";
+  for (size_t i = 0; i < r.runs.size(); ++i) {
+    for (const Sample& s : r.runs[i].timeline) {
+      absl::StrAppend(&out, i + 1, ",", absl::StrFormat("%.3f,%.1f,%.5f", s.t_s, s.tps, s.abort_rate), ",", s.phase,
+                      ",", s.history_entries, ",", s.history_bytes, ",", s.state_entries, ",", s.state_bytes, "\n");
+    }
+  }
+  return out;
+}
+
+std::string ToJson(const BenchResult& r) {
+  const BenchConfig& c = r.config;
+  std::string o = "{";
+  absl::StrAppend(&o, "\"workload\":", JsonStr(c.workload), ",\"protocol\":", JsonStr(c.protocol),
+                  ",\"policy\":", JsonStr(c.policy), ",\"queues\":", c.queues, ",\"clients\":", EffectiveClients(c),
+                  ",\"arrival_rate\":", c.arrival_rate, ",\"mode\":", JsonStr(ModeName(c.mode)),
+                  ",\"backend\":", JsonStr(c.backend), ",\"learned_refs\":", r.learned_refs);
+  auto ci = [](const MeanCi& m) {
+    return absl::StrFormat("{\"mean\":%.6g,\"ci95\":%.6g,\"n\":%d}", m.mean, m.half_width, m.n);
+  };
+  absl::StrAppend(&o, ",\"tps\":", ci(r.tps), ",\"abort_rate\":", ci(r.abort_rate), ",\"p50_us\":", ci(r.p50_us),
+                  ",\"p99_us\":", ci(r.p99_us), ",\"sched_cost_ns\":", ci(r.sched_cost_ns),
+                  ",\"checks_ok\":", r.all_checks_ok ? "true" : "false", ",\"runs\":[");
+  for (size_t i = 0; i < r.runs.size(); ++i) {
+    const RunMetrics& m = r.runs[i];
+    if (i) o += ",";
+    absl::StrAppend(&o, absl::StrFormat("{\"seconds\":%.4f,\"tps\":%.1f,\"abort_rate\":%.5f,", m.seconds, m.tps,
+                                        m.abort_rate),
+                    "\"commits\":", m.commits, ",\"conflict_aborts\":", m.conflict_aborts,
+                    ",\"user_aborts\":", m.user_aborts, ",\"failures\":", m.failures,
+                    absl::StrFormat(",\"p50_us\":%.1f,\"p95_us\":%.1f,\"p99_us\":%.1f,\"sched_cost_ns\":%.0f",
+                                    m.p50_us, m.p95_us, m.p99_us, m.sched_cost_ns),
+                    ",\"aborts_by_cause\":{");
+    bool first = true;
+    for (size_t k = 1; k < m.aborts_by_cause.size(); ++k) {
+      if (!first) o += ",";
+      first = false;
+      absl::StrAppend(&o, JsonStr(scheduler::AbortCauseName(static_cast<scheduler::AbortCause>(k))), ":",
+                      m.aborts_by_cause[k]);
+    }
+    o += "},\"per_type\":{";
+    for (size_t t = 0; t < m.per_type.size(); ++t) {
+      if (t) o += ",";
+      absl::StrAppend(&o, JsonStr(m.per_type[t].name), ":{\"commits\":", m.per_type[t].commits,
+                      ",\"conflict_aborts\":", m.per_type[t].conflict_aborts,
+                      ",\"user_aborts\":", m.per_type[t].user_aborts, "}");
+    }
+    absl::StrAppend(&o, "},\"check\":", JsonStr(m.check.ok() ? "OK" : std::string(m.check.message())), "}");
+  }
+  o += "]}\n";
+  return o;
+}
+
+}  // namespace bench
+}  // namespace corral

@@ -1,0 +1,102 @@
+#include "bench/runner/spec.h"
+
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace bench {
+namespace {
+
+TEST(Spec, ParsesKeysListsAndComments) {
+  auto s = ParseSpec(R"(
+# the quick comparison
+name = quick
+workload = tpcc
+protocol = occ, 2pl-waitdie     # two protocols
+policy = original, hard-partition, count-max-canonical-single
+queues = 4, 8
+warehouses = 8
+repeat = 3
+duration = 1.5
+stealing = off
+throttle_target_ms = 2
+skew_phases = 5:0 5:0.9
+)");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->name, "quick");
+  EXPECT_EQ(s->base.workload, "tpcc");
+  EXPECT_EQ(s->base.warehouses, 8);
+  EXPECT_EQ(s->base.repeat, 3);
+  EXPECT_DOUBLE_EQ(s->base.duration_s, 1.5);
+  EXPECT_FALSE(s->base.stealing);
+  EXPECT_DOUBLE_EQ(s->throttle_target_ms, 2);
+  ASSERT_EQ(s->base.skew_phases.size(), 2u);
+  EXPECT_DOUBLE_EQ(s->base.skew_phases[1].zipf_theta, 0.9);
+  ASSERT_EQ(s->sweeps.size(), 3u);
+  EXPECT_EQ(s->sweeps[0].first, "protocol");
+  EXPECT_EQ(s->sweeps[1].first, "queues");
+  EXPECT_EQ(s->sweeps.back().first, "policy");  // innermost
+  std::vector<BenchConfig> cells = ExpandCells(*s);
+  ASSERT_EQ(cells.size(), 2u * 2u * 3u);
+  EXPECT_EQ(cells[0].protocol, "occ");
+  EXPECT_EQ(cells[0].queues, 4);
+  EXPECT_EQ(cells[0].policy, "original");
+  EXPECT_EQ(cells[2].policy, "count-max-canonical-single");
+  EXPECT_EQ(cells[3].queues, 8);
+  EXPECT_EQ(cells[11].protocol, "2pl-waitdie");
+  EXPECT_EQ(cells[11].warehouses, 8);
+}
+
+TEST(Spec, FactorialExpandsToSixteenPolicies) {
+  auto s = ParseSpec("policy = original, hard-partition, factorial\n");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(ExpandCells(*s).size(), 18u);
+}
+
+TEST(Spec, BadLinesNameTheLine) {
+  struct Case {
+    const char* text;
+    const char* line;
+    const char* detail;
+  };
+  const Case cases[] = {
+      {"name = x\nqueues = 4\nthis is not a setting\n", "spec line 3:", "key = value"},
+      {"# c\n\nqueues = many\n", "spec line 3:", "queues"},
+      {"workload = tpcc\nbogus_key = 1\n", "spec line 2:", "unknown key 'bogus_key'"},
+      {"policy = count-max-canonical-single, nonsense\n", "spec line 1:", "nonsense"},
+      {"repeat = 3\nrepeat = 4\n", "spec line 2:", "duplicate"},
+      {"queues = 4,,8\n", "spec line 1:", "empty"},
+      {"mode = sideways\n", "spec line 1:", "phased|online"},
+      {"throttle_target_ms = -1\n", "spec line 1:", "throttle_target_ms"},
+      {"a = 1\n\n\n\nskew_phases = 5:x\n", "spec line 1:", "unknown key 'a'"},
+      {"queues = 1\n\n\n\nskew_phases = 5:x\n", "spec line 5:", "skew_phases"},
+      {"duration =\n", "spec line 1:", "missing value"},
+  };
+  for (const Case& c : cases) {
+    auto s = ParseSpec(c.text);
+    ASSERT_FALSE(s.ok()) << c.text;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    std::string msg(s.status().message());
+    EXPECT_EQ(msg.rfind(c.line, 0), 0u) << msg;
+    EXPECT_NE(msg.find(c.detail), std::string::npos) << msg;
+  }
+}
+
+TEST(Config, ApplyAndValidate) {
+  BenchConfig c;
+  EXPECT_TRUE(ApplySetting(&c, "threads", "6").ok());
+  EXPECT_EQ(c.queues, 6);
+  EXPECT_EQ(EffectiveClients(c), 12);
+  EXPECT_TRUE(ApplySetting(&c, "policy", "Fraction_Sum_Literal_All").ok());
+  EXPECT_EQ(c.policy, "fraction-sum-literal-all");
+  EXPECT_TRUE(Validate(c).ok());
+  c.protocol = "3pl";
+  EXPECT_FALSE(Validate(c).ok());
+  c.protocol = "occ";
+  c.queues = 100;
+  EXPECT_FALSE(Validate(c).ok());
+  EXPECT_FALSE(ApplySetting(&c, "seed", "-x").ok());
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace corral
