@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <shared_mutex>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -10,7 +12,6 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "common/hash.h"
 #include "pg_query.h"
 #include "policies/json.h"
@@ -750,9 +751,14 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids,
 
 // ------------------------------------------------------------------ the cache
 
-// Sharded, bounded plan cache with clock eviction. Hits take the shard's
+// Sharded, bounded plan cache with clock eviction. Lookups take the shard's
 // reader lock (concurrent readers do not exclude each other) and set the
-// entry's clock bit with a relaxed atomic.
+// entry's clock bit with a relaxed atomic; inserts take the writer lock.
+//
+// The lock is std::shared_mutex rather than absl::Mutex on purpose: Debian's
+// Abseil is not built with ThreadSanitizer annotations, so TSan cannot see
+// absl::Mutex's happens-before edges and reports false races, while it does
+// intercept the pthread rwlock behind std::shared_mutex.
 class RefExtractor::Cache {
  public:
   enum class Found { kMiss, kHit, kUncacheable };
@@ -766,7 +772,7 @@ class RefExtractor::Cache {
   // The plan cached for `key`, or null.
   std::shared_ptr<const Plan> Lookup(uint64_t hash, absl::string_view key) {
     Shard& s = *shards_[Mix64(hash) % shards_.size()];
-    absl::ReaderMutexLock l(&s.mu);
+    std::shared_lock<std::shared_mutex> l(s.mu);
     auto it = s.index.find(hash);
     if (it == s.index.end()) return nullptr;
     Entry& e = s.slots[it->second];
@@ -777,7 +783,7 @@ class RefExtractor::Cache {
 
   void Insert(uint64_t hash, std::shared_ptr<const Plan> plan) {
     Shard& s = *shards_[Mix64(hash) % shards_.size()];
-    absl::MutexLock l(&s.mu);
+    std::unique_lock<std::shared_mutex> l(s.mu);
     s.misses.fetch_add(1, std::memory_order_relaxed);
     auto it = s.index.find(hash);
     size_t slot;
@@ -803,7 +809,7 @@ class RefExtractor::Cache {
 
   void AddStats(Stats* st) const {
     for (const auto& s : shards_) {
-      absl::ReaderMutexLock l(&s->mu);
+      std::shared_lock<std::shared_mutex> l(s->mu);
       st->misses += s->misses.load(std::memory_order_relaxed);
       st->entries += s->index.size();
     }
@@ -817,14 +823,14 @@ class RefExtractor::Cache {
   };
   struct Shard {
     explicit Shard(size_t cap) : capacity(cap), slots(new Entry[cap]) {}
-    mutable absl::Mutex mu;
+    mutable std::shared_mutex mu;
     const size_t capacity;
-    // Entries: written under the writer lock; `referenced` also under the
-    // reader lock (atomic).
+    // Guarded by mu: entries are written under the writer lock; `referenced`
+    // is also set under the reader lock (it is atomic).
     std::unique_ptr<Entry[]> slots;
-    absl::flat_hash_map<uint64_t, size_t> index ABSL_GUARDED_BY(mu);
-    size_t used ABSL_GUARDED_BY(mu) = 0;
-    size_t hand ABSL_GUARDED_BY(mu) = 0;
+    absl::flat_hash_map<uint64_t, size_t> index;  // guarded by mu
+    size_t used = 0;                              // guarded by mu
+    size_t hand = 0;                              // guarded by mu
     std::atomic<uint64_t> misses{0};
   };
   std::vector<std::unique_ptr<Shard>> shards_;

@@ -493,22 +493,29 @@ TEST(CacheProperty, HitsEqualTheColdPath) {
   std::mt19937_64 rng(20261122);
   const ExtractionPolicy policies[] = {kLitSingle, kLitAll, kCanSingle, kCanAll};
   int compared = 0;
+  // Each statement goes through the cache under all four policies and is
+  // checked against the uncached path (libpg_query, values from the tree)
+  // under one of them, in rotation (the uncached path is the slow part).
   for (int i = 0; i < 3000; ++i) {
     const std::string& t = Templates()[rng() % Templates().size()];
     std::string sql = Instantiate(t, rng);
-    for (const ExtractionPolicy& p : policies) {
-      RefVec hot_ids, cold_ids;
-      Texts hot, cold;
+    for (int k = 0; k < 4; ++k) {
+      const ExtractionPolicy& p = policies[k];
+      RefVec hot_ids;
+      Texts hot;
       ASSERT_TRUE(ex.Extract(sql, p, &hot_ids, &hot).ok()) << sql;
+      ASSERT_FALSE(hot.empty()) << sql;
+      if (k != i % 4) continue;
+      RefVec cold_ids;
+      Texts cold;
       ASSERT_TRUE(ex.ExtractUncached(sql, p, {}, &cold_ids, &cold).ok()) << sql;
       ASSERT_EQ(hot, cold) << sql;
       ASSERT_EQ(hot_ids, cold_ids) << sql;
-      ASSERT_FALSE(hot.empty()) << sql;
       ++compared;
     }
   }
   RefExtractor::Stats st = ex.stats();
-  EXPECT_EQ(compared, 12000);
+  EXPECT_EQ(compared, 3000);
   // A negative literal ("- ?") is its own shape: the two #m templates have two.
   EXPECT_LE(st.entries, Templates().size() + 2);
   EXPECT_LE(st.misses, Templates().size() + 2);  // libpg_query ran once per shape: the rest hit

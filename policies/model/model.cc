@@ -111,8 +111,18 @@ double LockingThroughput(const ModelParams& p) {
   const double P = p.partitions, w = Width(p), f = p.f;
   const double l1 = 1 + p.lock_overhead;
   const double tmpc = p.tmp_cpu_us + ExtraRoundCpu(p);
-  const double time = w * f * l1 * tmpc + (1 - f) * l1 * p.tsp_spec_us;
-  return Cap(p, P * 1e6 / time, time);
+  double q = 1;
+  double x = 0;
+  for (int it = 0; it < (p.locking_lock_free_idle ? 50 : 1); ++it) {
+    const double sp = q * l1 * p.tsp_spec_us + (1 - q) * p.tsp_us;
+    const double time = w * f * l1 * tmpc + (1 - f) * sp;
+    x = Cap(p, P * 1e6 / time, time);
+    if (!p.locking_lock_free_idle) break;
+    const double tmp = p.tmp_us + ExtraRoundWall(p);
+    const double qn = std::min(1.0, x * f * w / P * tmp / 1e6);
+    q = 0.5 * q + 0.5 * qn;  // damped
+  }
+  return x;
 }
 
 double Throughput(ModelScheme s, const ModelParams& p) {

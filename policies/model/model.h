@@ -55,6 +55,7 @@
 //      tmpL' = tmpL + m (R - 1) (round_gap + round_cpu)   (same for tperiod)
 //    Locking overlaps the gap with other work and pays only the CPU:
 //      tmpC' = tmpC + m (R - 1) round_cpu.
+//  * Locking's lock-free idle path (locking_lock_free_idle, see the field).
 //  * A single coordinator: if coordinator_us (CPU per MP transaction at the
 //    coordinator) is known and shares a core budget `cores` with the
 //    partitions (our 2-core machine), the prediction is capped by the CPU
@@ -89,6 +90,11 @@ struct ModelParams {
   double round_cpu_us = 0;     // extra CPU per extra round at a partition
   double coordinator_us = 0;   // coordinator CPU per MP txn (0: unknown)
   int cores = 0;               // shared CPU budget (0: one machine each)
+  // Locking runs SP txns without locks while no MP txn is active at the
+  // partition (the paper's optimization, not in its formula): with
+  // q = min(1, X f w / P * tmp) the probability that one is active at
+  // throughput X, SP time is q (1 + l) tspS + (1 - q) tsp (fixed point).
+  bool locking_lock_free_idle = false;
 
   // Table 2 of the paper (two partitions, f = 0).
   static ModelParams Paper() { return ModelParams(); }

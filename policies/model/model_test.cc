@@ -145,6 +145,18 @@ TEST(ModelTest, MultiRoundHurtsBlockingAndSpeculationMoreThanLocking) {
   EXPECT_GT(LockingThroughput(q), SpeculationThroughput(q));
 }
 
+TEST(ModelTest, LockingLockFreeIdlePath) {
+  ModelParams p = At(0);
+  p.locking_lock_free_idle = true;
+  EXPECT_NEAR(LockingThroughput(p), 31250, 1);  // no MP: no locks at all
+  p.f = 1;
+  EXPECT_NEAR(LockingThroughput(p), 1e6 / (1.132 * 55), 1);
+  p.f = 0.02;
+  ModelParams q = p;
+  q.locking_lock_free_idle = false;
+  EXPECT_GT(LockingThroughput(p), LockingThroughput(q));
+}
+
 TEST(ModelTest, CoreBudgetCaps) {
   ModelParams p = At(1.0);
   const double uncapped = SpeculationThroughput(p);
