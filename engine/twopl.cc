@@ -17,7 +17,11 @@ enum class Mode { kNone = 0, kNoWait = 1, kWaitDie = 2, kDlDetect = 3 };
 // Per worker slot state other workers look at.
 struct alignas(64) Slot {
   std::atomic<uint64_t> ts{0};         // current transaction's timestamp
-  std::atomic<uint64_t> waits_for{0};  // holder mask it is waiting for (0: not waiting)
+  // The record it waits for, with bit 0 set when it wants it exclusive
+  // (records are 8-byte aligned); 0 when not waiting. Deadlock detection
+  // derives the wait-for edges from that record's live lock word, so an
+  // edge never outlives the lock it stood for.
+  std::atomic<uintptr_t> waiting_on{0};
 };
 
 struct Shared {
@@ -241,19 +245,24 @@ class TwoPlTx final : public TxImpl {
       }
       // Conflict with other holders.
       uint64_t holders = w & ~kLockExclusive & ~me_;
-      if (!MayWait(holders)) {
-        if (waited) shared_->slots[worker_id_].waits_for.store(0, std::memory_order_relaxed);
+      if (!MayWait(holders, rec, exclusive)) {
+        // MayWait may have published a wait-for edge before deciding.
+        if (mode_ == Mode::kDlDetect) {
+          shared_->slots[worker_id_].waiting_on.store(0, std::memory_order_release);
+        }
         return false;
       }
       waited = true;
       waiter.Wait();
     }
-    if (waited) shared_->slots[worker_id_].waits_for.store(0, std::memory_order_release);
+    if (waited && mode_ == Mode::kDlDetect) {
+      shared_->slots[worker_id_].waiting_on.store(0, std::memory_order_release);
+    }
     return true;
   }
 
   // Decides whether to wait for `holders`; sets cause_ when it must abort.
-  bool MayWait(uint64_t holders) {
+  bool MayWait(uint64_t holders, Record* rec, bool exclusive) {
     switch (mode_) {
       case Mode::kNone:
         return true;
@@ -279,7 +288,8 @@ class TwoPlTx final : public TxImpl {
         return true;
       }
       case Mode::kDlDetect: {
-        shared_->slots[worker_id_].waits_for.store(holders, std::memory_order_seq_cst);
+        shared_->slots[worker_id_].waiting_on.store(
+            reinterpret_cast<uintptr_t>(rec) | (exclusive ? 1 : 0), std::memory_order_seq_cst);
         if (InCycle()) {
           MarkConflict(AbortCause::kDeadlock);
           return false;
@@ -290,10 +300,23 @@ class TwoPlTx final : public TxImpl {
     return false;
   }
 
+  // Workers that worker b waits for now: the other holders of the record it
+  // waits on, if they block it (an exclusive holder, or any holder when b
+  // wants the record exclusive).
+  uint64_t EdgesOf(int b) const {
+    uintptr_t w = shared_->slots[b].waiting_on.load(std::memory_order_seq_cst);
+    if (w == 0) return 0;
+    const Record* rec = reinterpret_cast<const Record*>(w & ~uintptr_t{1});
+    bool wants_exclusive = w & 1;
+    uint64_t word = rec->lock.load(std::memory_order_seq_cst);
+    if (!wants_exclusive && !(word & kLockExclusive)) return 0;
+    return word & ~kLockExclusive & ~(uint64_t{1} << b);
+  }
+
   // Whether this worker reaches itself in the wait-for graph.
   bool InCycle() const {
     uint64_t visited = 0;
-    uint64_t frontier = shared_->slots[worker_id_].waits_for.load(std::memory_order_seq_cst);
+    uint64_t frontier = EdgesOf(worker_id_);
     while (frontier != 0) {
       int b = __builtin_ctzll(frontier);
       uint64_t bit = uint64_t{1} << b;
@@ -301,7 +324,7 @@ class TwoPlTx final : public TxImpl {
       if (bit == me_) return true;
       if (visited & bit) continue;
       visited |= bit;
-      frontier |= shared_->slots[b].waits_for.load(std::memory_order_seq_cst) & ~visited;
+      frontier |= EdgesOf(b) & ~visited;
     }
     return false;
   }

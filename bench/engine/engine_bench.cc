@@ -12,6 +12,7 @@
 //   bazel build -c opt //bench/engine:engine_bench
 //   bazel-bin/bench/engine/engine_bench --seconds=1 --max_workers=8
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <ctime>
 #include <chrono>
@@ -32,6 +33,9 @@ ABSL_FLAG(int, ops, 10, "read-modify-write operations per transaction");
 ABSL_FLAG(int, max_workers, 8, "largest worker count of the contention sweep");
 ABSL_FLAG(int, hot, 16, "hot keys in the contention sweep");
 ABSL_FLAG(double, hot_fraction, 0.2, "probability that an operation picks a hot key");
+ABSL_FLAG(bool, skip_single, false, "skip the single-thread cost table");
+ABSL_FLAG(int64_t, backoff_ns, 0,
+          "executor backoff before returning a conflict (doubles per attempt); 0 = retry at once");
 
 namespace corral {
 namespace engine {
@@ -65,6 +69,7 @@ struct RunResult {
   uint64_t aborts = 0;
   double seconds = 0;      // wall clock
   double cpu_seconds = 0;  // sum of the workers' thread CPU time
+  std::array<uint64_t, static_cast<size_t>(scheduler::AbortCause::kCount)> causes{};
 };
 
 double ThreadCpuSeconds() {
@@ -75,14 +80,16 @@ double ThreadCpuSeconds() {
 
 // Runs transactions on `workers` threads for `seconds`.
 RunResult Drive(Setup& s, int workers, double seconds, int ops, int rows, int hot,
-                double hot_fraction) {
+                double hot_fraction, int64_t backoff_ns = 0) {
   std::atomic<bool> stop{false};
   std::vector<RunResult> per(workers);
   std::vector<std::thread> threads;
   std::atomic<int> ready{0};
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
-      auto ex = s.db->NewExecutor(w, {}).value();
+      ExecutorOptions eo;
+      eo.backoff_ns = backoff_ns;
+      auto ex = s.db->NewExecutor(w, eo).value();
       std::mt19937_64 rng(12345 + w);
       std::uniform_real_distribution<double> coin(0, 1);
       std::vector<uint64_t> keys(ops);
@@ -116,6 +123,7 @@ RunResult Drive(Setup& s, int workers, double seconds, int ops, int rows, int ho
         }
       }
       r.cpu_seconds = ThreadCpuSeconds() - cpu0;
+      r.causes = ex->stats().conflicts;
     });
   }
   while (ready.load() < workers) std::this_thread::yield();
@@ -129,6 +137,7 @@ RunResult Drive(Setup& s, int workers, double seconds, int ops, int rows, int ho
     total.commits += r.commits;
     total.aborts += r.aborts;
     total.cpu_seconds += r.cpu_seconds;
+    for (size_t c = 0; c < r.causes.size(); ++c) total.causes[c] += r.causes[c];
   }
   return total;
 }
@@ -140,48 +149,61 @@ int Main() {
   const int max_workers = absl::GetFlag(FLAGS_max_workers);
   const int hot = absl::GetFlag(FLAGS_hot);
   const double hot_fraction = absl::GetFlag(FLAGS_hot_fraction);
+  const int64_t backoff_ns = absl::GetFlag(FLAGS_backoff_ns);
   std::printf("cores: %u\n\n", std::thread::hardware_concurrency());
 
-  std::printf("## single thread, %d read-modify-writes per txn, %d rows, uniform keys\n\n", ops,
-              rows);
-  // Protocols take turns for `rounds` rounds; each keeps its best round.
-  // Cost is the worker thread's CPU time per commit, so other load on the
-  // machine does not count (wall-clock ns/txn is printed too).
-  std::printf("| protocol | CPU ns/txn | ratio vs none | wall ns/txn |\n|---|---|---|---|\n");
-  std::vector<std::string> protocols = {"none"};
-  for (const auto& p : ProtocolNames()) protocols.push_back(p);
-  std::vector<Setup> setups;
-  for (const auto& p : protocols) {
-    setups.push_back(Make(p, rows));
-    Drive(setups.back(), 1, 0.1, ops, rows, 0, 0);  // warm up
-  }
-  const int rounds = 5;
-  std::vector<double> best_cpu(protocols.size(), 1e30), best_wall(protocols.size(), 1e30);
-  for (int round = 0; round < rounds; ++round) {
-    for (size_t i = 0; i < protocols.size(); ++i) {
-      RunResult r = Drive(setups[i], 1, seconds / rounds, ops, rows, 0, 0);
-      best_cpu[i] = std::min(best_cpu[i], r.cpu_seconds * 1e9 / r.commits);
-      best_wall[i] = std::min(best_wall[i], r.seconds * 1e9 / r.commits);
+  if (!absl::GetFlag(FLAGS_skip_single)) {
+    std::printf("## single thread, %d read-modify-writes per txn, %d rows, uniform keys\n\n", ops,
+                rows);
+    // Protocols take turns for `rounds` rounds; each keeps its best round.
+    // Cost is the worker thread's CPU time per commit, so other load on the
+    // machine does not count (wall-clock ns/txn is printed too).
+    std::printf("| protocol | CPU ns/txn | ratio vs none | wall ns/txn |\n|---|---|---|---|\n");
+    std::vector<std::string> protocols = {"none"};
+    for (const auto& p : ProtocolNames()) protocols.push_back(p);
+    std::vector<Setup> setups;
+    for (const auto& p : protocols) {
+      setups.push_back(Make(p, rows));
+      Drive(setups.back(), 1, 0.1, ops, rows, 0, 0);  // warm up
     }
+    const int rounds = 5;
+    std::vector<double> best_cpu(protocols.size(), 1e30), best_wall(protocols.size(), 1e30);
+    for (int round = 0; round < rounds; ++round) {
+      for (size_t i = 0; i < protocols.size(); ++i) {
+        RunResult r = Drive(setups[i], 1, seconds / rounds, ops, rows, 0, 0);
+        best_cpu[i] = std::min(best_cpu[i], r.cpu_seconds * 1e9 / r.commits);
+        best_wall[i] = std::min(best_wall[i], r.seconds * 1e9 / r.commits);
+      }
+    }
+    for (size_t i = 0; i < protocols.size(); ++i) {
+      std::printf("| %s | %.0f | %.2f | %.0f |\n", protocols[i].c_str(), best_cpu[i],
+                  best_cpu[i] / best_cpu[0], best_wall[i]);
+    }
+    setups.clear();
+    std::fflush(stdout);
   }
-  for (size_t i = 0; i < protocols.size(); ++i) {
-    std::printf("| %s | %.0f | %.2f | %.0f |\n", protocols[i].c_str(), best_cpu[i],
-                best_cpu[i] / best_cpu[0], best_wall[i]);
-  }
-  setups.clear();
-  std::fflush(stdout);
 
-  std::printf("\n## contention sweep: %d RMW/txn, %d hot keys picked with p=%.2f, %d rows\n\n",
-              ops, hot, hot_fraction, rows);
-  std::printf("| protocol | workers | commits/s | abort rate | CPU us/commit |\n|---|---|---|---|---|\n");
+  std::printf(
+      "\n## contention sweep: %d RMW/txn, %d hot keys picked with p=%.2f, %d rows, backoff %lld ns\n\n",
+      ops, hot, hot_fraction, rows, static_cast<long long>(backoff_ns));
+  std::printf(
+      "| protocol | workers | commits/s | abort rate | CPU us/commit | aborts by cause |\n"
+      "|---|---|---|---|---|---|\n");
   for (const auto& p : ProtocolNames()) {
     Setup s = Make(p, rows);
     for (int w = 1; w <= max_workers; ++w) {
-      RunResult r = Drive(s, w, seconds, ops, rows, hot, hot_fraction);
+      RunResult r = Drive(s, w, seconds, ops, rows, hot, hot_fraction, backoff_ns);
       double tput = r.commits / r.seconds;
       double ar = r.commits + r.aborts == 0 ? 0 : double(r.aborts) / (r.commits + r.aborts);
-      std::printf("| %s | %d | %.0f | %.3f | %.2f |\n", p.c_str(), w, tput, ar,
-                  r.cpu_seconds * 1e6 / r.commits);
+      std::string causes;
+      for (size_t c = 0; c < r.causes.size(); ++c) {
+        if (r.causes[c] == 0) continue;
+        if (!causes.empty()) causes += ", ";
+        causes += scheduler::AbortCauseName(static_cast<scheduler::AbortCause>(c));
+        causes += "=" + std::to_string(r.causes[c]);
+      }
+      std::printf("| %s | %d | %.0f | %.3f | %.2f | %s |\n", p.c_str(), w, tput, ar,
+                  r.cpu_seconds * 1e6 / r.commits, causes.c_str());
       std::fflush(stdout);
     }
   }
