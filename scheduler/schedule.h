@@ -25,10 +25,13 @@
 // for every reference r (baselines leave the State alone so that a switch to
 // a learned policy starts from learned placements only).
 //
-// Cost: one History lookup per reference (or a thread-cache hit), one State row copy (num_queues
-// counts) per scoring reference, one pass over the queues; no allocation
-// after a thread's first decision (thread-local scratch sized by the queue
-// count; Max keeps up to 16 weights inline).
+// Cost: one History lookup per reference (or a thread-cache hit); Max copies
+// the State row (num_queues counts) of the top-weight reference(s) only, so
+// a Max decision is O(references + queues); Sum adds the row of every
+// scoring reference, O(references x queues) multiply-adds over dense rows
+// (at most 20 x 64 in practice). Then one pass over the queues. No
+// allocation after a thread's first decision (thread-local scratch sized by
+// the queue count; Max keeps up to 16 weights inline).
 //
 //   Schedule s(&history, &state, *ParsePolicy("count-max-canonical-single"), 42);
 //   QueueId q = s.Place(txn);                  // decides, updates State
