@@ -31,7 +31,7 @@ Record* RecordArena::Allocate(uint32_t row_size) {
   r->key = 0;
   r->table = nullptr;
   r->hash_next.store(nullptr, std::memory_order_relaxed);
-  r->reserved = 0;
+  r->oldest_waiter.store(0, std::memory_order_relaxed);
   cur_ += need;
   left_ -= need;
   return r;

@@ -64,7 +64,10 @@ struct Record {
   // unlinked at most once (records are never reused), so a lock-free reader
   // that stands on an unlinked record still reaches the chain's end.
   std::atomic<Record*> hash_next;
-  uint64_t reserved;
+  // 2PL wait-die / deadlock detection: timestamp of the oldest transaction
+  // waiting for this record's lock (0: none). A fresh younger requester does
+  // not barge past it (it dies, or waits behind it).
+  std::atomic<uint64_t> oldest_waiter;
 
   char* data() { return reinterpret_cast<char*>(this + 1); }
   const char* data() const { return reinterpret_cast<const char*>(this + 1); }

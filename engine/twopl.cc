@@ -215,54 +215,76 @@ class TwoPlTx final : public TxImpl {
   // set) if the protocol says abort.
   bool Acquire(Record* rec, bool exclusive) {
     if (mode_ == Mode::kNone) return true;
+    const bool fair = mode_ == Mode::kWaitDie || mode_ == Mode::kDlDetect;
     Waiter waiter;
     bool waited = false;
+    bool ok = true;
     for (;;) {
       uint64_t w = rec->lock.load(std::memory_order_acquire);
-      if (exclusive) {
-        if (w == (kLockExclusive | me_)) break;  // already exclusive
-        if ((w & ~kLockExclusive & ~me_) == 0) {
-          if (rec->lock.compare_exchange_weak(w, kLockExclusive | me_,
-                                              std::memory_order_acquire)) {
-            if (w & me_) {
-              MarkExclusive(rec);  // upgrade
-            } else {
-              held_.push_back({rec, true});
+      // An older transaction waits for this record: a fresh request from a
+      // younger one must not take the lock first (no barging), or a waiter
+      // that was descheduled could starve and deadlock victims would recreate
+      // their cycle on every retry.
+      uint64_t oldest = fair ? rec->oldest_waiter.load(std::memory_order_acquire) : 0;
+      bool deferred = oldest != 0 && oldest < ts_ && !(w & me_);
+      if (!deferred) {
+        if (exclusive) {
+          if (w == (kLockExclusive | me_)) break;  // already exclusive
+          if ((w & ~kLockExclusive & ~me_) == 0) {
+            if (rec->lock.compare_exchange_weak(w, kLockExclusive | me_,
+                                                std::memory_order_acquire)) {
+              if (w & me_) {
+                MarkExclusive(rec);  // upgrade
+              } else {
+                held_.push_back({rec, true});
+              }
+              break;
             }
-            break;
+            continue;
           }
-          continue;
-        }
-      } else {
-        if (w & me_) break;  // already held (shared or exclusive)
-        if (!(w & kLockExclusive)) {
-          if (rec->lock.compare_exchange_weak(w, w | me_, std::memory_order_acquire)) {
-            held_.push_back({rec, false});
-            break;
+        } else {
+          if (w & me_) break;  // already held (shared or exclusive)
+          if (!(w & kLockExclusive)) {
+            if (rec->lock.compare_exchange_weak(w, w | me_, std::memory_order_acquire)) {
+              held_.push_back({rec, false});
+              break;
+            }
+            continue;
           }
-          continue;
         }
       }
-      // Conflict with other holders.
+      // Conflict with other holders, or an older waiter goes first.
       uint64_t holders = w & ~kLockExclusive & ~me_;
-      if (!MayWait(holders, rec, exclusive)) {
-        // MayWait may have published a wait-for edge before deciding.
-        if (mode_ == Mode::kDlDetect) {
-          shared_->slots[worker_id_].waiting_on.store(0, std::memory_order_release);
+      if (!MayWait(holders, deferred ? oldest : 0, rec, exclusive)) {
+        ok = false;
+        break;
+      }
+      if (fair) {
+        // Register as (possibly) the oldest waiter.
+        uint64_t cur = rec->oldest_waiter.load(std::memory_order_relaxed);
+        while ((cur == 0 || ts_ < cur) &&
+               !rec->oldest_waiter.compare_exchange_weak(cur, ts_, std::memory_order_acq_rel)) {
         }
-        return false;
       }
       waited = true;
       waiter.Wait();
     }
-    if (waited && mode_ == Mode::kDlDetect) {
-      shared_->slots[worker_id_].waiting_on.store(0, std::memory_order_release);
+    if (waited || !ok) {
+      if (fair) {
+        uint64_t mine = ts_;
+        rec->oldest_waiter.compare_exchange_strong(mine, 0, std::memory_order_acq_rel);
+      }
+      if (mode_ == Mode::kDlDetect) {
+        shared_->slots[worker_id_].waiting_on.store(0, std::memory_order_release);
+      }
     }
-    return true;
+    return ok;
   }
 
   // Decides whether to wait for `holders`; sets cause_ when it must abort.
-  bool MayWait(uint64_t holders, Record* rec, bool exclusive) {
+  // `older_waiter` (0: none) is the timestamp of an older transaction this
+  // one defers to.
+  bool MayWait(uint64_t holders, uint64_t older_waiter, Record* rec, bool exclusive) {
     switch (mode_) {
       case Mode::kNone:
         return true;
@@ -270,7 +292,12 @@ class TwoPlTx final : public TxImpl {
         MarkConflict(AbortCause::kLockConflict);
         return false;
       case Mode::kWaitDie: {
-        // Wait only if older (smaller ts) than every holder; else die.
+        // Wait only if older (smaller ts) than every holder and every waiter
+        // ahead of us; else die.
+        if (older_waiter != 0) {
+          MarkConflict(AbortCause::kWaitDie);
+          return false;
+        }
         for (uint64_t m = holders; m != 0; m &= m - 1) {
           int h = __builtin_ctzll(m);
           uint64_t hts = shared_->slots[h].ts.load(std::memory_order_acquire);
@@ -309,24 +336,64 @@ class TwoPlTx final : public TxImpl {
     const Record* rec = reinterpret_cast<const Record*>(w & ~uintptr_t{1});
     bool wants_exclusive = w & 1;
     uint64_t word = rec->lock.load(std::memory_order_seq_cst);
-    if (!wants_exclusive && !(word & kLockExclusive)) return 0;
-    return word & ~kLockExclusive & ~(uint64_t{1} << b);
+    uint64_t edges = 0;
+    if (wants_exclusive || (word & kLockExclusive)) edges = word & ~kLockExclusive;
+    // A fresh request also waits behind an older waiter (see Acquire).
+    uint64_t oldest = rec->oldest_waiter.load(std::memory_order_seq_cst);
+    uint64_t bts = shared_->slots[b].ts.load(std::memory_order_seq_cst);
+    if (oldest != 0 && oldest < bts && !(word & (uint64_t{1} << b))) {
+      edges |= uint64_t{1} << WorkerOfTs(oldest);
+    }
+    return edges & ~(uint64_t{1} << b);
   }
 
-  // Whether this worker reaches itself in the wait-for graph.
-  bool InCycle() const {
+  static int WorkerOfTs(uint64_t ts) { return static_cast<int>((ts & 63) - 1); }
+
+  // Whether `from` reaches `to` in the wait-for graph.
+  bool Reaches(int from, int to) const {
     uint64_t visited = 0;
-    uint64_t frontier = EdgesOf(worker_id_);
+    uint64_t frontier = EdgesOf(from);
+    const uint64_t target = uint64_t{1} << to;
     while (frontier != 0) {
       int b = __builtin_ctzll(frontier);
       uint64_t bit = uint64_t{1} << b;
       frontier &= ~bit;
-      if (bit == me_) return true;
+      if (bit == target) return true;
       if (visited & bit) continue;
       visited |= bit;
       frontier |= EdgesOf(b) & ~visited;
     }
     return false;
+  }
+
+  // Whether this worker is on a cycle of the wait-for graph and is its victim:
+  // the youngest (largest timestamp) worker of its strongly connected
+  // component, so every member picks the same victim and the older ones keep
+  // their locks. The victim finds the cycle itself on its next poll.
+  bool InCycle() const {
+    uint64_t visited = 0;
+    uint64_t frontier = EdgesOf(worker_id_);
+    bool cycle = false;
+    while (frontier != 0) {
+      int b = __builtin_ctzll(frontier);
+      uint64_t bit = uint64_t{1} << b;
+      frontier &= ~bit;
+      if (bit == me_) {
+        cycle = true;
+        continue;
+      }
+      if (visited & bit) continue;
+      visited |= bit;
+      frontier |= EdgesOf(b) & ~visited;
+    }
+    if (!cycle) return false;
+    uint64_t my_ts = ts_;
+    for (uint64_t m = visited; m != 0; m &= m - 1) {
+      int b = __builtin_ctzll(m);
+      uint64_t bts = shared_->slots[b].ts.load(std::memory_order_seq_cst);
+      if (bts > my_ts && Reaches(b, worker_id_)) return false;  // a younger member
+    }
+    return true;
   }
 
   void MarkExclusive(Record* rec) {

@@ -107,6 +107,7 @@ struct PStats {
   int64_t mpr_n = 0, mpr_wall_ns = 0, mpr_cpu_ns = 0, mpr_rounds = 0;
   int64_t gap_n = 0, gap_ns = 0;  // idle between two rounds
   int64_t reexec = 0;
+  int64_t mp_overhead_ns = 0;  // busy time of MP work not in one txn
   int64_t sp_committed = 0, sp_aborted = 0;
   void Add(const PStats& o) {
     sp_plain_n += o.sp_plain_n; sp_plain_ns += o.sp_plain_ns;
@@ -117,6 +118,7 @@ struct PStats {
     mpr_rounds += o.mpr_rounds;
     gap_n += o.gap_n; gap_ns += o.gap_ns;
     reexec += o.reexec;
+    mp_overhead_ns += o.mp_overhead_ns;
     sp_committed += o.sp_committed; sp_aborted += o.sp_aborted;
   }
 };
@@ -213,6 +215,12 @@ class Partition {
   std::vector<Pend> blocked_;               // locking: lock waits
   absl::flat_hash_map<int64_t, LockState> locks_;
   uint64_t epoch_ = 0;
+  // Busy-time attribution of the current loop iteration: the time not
+  // measured by a handler (inbox, wake-ups, bookkeeping) goes to the kind
+  // of work the iteration did.
+  int64_t accounted_ = 0;
+  int iter_cat_ = 0;  // 0 none, 1 SP plain, 2 SP speculative, 3 SP locked, 4 MP
+  Entry* iter_entry_ = nullptr;
   PStats local_;  // flushed into stats_ after each step
   absl::Mutex stats_mu_;
   PStats stats_ ABSL_GUARDED_BY(stats_mu_);
@@ -518,15 +526,17 @@ Window EngineImpl::TakeWindow() {
         std::max(0.0, avg(ps.sp_lock_ns, ps.sp_lock_n) / m.tsp_spec_us - 1);
     have_l_ = true;
   }
+  const double mp_over =
+      ps.mp1_n + ps.mpr_n > 0 ? avg(ps.mp_overhead_ns, ps.mp1_n + ps.mpr_n) : 0;
   if (ps.mp1_n >= 5) {
     m.tmp_us = avg(ps.mp1_wall_ns, ps.mp1_n);
-    m.tmp_cpu_us = avg(ps.mp1_cpu_ns, ps.mp1_n);
+    m.tmp_cpu_us = avg(ps.mp1_cpu_ns, ps.mp1_n) + mp_over;
     have_mp_ = true;
   }
   if (ps.gap_n >= 5) m.round_gap_us = avg(ps.gap_ns, ps.gap_n);
   if (ps.mpr_n >= 5) {
     const double extra = std::max<double>(1, ps.mpr_rounds - ps.mpr_n);
-    const double cpu = ps.mpr_cpu_ns / 1e3;
+    const double cpu = ps.mpr_cpu_ns / 1e3 + mp_over * ps.mpr_n;
     const double base = have_mp_ ? m.tmp_cpu_us * ps.mpr_n : cpu;
     m.round_cpu_us = std::max(0.0, (cpu - base) / extra);
     m.rounds = static_cast<int>((ps.mpr_rounds + ps.mpr_n / 2) / ps.mpr_n);
@@ -534,7 +544,7 @@ Window EngineImpl::TakeWindow() {
       // Only multi-round MP txns ran: derive single-round times.
       const double r1 = std::max(1, m.rounds) - 1;
       m.tmp_us = avg(ps.mpr_wall_ns, ps.mpr_n) - r1 * (m.round_gap_us + m.round_cpu_us);
-      m.tmp_cpu_us = avg(ps.mpr_cpu_ns, ps.mpr_n) - r1 * m.round_cpu_us;
+      m.tmp_cpu_us = avg(ps.mpr_cpu_ns, ps.mpr_n) + mp_over - r1 * m.round_cpu_us;
     }
   }
   const int64_t all = w.committed + w.aborted;
@@ -567,13 +577,29 @@ void Partition::Run() {
     const bool work = !pending_.empty() && CanStart();
     int64_t wake = 0;
     if (!blocked_.empty()) wake = CheckTimeouts();
+    int64_t busy_start = MonoNanos();
     inbox_.Pop(&msgs, !work, wake);
     if (msgs.empty() && !work && inbox_.stopped()) break;
+    if (!work) busy_start = MonoNanos();  // waiting is idle time
+    accounted_ = 0;
+    iter_cat_ = 0;
+    iter_entry_ = nullptr;
     for (PMsg& m : msgs) Handle(std::move(m));
     if (!pending_.empty() && CanStart()) {
       Pend p = std::move(pending_.front());
       pending_.pop_front();
       RunPending(std::move(p));
+    }
+    const int64_t overhead =
+        std::max<int64_t>(0, MonoNanos() - busy_start - accounted_);
+    switch (iter_cat_) {
+      case 1: local_.sp_plain_ns += overhead; break;
+      case 2:
+        if (iter_entry_ != nullptr) iter_entry_->exec_ns += overhead;
+        break;
+      case 3: local_.sp_lock_ns += overhead; break;
+      case 4: local_.mp_overhead_ns += overhead; break;
+      default: local_.sp_plain_ns += overhead; break;  // queueing only
     }
     absl::MutexLock l(&stats_mu_);
     stats_.Add(local_);
@@ -616,6 +642,7 @@ void Partition::Handle(PMsg m) {
       return;
     }
     case PMsg::kDecision:
+      if (iter_cat_ == 0) iter_cat_ = 4;
       Decide(m.txn, m.commit);
       eng_->DecisionApplied();
       return;
@@ -661,6 +688,7 @@ void Partition::UndoEntry(Entry* e) {
 }
 
 void Partition::CommitSp(Entry* e) {
+  const int64_t t0 = MonoNanos();
   TxnResult r;
   r.committed = !e->sp_aborted;
   r.user_aborted = e->sp_aborted;
@@ -672,6 +700,13 @@ void Partition::CommitSp(Entry* e) {
     ++local_.sp_aborted;
   }
   eng_->Finish(e->txn.get(), std::move(r));
+  if (e->exec_ns > 0) {
+    // A speculative SP txn: its execution plus its (held) completion.
+    const int64_t cb = MonoNanos() - t0;
+    accounted_ += cb;
+    ++local_.sp_spec_n;
+    local_.sp_spec_ns += e->exec_ns + cb;
+  }
 }
 
 void Partition::ExecSp(Pend p) {
@@ -688,8 +723,11 @@ void Partition::ExecSp(Pend p) {
       e.sp_aborted = true;
     }
     CommitSp(&e);
+    const int64_t dt = MonoNanos() - t0;
     ++local_.sp_plain_n;
-    local_.sp_plain_ns += MonoNanos() - t0;
+    local_.sp_plain_ns += dt;
+    accounted_ += dt;
+    iter_cat_ = 1;
     return;
   }
   if (scheme_ == Scheme::kSpeculation) {
@@ -700,9 +738,10 @@ void Partition::ExecSp(Pend p) {
       ent->sp_aborted = true;
     }
     ent->finished = true;
-    ent->exec_ns = MonoNanos() - t0;
-    ++local_.sp_spec_n;
-    local_.sp_spec_ns += ent->exec_ns;
+    ent->exec_ns = std::max<int64_t>(1, MonoNanos() - t0);
+    accounted_ += ent->exec_ns;
+    iter_cat_ = 2;
+    iter_entry_ = ent.get();
     unc_.push_back(std::move(ent));
     return;
   }
@@ -721,8 +760,11 @@ void Partition::ExecSp(Pend p) {
     }
     Release(p.txn->id, ops);
     CommitSp(&e);
+    const int64_t dt = MonoNanos() - t0;
     ++local_.sp_lock_n;
-    local_.sp_lock_ns += MonoNanos() - t0;
+    local_.sp_lock_ns += dt;
+    accounted_ += dt;
+    iter_cat_ = 3;
     return;
   }
   eng_->Error("SP start while blocked");  // blocking never starts an SP txn while one is active
@@ -788,6 +830,8 @@ void Partition::ExecFragment(Pend p) {
   eng_->coord()->inbox().PushDelayed(std::move(m), eng_->Deliver());
   e->last_end_ns = MonoNanos();
   e->cpu_ns += e->last_end_ns - t0;
+  accounted_ += e->last_end_ns - t0;
+  iter_cat_ = 4;
 }
 
 void Partition::Respond(const TxnPtr& txn, int round, Entry* e, bool yes,
@@ -854,6 +898,7 @@ void Partition::Decide(const TxnPtr& txn, bool commit) {
   }
   const int64_t t1 = MonoNanos();
   own->cpu_ns += t1 - t0;
+  accounted_ += t1 - t0;
   if (commit) {
     if (txn->nrounds == 1) {
       ++local_.mp1_n;
