@@ -89,7 +89,7 @@ struct ModelParams {
   double round_gap_us = 0;     // idle gap between two rounds at a partition
   double round_cpu_us = 0;     // extra CPU per extra round at a partition
   double coordinator_us = 0;   // coordinator CPU per MP txn (0: unknown)
-  int cores = 0;               // shared CPU budget (0: one machine each)
+  double cores = 0;            // shared CPU budget (0: one machine each)
   // Locking runs SP txns without locks while no MP txn is active at the
   // partition (the paper's optimization, not in its formula): with
   // q = min(1, X f w / P * tmp) the probability that one is active at

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Plots of the partitioned-execution experiments (bench/partitioned).
+
+  /usr/bin/python3 bench/partitioned/plot.py [results_dir] [plots_dir]
+
+results_dir (default bench/partitioned/results) holds the CSVs written by
+partitioned_bench; writes sweep_<variant>.png (measured vs model per scheme
+across f, the paper's Figure 10) and selector.png (adaptive vs best fixed).
+"""
+import csv
+import glob
+import os
+import statistics
+import sys
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLORS = {"blocking": "tab:red", "speculation": "tab:blue",
+          "locking": "tab:green"}
+
+
+def read(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def plot_sweep(path, out_dir):
+    rows = read(path)
+    if not rows:
+        return
+    variant = rows[0]["variant"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    errs = []
+    for scheme in ["blocking", "speculation", "locking"]:
+        rs = [r for r in rows if r["scheme"] == scheme]
+        if not rs:
+            continue
+        f = [100 * float(r["f"]) for r in rs]
+        ax.plot(f, [float(r["measured_tps"]) for r in rs], "o-",
+                color=COLORS[scheme], label=scheme + " measured")
+        ax.plot(f, [float(r["model_tps"]) for r in rs], "--",
+                color=COLORS[scheme], label=scheme + " model")
+        errs += [abs(float(r["err"])) for r in rs]
+    ax.set_xlabel("multi-partition transactions (%)")
+    ax.set_ylabel("throughput (txn/s)")
+    ax.set_title("partitioned engine, %s: model vs measured "
+                 "(median |err| %.0f%%)" % (variant,
+                                           100 * statistics.median(errs)))
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = os.path.join(out_dir, "sweep_%s.png" % variant)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    print("wrote", out)
+
+
+def plot_selector(path, out_dir):
+    rows = read(path)
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    labels, best, adaptive = [], [], []
+    for r in rows:
+        labels.append("f%.2f a%.2f m%.1f" % (float(r["f"]), float(r["abort"]),
+                                              float(r["mr"])))
+        best.append(float(r["best_tps"]))
+        adaptive.append(float(r["adaptive_tps"]))
+    x = range(len(rows))
+    ax.bar([i - 0.2 for i in x], best, width=0.4, label="best fixed scheme")
+    ax.bar([i + 0.2 for i in x], adaptive, width=0.4, label="selector")
+    losses = sorted(float(r["loss"]) for r in rows)
+    ax.set_title("selector vs best fixed scheme: median loss %.1f%%, worst "
+                 "%.1f%% (%d cells)" % (100 * losses[len(losses) // 2],
+                                        100 * losses[-1], len(losses)))
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, rotation=90, fontsize=6)
+    ax.set_ylabel("throughput (txn/s)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = os.path.join(out_dir, "selector.png")
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    print("wrote", out)
+
+
+def main():
+    res = sys.argv[1] if len(sys.argv) > 1 else "bench/partitioned/results"
+    out = sys.argv[2] if len(sys.argv) > 2 else "bench/partitioned/plots"
+    os.makedirs(out, exist_ok=True)
+    for p in sorted(glob.glob(os.path.join(res, "sweep_*.csv"))):
+        plot_sweep(p, out)
+    sel = os.path.join(res, "selector.csv")
+    if os.path.exists(sel):
+        plot_selector(sel, out)
+
+
+if __name__ == "__main__":
+    main()
