@@ -19,9 +19,12 @@
 //      "2pl-waitdie"  strict 2PL, an older requester waits, a younger one
 //                     dies; the timestamp (clock ns + worker slot) is kept
 //                     across retries of the same ProcedureTxn.
-//      "2pl-dldetect" strict 2PL, waiters publish whom they wait for; a
-//                     waiter that finds itself on a cycle of the wait-for
-//                     graph aborts (kDeadlock).
+//      "2pl-dldetect" strict 2PL, waiters publish the record they wait for
+//                     (edges are derived from its live lock word); a waiter
+//                     on a cycle of the wait-for graph aborts (kDeadlock) if
+//                     it is the youngest of the cycle's component.
+//    In wait-die and dldetect a fresh request from a younger transaction does
+//    not barge past an older waiter (it dies / waits behind it).
 //      "none"         no concurrency control (single-thread baseline for
 //                     benchmarks only; unsafe with concurrent executors).
 //    2PL locks are per record (one atomic word: exclusive bit + mask of

@@ -552,6 +552,41 @@ TEST(WaitDieTest, NeverWaitsForAYoungerHolder) {
   EXPECT_GT(waits.load() + dies.load(), 0);
 }
 
+// OCC reads are not a consistent snapshot until validation: a user abort or
+// error decided on a read that was already overwritten is a conflict (it is
+// retried), not the procedure's own verdict.
+TEST(OccTest, AbortDecidedOnStaleReadIsAConflict) {
+  auto db = Database::Create({"occ"}).value();
+  Schema s;
+  int v = s.AddInt64("v");
+  Table* t = db->CreateTable("t", s, {}).value();
+  ASSERT_TRUE(db->Load(t, 1, [&](const Row& r) { r.SetInt(v, 0); }).ok());
+  auto a = db->NewExecutor(0, {}).value();
+  auto b = db->NewExecutor(1, {}).value();
+  ExecResult inner;
+  ExecResult outer = a->Run([&](Tx& tx) -> absl::Status {
+    ConstRow row;
+    ENGINE_RETURN_IF_ERROR(tx.Read(t, 1, &row));
+    inner = b->Run([&](Tx& tx2) -> absl::Status {
+      Row w;
+      ENGINE_RETURN_IF_ERROR(tx2.ReadForUpdate(t, 1, &w));
+      w.SetInt(v, 5);
+      return absl::OkStatus();
+    }, nullptr);
+    return UserAbortError("decided on a stale value");
+  }, nullptr);
+  EXPECT_EQ(inner.outcome, Outcome::kCommitted);
+  EXPECT_EQ(outer.outcome, Outcome::kConflictAbort);
+  EXPECT_EQ(outer.cause, AbortCause::kValidation);
+  // Without the interleaving the same abort is the user's.
+  outer = a->Run([&](Tx& tx) -> absl::Status {
+    ConstRow row;
+    ENGINE_RETURN_IF_ERROR(tx.Read(t, 1, &row));
+    return UserAbortError("really");
+  }, nullptr);
+  EXPECT_EQ(outer.outcome, Outcome::kUserAbort);
+}
+
 }  // namespace
 }  // namespace engine
 }  // namespace corral
