@@ -407,6 +407,33 @@ TEST(Features, OutputIsASetAndAppends) {
             Texts{"i_id=2 AND w_id=1"});
 }
 
+TEST(Features, GarbageNeverCrashesAndCacheAgrees) {
+  RefExtractor ex(Tpcc());
+  std::mt19937_64 rng(5);
+  const char kAlphabet[] = "ab_$'\"eE;-/*().,=<>: 0123456789\n\\";
+  int ok = 0;
+  for (int i = 0; i < 400; ++i) {
+    std::string sql = "SELECT * FROM stock WHERE s_w_id = ";
+    int n = rng() % 24;
+    for (int k = 0; k < n; ++k) sql += kAlphabet[rng() % (sizeof(kAlphabet) - 1)];
+    RefVec a, b;
+    Texts ta, tb;
+    absl::Status sa = ex.Extract(sql, kCanAll, &a, &ta);
+    absl::Status sb = ex.ExtractUncached(sql, kCanAll, {}, &b, &tb);
+    ASSERT_EQ(sa.ok(), sb.ok()) << sql;
+    ASSERT_EQ(ta, tb) << sql;
+    ok += sa.ok();
+  }
+  EXPECT_GT(ok, 0);
+}
+
+TEST(Features, ForShareAndMultiRowInsert) {
+  RefExtractor ex(Tpcc());
+  EXPECT_EQ(Refs(ex, "SELECT * FROM item WHERE i_id = 3 FOR SHARE", kCanSingle), Texts{"i_id=3"});
+  EXPECT_EQ(Refs(ex, "INSERT INTO new_order VALUES (1, 2, 3), (4, 2, 3)", kCanSingle),
+            (Texts{"o_id=1", "d_id=2", "w_id=3", "o_id=4"}));
+}
+
 // ---------------------------------------------------------------- cache vs cold path
 
 // TPC-C statement templates; each `#` is replaced by a random literal of the
