@@ -87,6 +87,21 @@ def plot_selector(path, out_dir):
     print("wrote", out)
 
 
+def summary(res):
+    """Prints a markdown table: per variant and scheme, model error stats."""
+    print("| variant | scheme | median abs err | worst abs err | points within 15% |")
+    print("|---|---|---|---|---|")
+    for p in sorted(glob.glob(os.path.join(res, "sweep_*.csv"))):
+        rows = read(p)
+        for scheme in ["blocking", "speculation", "locking"]:
+            e = [abs(float(r["err"])) for r in rows if r["scheme"] == scheme]
+            if not e:
+                continue
+            print("| %s | %s | %.0f%% | %.0f%% | %d of %d |" % (
+                rows[0]["variant"], scheme, 100 * statistics.median(e),
+                100 * max(e), sum(x <= 0.15 for x in e), len(e)))
+
+
 def main():
     res = sys.argv[1] if len(sys.argv) > 1 else "bench/partitioned/results"
     out = sys.argv[2] if len(sys.argv) > 2 else "bench/partitioned/plots"
@@ -96,6 +111,7 @@ def main():
     sel = os.path.join(res, "selector.csv")
     if os.path.exists(sel):
         plot_selector(sel, out)
+    summary(res)
 
 
 if __name__ == "__main__":
