@@ -260,6 +260,17 @@ absl::Status SmallBankWorkload::Load(engine::Database* db) {
   return absl::OkStatus();
 }
 
+absl::Status SmallBankWorkload::ForEachRow(const engine::Database& db, const RowFn& fn) const {
+  if (t_.accounts == nullptr) return absl::FailedPreconditionError("SmallBank not loaded");
+  for (const engine::Table* t : {t_.accounts, t_.savings, t_.checking}) {
+    for (int64_t id = 1; id <= p_.accounts; ++id) {
+      ConstRow r;
+      if (db.Peek(t, id, &r).ok()) ENGINE_RETURN_IF_ERROR(fn(*t, r));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SmallBankWorkload::Check(const engine::Database& db) const {
   if (t_.accounts == nullptr) return absl::FailedPreconditionError("SmallBank not loaded");
   double total = 0;

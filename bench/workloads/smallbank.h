@@ -95,6 +95,7 @@ class SmallBankWorkload : public Workload {
   std::unique_ptr<WorkloadTxn> Next(Rng& rng) const override;
   const std::vector<std::string>& TxnTypeNames() const override;
   absl::Status Check(const engine::Database& db) const override;
+  absl::Status ForEachRow(const engine::Database& db, const RowFn& fn) const override;
 
   const SmallBankParams& params() const { return p_; }
   const SmallBankTables& tables() const { return t_; }

@@ -75,7 +75,7 @@ const char* const kGetSpecialFacilityTypes =
     "SELECT sf_type FROM special_facility WHERE s_id = $1";
 const char* const kInsertCallForwarding =
     "INSERT INTO call_forwarding (s_id, sf_type, start_time, end_time, numberx) VALUES ($1, "
-    "$2, $3, $4, $5)";
+    "$2, $3, $4, $5) ON CONFLICT DO NOTHING";
 const char* const kDeleteCallForwarding =
     "DELETE FROM call_forwarding WHERE s_id = $1 AND sf_type = $2 AND start_time = $3";
 }  // namespace tatp_sql
@@ -392,6 +392,32 @@ absl::Status TatpWorkload::Load(engine::Database* db) {
       r.SetInt(AU_SLOT, slot);
       r.SetInt(AU_INSERTS, slot == kAuditTotalRow ? cf_rows : 0);
     }));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TatpWorkload::ForEachRow(const engine::Database& db, const RowFn& fn) const {
+  if (t_.subscriber == nullptr) return absl::FailedPreconditionError("TATP not loaded");
+  auto visit = [&](const engine::Table* t, uint64_t key) -> absl::Status {
+    ConstRow r;
+    if (!db.Peek(t, key, &r).ok()) return absl::OkStatus();
+    return fn(*t, r);
+  };
+  for (int64_t s = 1; s <= p_.subscribers; ++s) ENGINE_RETURN_IF_ERROR(visit(t_.subscriber, s));
+  for (int64_t s = 1; s <= p_.subscribers; ++s) {
+    for (int t = 1; t <= 4; ++t) ENGINE_RETURN_IF_ERROR(visit(t_.access_info, TatpAiKey(s, t)));
+  }
+  for (int64_t s = 1; s <= p_.subscribers; ++s) {
+    for (int t = 1; t <= 4; ++t) {
+      ENGINE_RETURN_IF_ERROR(visit(t_.special_facility, TatpSfKey(s, t)));
+    }
+  }
+  for (int64_t s = 1; s <= p_.subscribers; ++s) {
+    for (int t = 1; t <= 4; ++t) {
+      for (int st : {0, 8, 16}) {
+        ENGINE_RETURN_IF_ERROR(visit(t_.call_forwarding, TatpCfKey(s, t, st)));
+      }
+    }
   }
   return absl::OkStatus();
 }

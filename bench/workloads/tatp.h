@@ -109,6 +109,7 @@ class TatpWorkload : public Workload {
   std::unique_ptr<WorkloadTxn> Next(Rng& rng) const override;
   const std::vector<std::string>& TxnTypeNames() const override;
   absl::Status Check(const engine::Database& db) const override;
+  absl::Status ForEachRow(const engine::Database& db, const RowFn& fn) const override;
 
   const TatpParams& params() const { return p_; }
   const TatpTables& tables() const { return t_; }

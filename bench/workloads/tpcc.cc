@@ -930,6 +930,7 @@ absl::Status TpccWorkload::Load(engine::Database* db) {
       }
     }
   }
+  loaded_history_rows_ = hist_seq;
   return absl::OkStatus();
 }
 
@@ -950,6 +951,45 @@ std::vector<ConstRow> QuiescentScan(const engine::Database& db, const engine::Or
   return rows;
 }
 }  // namespace
+
+absl::Status TpccWorkload::ForEachRow(const engine::Database& db, const RowFn& fn) const {
+  if (t_.warehouse == nullptr) return absl::FailedPreconditionError("TPC-C not loaded");
+  const int W = p_.warehouses, D = p_.districts_per_warehouse, C = p_.customers_per_district;
+  auto visit = [&](const engine::Table* t, uint64_t key) -> absl::Status {
+    ConstRow r;
+    if (!db.Peek(t, key, &r).ok()) return absl::OkStatus();
+    return fn(*t, r);
+  };
+  auto visit_ordered = [&](const engine::Table* t) -> absl::Status {
+    for (const ConstRow& r : QuiescentScan(db, t->primary_ordered(), 0, kAll)) {
+      ENGINE_RETURN_IF_ERROR(fn(*t, r));
+    }
+    return absl::OkStatus();
+  };
+  for (int i = 1; i <= p_.items; ++i) ENGINE_RETURN_IF_ERROR(visit(t_.item, i));
+  for (int w = 1; w <= W; ++w) ENGINE_RETURN_IF_ERROR(visit(t_.warehouse, w));
+  for (int w = 1; w <= W; ++w) {
+    for (int i = 1; i <= p_.items; ++i) ENGINE_RETURN_IF_ERROR(visit(t_.stock, TpccStockKey(w, i)));
+  }
+  for (int w = 1; w <= W; ++w) {
+    for (int d = 1; d <= D; ++d) ENGINE_RETURN_IF_ERROR(visit(t_.district, TpccDistrictKey(w, d)));
+  }
+  for (int w = 1; w <= W; ++w) {
+    for (int d = 1; d <= D; ++d) {
+      for (int c = 1; c <= C; ++c) {
+        ENGINE_RETURN_IF_ERROR(visit(t_.customer, TpccCustomerKey(w, d, c)));
+      }
+    }
+  }
+  // History rows of the initial population (slot 0); rows inserted by runs
+  // are not visited (their keys are not enumerable without a scan).
+  for (uint64_t k = 0; k < loaded_history_rows_; ++k) {
+    ENGINE_RETURN_IF_ERROR(visit(t_.history, HistoryKey(0, k)));
+  }
+  ENGINE_RETURN_IF_ERROR(visit_ordered(t_.orders));
+  ENGINE_RETURN_IF_ERROR(visit_ordered(t_.new_order));
+  return visit_ordered(t_.order_line);
+}
 
 absl::Status TpccWorkload::Check(const engine::Database& db) const {
   if (t_.warehouse == nullptr) return absl::FailedPreconditionError("TPC-C not loaded");

@@ -205,6 +205,7 @@ class TpccWorkload : public Workload {
   std::unique_ptr<WorkloadTxn> Next(Rng& rng) const override;
   const std::vector<std::string>& TxnTypeNames() const override;
   absl::Status Check(const engine::Database& db) const override;
+  absl::Status ForEachRow(const engine::Database& db, const RowFn& fn) const override;
 
   const TpccParams& params() const { return p_; }
   const TpccTables& tables() const { return t_; }
@@ -233,6 +234,7 @@ class TpccWorkload : public Workload {
   int a_c_id_, a_item_, a_last_, last_names_;
   TpccTables t_;
   mutable std::atomic<uint64_t> history_seq_{0};
+  uint64_t loaded_history_rows_ = 0;
   std::vector<std::unique_ptr<Zipf>> phase_zipf_;  // per phase, null = uniform
 };
 

@@ -36,6 +36,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -137,6 +138,13 @@ class Workload {
   // Consistency conditions, on a quiescent database loaded by this workload.
   // The error names the violated condition.
   virtual absl::Status Check(const engine::Database& db) const = 0;
+
+  // Visits every row of the tables of the SQL schema (not the engine-only
+  // audit tables), quiescent, table by table; for loaders that copy the
+  // loaded population elsewhere (PostgreSQL, pg_forms.h). Stops at the
+  // first non-OK status of `fn` and returns it.
+  using RowFn = std::function<absl::Status(const engine::Table&, const engine::ConstRow&)>;
+  virtual absl::Status ForEachRow(const engine::Database& db, const RowFn& fn) const = 0;
 
   // Phase schedule (see the file comment). `clock` may be null (explicit
   // SetPhase). An empty schedule means the workload's defaults.

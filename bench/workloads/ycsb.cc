@@ -158,6 +158,15 @@ absl::Status YcsbWorkload::Load(engine::Database* db) {
   return absl::OkStatus();
 }
 
+absl::Status YcsbWorkload::ForEachRow(const engine::Database& db, const RowFn& fn) const {
+  if (t_.usertable == nullptr) return absl::FailedPreconditionError("YCSB not loaded");
+  for (int64_t k = 0; k < p_.records; ++k) {
+    ConstRow r;
+    if (db.Peek(t_.usertable, k, &r).ok()) ENGINE_RETURN_IF_ERROR(fn(*t_.usertable, r));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status YcsbWorkload::Check(const engine::Database& db) const {
   if (t_.usertable == nullptr) return absl::FailedPreconditionError("YCSB not loaded");
   int64_t sum = 0;

@@ -84,6 +84,7 @@ class YcsbWorkload : public Workload {
   std::unique_ptr<WorkloadTxn> Next(Rng& rng) const override;
   const std::vector<std::string>& TxnTypeNames() const override;
   absl::Status Check(const engine::Database& db) const override;
+  absl::Status ForEachRow(const engine::Database& db, const RowFn& fn) const override;
 
   const YcsbParams& params() const { return p_; }
   const YcsbTables& tables() const { return t_; }
