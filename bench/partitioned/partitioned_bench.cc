@@ -7,8 +7,9 @@
 //       in the same run, and the model's prediction from them
 //       -> <out_dir>/sweep_<variant>.csv
 //   partitioned_bench --mode=selector --f_grid=... --abort_grid=... --mr_grid=...
-//       per cell: the three fixed schemes and the adaptive run (model +
-//       selector switching at quiescent points) -> <out_dir>/selector.csv
+//       per cell: the selector phase (model + selector switching at
+//       quiescent points), then interleaved slices of the three fixed
+//       schemes; loss of the chosen scheme vs the best -> selector.csv
 //
 // Throughputs of one run are compared with each other only.
 #include <sys/resource.h>
@@ -268,6 +269,35 @@ int Sweep() {
   return 0;
 }
 
+Scheme FromModel(model::ModelScheme m) {
+  switch (m) {
+    case model::ModelScheme::kBlocking: return Scheme::kBlocking;
+    case model::ModelScheme::kLocking: return Scheme::kLocking;
+    default: return Scheme::kSpeculation;
+  }
+}
+
+// Throughput of `s` on a running engine: switch (quiescent), settle, measure.
+double Slice(PartitionedEngine* eng, Scheme s, int ms) {
+  if (eng->scheme() != s && !eng->SwitchScheme(s).ok()) std::abort();
+  Sleep(30);
+  eng->TakeWindow();
+  Sleep(ms);
+  return eng->TakeWindow().throughput();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Per cell, on one engine and one client population: (1) the selector
+// phase: start on blocking, every window measure the parameters, evaluate
+// the model and let the selector switch (hysteresis: > 5% for 2 windows);
+// (2) the comparison: `reps` rounds of slices of every fixed scheme and of
+// the selector's final choice, interleaved so that the machine's load
+// (shared 2-core box) hits them alike; medians per scheme. Loss = 1 -
+// selector / best fixed.
 int Selector() {
   const std::string path = absl::GetFlag(FLAGS_out_dir) + "/selector.csv";
   std::ofstream out(path);
@@ -276,8 +306,10 @@ int Selector() {
     return 1;
   }
   out << "f,abort,mr,blocking,speculation,locking,best,best_tps,adaptive_tps,"
-         "loss,final_scheme,switches,last_decision\n";
+         "loss,final_scheme,switches,selection_phase_tps,last_decision\n";
   std::vector<double> losses;
+  const int slice = absl::GetFlag(FLAGS_duration_ms) / 3;
+  const int reps = 3;
   for (double mr : Grid(absl::GetFlag(FLAGS_mr_grid))) {
     for (double a : Grid(absl::GetFlag(FLAGS_abort_grid))) {
       for (double f : Grid(absl::GetFlag(FLAGS_f_grid))) {
@@ -285,14 +317,6 @@ int Selector() {
         w.f = f;
         w.abort = a;
         w.mr = mr;
-        double fixed[3];
-        for (int s = 0; s < 3; ++s) {
-          fixed[s] = RunFixed(static_cast<Scheme>(s), w, nullptr).throughput();
-        }
-        const int best = static_cast<int>(
-            std::max_element(fixed, fixed + 3) - fixed);
-        // Adaptive: start on blocking; every window, measure and let the
-        // selector decide; then measure the chosen scheme's throughput.
         auto eng = PartitionedEngine::Create(Options(Scheme::kBlocking)).value();
         Driver d(eng.get(), absl::GetFlag(FLAGS_clients), w);
         model::SchemeSelector sel(model::SelectorOptions{});
@@ -301,45 +325,49 @@ int Selector() {
         eng->TakeWindow();
         int switches = 0;
         std::string last;
-        const int windows = 8;
-        for (int i = 0; i < windows; ++i) {
+        std::vector<double> phase;
+        for (int i = 0; i < 8; ++i) {
           const double c0 = CpuSeconds();
           Sleep(absl::GetFlag(FLAGS_window_ms));
           Window win = eng->TakeWindow();
           g_cores = (CpuSeconds() - c0) / win.seconds;
+          phase.push_back(win.throughput());
           model::SelectorDecision dec = sel.Observe(
               ForModel(win.params), ToModelScheme(eng->scheme()));
           last = dec.ToString();
           if (dec.switch_now) {
-            Scheme next = dec.chosen == model::ModelScheme::kLocking
-                              ? Scheme::kLocking
-                          : dec.chosen == model::ModelScheme::kBlocking
-                              ? Scheme::kBlocking
-                              : Scheme::kSpeculation;
-            if (!eng->SwitchScheme(next).ok()) return 1;
+            if (!eng->SwitchScheme(FromModel(dec.chosen)).ok()) return 1;
             ++switches;
-            eng->TakeWindow();  // the switch's drain is not measured
+            eng->TakeWindow();
           }
         }
-        Sleep(absl::GetFlag(FLAGS_warmup_ms));
-        eng->TakeWindow();
-        Sleep(absl::GetFlag(FLAGS_duration_ms));
-        const double adaptive = eng->TakeWindow().throughput();
-        const Scheme final_scheme = eng->scheme();
+        const Scheme chosen = eng->scheme();
+        std::vector<double> tp[3];
+        for (int r = 0; r < reps; ++r) {
+          for (int s = 0; s < 3; ++s) {
+            tp[s].push_back(Slice(eng.get(), static_cast<Scheme>(s), slice));
+          }
+        }
         d.Stop();
         eng->Drain();
+        double fixed[3];
+        for (int s = 0; s < 3; ++s) fixed[s] = Median(tp[s]);
+        const int best = static_cast<int>(
+            std::max_element(fixed, fixed + 3) - fixed);
+        const double adaptive = fixed[static_cast<int>(chosen)];
         const double loss = std::max(0.0, 1 - adaptive / fixed[best]);
         losses.push_back(loss);
         for (char& ch : last) {
           if (ch == ',') ch = ';';
         }
-        char line[1024];
+        char line[1200];
         std::snprintf(line, sizeof(line),
-                      "%.3f,%.3f,%.3f,%.0f,%.0f,%.0f,%s,%.0f,%.0f,%.4f,%s,%d,%s",
+                      "%.3f,%.3f,%.3f,%.0f,%.0f,%.0f,%s,%.0f,%.0f,%.4f,%s,%d,"
+                      "%.0f,%s",
                       f, a, mr, fixed[0], fixed[1], fixed[2],
                       SchemeName(static_cast<Scheme>(best)), fixed[best],
-                      adaptive, loss, SchemeName(final_scheme), switches,
-                      last.c_str());
+                      adaptive, loss, SchemeName(chosen), switches,
+                      Median(phase), last.c_str());
         out << line << "\n";
         std::printf("%s\n", line);
         std::fflush(stdout);
@@ -348,7 +376,8 @@ int Selector() {
   }
   std::sort(losses.begin(), losses.end());
   if (!losses.empty()) {
-    std::printf("selector loss vs best fixed: median %.1f%% worst %.1f%% over %zu cells\n",
+    std::printf("selector loss vs best fixed: median %.1f%% worst %.1f%% over "
+                "%zu cells\n",
                 100 * losses[losses.size() / 2], 100 * losses.back(),
                 losses.size());
   }

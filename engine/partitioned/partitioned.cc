@@ -1,6 +1,8 @@
 #include "engine/partitioned/partitioned.h"
 
+#include <pthread.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -108,6 +110,7 @@ struct PStats {
   int64_t gap_n = 0, gap_ns = 0;  // idle between two rounds
   int64_t reexec = 0;
   int64_t mp_overhead_ns = 0;  // busy time of MP work not in one txn
+  int64_t busy_ns = 0;         // all non-waiting time of the thread
   int64_t sp_committed = 0, sp_aborted = 0;
   void Add(const PStats& o) {
     sp_plain_n += o.sp_plain_n; sp_plain_ns += o.sp_plain_ns;
@@ -119,6 +122,7 @@ struct PStats {
     gap_n += o.gap_n; gap_ns += o.gap_ns;
     reexec += o.reexec;
     mp_overhead_ns += o.mp_overhead_ns;
+    busy_ns += o.busy_ns;
     sp_committed += o.sp_committed; sp_aborted += o.sp_aborted;
   }
 };
@@ -149,6 +153,18 @@ class Partition {
     PStats s = stats_;
     stats_ = PStats();
     return s;
+  }
+  // CPU time of the partition's thread so far (0 before it started).
+  int64_t ThreadCpu() {
+    clockid_t cid;
+    {
+      absl::MutexLock l(&stats_mu_);
+      if (!has_cid_) return 0;
+      cid = cid_;
+    }
+    timespec ts;
+    if (clock_gettime(cid, &ts) != 0) return 0;
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
   }
 
  private:
@@ -224,6 +240,8 @@ class Partition {
   PStats local_;  // flushed into stats_ after each step
   absl::Mutex stats_mu_;
   PStats stats_ ABSL_GUARDED_BY(stats_mu_);
+  bool has_cid_ ABSL_GUARDED_BY(stats_mu_) = false;
+  clockid_t cid_ ABSL_GUARDED_BY(stats_mu_);
 };
 
 // The coordinator: orders MP transactions, sends their fragments round by
@@ -420,6 +438,7 @@ class EngineImpl final : public PartitionedEngine {
   int64_t window_start_ ABSL_GUARDED_BY(window_mu_) = 0;
   // Last known values, kept when a window cannot measure them.
   model::ModelParams last_ ABSL_GUARDED_BY(window_mu_);
+  std::vector<int64_t> part_cpu_ = std::vector<int64_t>(64, 0);
   bool have_tsp_ = false, have_tsps_ = false, have_l_ = false,
        have_mp_ = false;
 };
@@ -492,7 +511,25 @@ absl::Status EngineImpl::Submit(TxnRequest req) {
 Window EngineImpl::TakeWindow() {
   absl::MutexLock l(&window_mu_);
   PStats ps;
-  for (auto& p : parts_) ps.Add(p->TakeStats());
+  int64_t cpu = 0;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    ps.Add(parts_[i]->TakeStats());
+    const int64_t c = parts_[i]->ThreadCpu();
+    cpu += c - part_cpu_[i];
+    part_cpu_[i] = c;
+  }
+  // Busy times are wall times; on a shared machine a busy thread also waits
+  // for a core. Scale them to CPU time with the partitions' measured ratio.
+  const double k = ps.busy_ns > 0 && cpu > 0
+                       ? std::min(1.0, static_cast<double>(cpu) / ps.busy_ns)
+                       : 1.0;
+  auto scale = [k](int64_t& v) { v = static_cast<int64_t>(v * k); };
+  scale(ps.sp_plain_ns);
+  scale(ps.sp_spec_ns);
+  scale(ps.sp_lock_ns);
+  scale(ps.mp1_cpu_ns);
+  scale(ps.mpr_cpu_ns);
+  scale(ps.mp_overhead_ns);
   CStats cs = coord_->TakeStats();
   Window w;
   const int64_t now = MonoNanos();
@@ -571,6 +608,10 @@ Partition::Partition(EngineImpl* eng, int idx, const PartitionedOptions& o)
 
 void Partition::Run() {
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // 1 us wake-up precision
+  {
+    absl::MutexLock l(&stats_mu_);
+    has_cid_ = pthread_getcpuclockid(pthread_self(), &cid_) == 0;
+  }
   std::vector<PMsg> msgs;
   while (true) {
     msgs.clear();
@@ -590,8 +631,9 @@ void Partition::Run() {
       pending_.pop_front();
       RunPending(std::move(p));
     }
-    const int64_t overhead =
-        std::max<int64_t>(0, MonoNanos() - busy_start - accounted_);
+    const int64_t busy = MonoNanos() - busy_start;
+    local_.busy_ns += busy;
+    const int64_t overhead = std::max<int64_t>(0, busy - accounted_);
     switch (iter_cat_) {
       case 1: local_.sp_plain_ns += overhead; break;
       case 2:
