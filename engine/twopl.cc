@@ -219,6 +219,7 @@ class TwoPlTx final : public TxImpl {
     Waiter waiter;
     bool waited = false;
     bool ok = true;
+    cycle_streak_ = 0;
     for (;;) {
       uint64_t w = rec->lock.load(std::memory_order_acquire);
       // An older transaction waits for this record: a fresh request from a
@@ -317,9 +318,16 @@ class TwoPlTx final : public TxImpl {
       case Mode::kDlDetect: {
         shared_->slots[worker_id_].waiting_on.store(
             reinterpret_cast<uintptr_t>(rec) | (exclusive ? 1 : 0), std::memory_order_seq_cst);
+        // The edges are read one at a time, not as a snapshot, so a cycle
+        // can be an artefact of locks changing hands during the walk. A real
+        // deadlock persists: abort only when consecutive polls all see it.
         if (InCycle()) {
-          MarkConflict(AbortCause::kDeadlock);
-          return false;
+          if (++cycle_streak_ >= kCycleConfirmations) {
+            MarkConflict(AbortCause::kDeadlock);
+            return false;
+          }
+        } else {
+          cycle_streak_ = 0;
         }
         return true;
       }
@@ -427,7 +435,9 @@ class TwoPlTx final : public TxImpl {
   Shared* const shared_;
   const Mode mode_;
   const uint64_t me_;
+  static constexpr int kCycleConfirmations = 3;
   uint64_t ts_ = 0;
+  int cycle_streak_ = 0;
   std::vector<Held> held_;
   std::vector<UndoEntry> undo_;
 };
