@@ -54,6 +54,29 @@ void Waiter::Wait() {
   }
 }
 
+void TxImpl::WaitForObstacle(int64_t deadline_ns) {
+  const Record* rec = obstacle_;
+  obstacle_ = nullptr;
+  if (rec == nullptr) return;
+  Waiter waiter;
+  for (;;) {
+    bool clear;
+    if (obstacle_occ_) {
+      clear = !(rec->tid.load(std::memory_order_acquire) & kTidLockBit);
+    } else {
+      uint64_t w = rec->lock.load(std::memory_order_acquire);
+      clear = (obstacle_exclusive_ ? w == 0 : !(w & kLockExclusive)) &&
+              rec->oldest_waiter.load(std::memory_order_acquire) == 0;
+    }
+    if (clear) return;
+    if ((waiter.rounds() & 15) == 15 &&
+        std::chrono::steady_clock::now().time_since_epoch().count() > deadline_ns) {
+      return;
+    }
+    waiter.Wait();
+  }
+}
+
 absl::StatusOr<std::unique_ptr<CcProtocol>> CcProtocol::Create(absl::string_view name) {
   if (name == "occ") return NewOccProtocol();
   if (name == "2pl-nowait") return NewTwoPlProtocol(1);

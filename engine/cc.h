@@ -83,6 +83,11 @@ class TxImpl : public Tx {
   // honouring a user abort or error: a decision made on reads that were
   // already stale (possible under OCC) is a conflict, not the user's.
   virtual bool ReadsStillValid() { return true; }
+  // After a conflict abort: waits (politely, until `deadline_ns` on the
+  // steady clock) until the record that caused it is no longer held by the
+  // transaction in the way, so an immediate retry does not hit the same
+  // in-flight transaction again. Returns at once if there is none.
+  void WaitForObstacle(int64_t deadline_ns);
 
   bool conflicted() const override { return cause_ != scheduler::AbortCause::kNone; }
   int worker_id() const override { return worker_id_; }
@@ -94,6 +99,21 @@ class TxImpl : public Tx {
     MarkConflict(c);
     return ConflictStatus();
   }
+  // Remembers what blocked this attempt (first one wins). occ: a record whose
+  // TID lock bit was set; 2PL: a record whose lock word conflicted.
+  void SetObstacle(const Record* rec, bool occ_tid, bool exclusive) {
+    if (obstacle_ != nullptr) return;
+    obstacle_ = rec;
+    obstacle_occ_ = occ_tid;
+    obstacle_exclusive_ = exclusive;
+  }
+  void ResetAttempt() {
+    cause_ = scheduler::AbortCause::kNone;
+    obstacle_ = nullptr;
+  }
+  const Record* obstacle_ = nullptr;
+  bool obstacle_occ_ = false;
+  bool obstacle_exclusive_ = false;
   void MarkConflict(scheduler::AbortCause c) {
     if (cause_ == scheduler::AbortCause::kNone) cause_ = c;
   }

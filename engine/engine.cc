@@ -163,6 +163,10 @@ scheduler::ExecResult EngineExecutor::Run(absl::FunctionRef<absl::Status(Tx&)> p
 }
 
 void EngineExecutor::Backoff(int attempts) {
+  if (options_.obstacle_wait_ns > 0) {
+    int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+    tx_->WaitForObstacle(now + options_.obstacle_wait_ns);
+  }
   if (options_.backoff_ns <= 0) return;
   int shift = attempts < 1 ? 0 : (attempts - 1 > 10 ? 10 : attempts - 1);
   int64_t ns = options_.backoff_ns << shift;

@@ -95,6 +95,12 @@ struct ExecutorOptions {
   // (capped by max_backoff_ns). 0 = return at once.
   int64_t backoff_ns = 0;
   int64_t max_backoff_ns = 1000000;
+  // Before returning a conflict abort, wait (spin, yield, nap) up to this
+  // long for the record that caused it to be released by the transaction in
+  // the way (OCC: its commit lock or in-flight insert; 2PL: the conflicting
+  // lock), so an immediate retry does not collide with the same in-flight
+  // transaction again and again while it is descheduled. 0 = off.
+  int64_t obstacle_wait_ns = 1000000;
   // Record the (record, version) pairs each committed transaction read and
   // wrote (tests: serializability checks). Costs a little per operation.
   bool record_footprint = false;

@@ -29,7 +29,7 @@ class OccTx final : public TxImpl {
   using TxImpl::TxImpl;
 
   void Begin(uint64_t ts) override {
-    cause_ = AbortCause::kNone;
+    ResetAttempt();
     reads_.clear();
     writes_.clear();
     scratch_.Reset();
@@ -81,6 +81,7 @@ class OccTx final : public TxImpl {
       char* buf = scratch_.Allocate(t->row_size());
       if (StableRead(existing, buf)) return ExistsStatus();  // validated at commit
       // Absent but indexed: an insert in flight or a delete being applied.
+      SetObstacle(existing, true, true);
       return Fail(AbortCause::kValidation);
     }
     writes_.push_back({rec, rec->data(), WKind::kInsert, false});
@@ -171,6 +172,7 @@ class OccTx final : public TxImpl {
     for (const ReadEntry& r : reads_) {
       uint64_t v = r.rec->tid.load(std::memory_order_acquire);
       if ((v & ~kTidLockBit) != r.tid || ((v & kTidLockBit) && !InWriteSetSorted(r.rec))) {
+        if ((v & kTidLockBit) && !InWriteSetSorted(r.rec)) SetObstacle(r.rec, true, true);
         cause_ = AbortCause::kValidation;
         Abort();
         return cause_;

@@ -53,7 +53,7 @@ class TwoPlTx final : public TxImpl {
         me_(uint64_t{1} << worker_id) {}
 
   void Begin(uint64_t ts) override {
-    cause_ = AbortCause::kNone;
+    ResetAttempt();
     ts_ = ts;
     held_.clear();
     undo_.clear();
@@ -257,6 +257,7 @@ class TwoPlTx final : public TxImpl {
       // Conflict with other holders, or an older waiter goes first.
       uint64_t holders = w & ~kLockExclusive & ~me_;
       if (!MayWait(holders, deferred ? oldest : 0, rec, exclusive)) {
+        SetObstacle(rec, false, exclusive);
         ok = false;
         break;
       }
