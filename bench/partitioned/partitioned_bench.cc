@@ -182,18 +182,10 @@ Window RunFixed(Scheme s, Workload w, const model::ModelParams* calib) {
     if (s != Scheme::kSpeculation) win.params.tsp_spec_us = calib->tsp_spec_us;
     if (s != Scheme::kLocking) win.params.lock_overhead = calib->lock_overhead;
     if (s == Scheme::kLocking) {
-      // Locking measures (1 + l) tspS directly (its SP txns under locks);
-      // split it with the calibration's l. No SP txn ran under locks at
-      // f = 0: take the calibration's values.
-      const double t_lock =
-          (1 + win.params.lock_overhead) * win.params.tsp_spec_us;
-      if (win.params.f > 0.0 && win.params.f < 1.0) {
-        win.params.lock_overhead = calib->lock_overhead;
-        win.params.tsp_spec_us = t_lock / (1 + calib->lock_overhead);
-      } else {
-        win.params.lock_overhead = calib->lock_overhead;
-        win.params.tsp_spec_us = calib->tsp_spec_us;
-      }
+      // Locking measures (1 + l) tspS itself (tsp_lock_us, its SP txns
+      // under locks); tspS and l only matter where none ran under locks.
+      win.params.lock_overhead = calib->lock_overhead;
+      win.params.tsp_spec_us = calib->tsp_spec_us;
     }
   }
   return win;
@@ -209,15 +201,13 @@ model::ModelParams Calibrate(Workload w) {
   Sleep(absl::GetFlag(FLAGS_warmup_ms));
   eng->TakeWindow();
   Sleep(absl::GetFlag(FLAGS_duration_ms));
-  // l is measured against tspS: feed the speculation run's tspS first.
   Window lock = eng->TakeWindow();
   d.Stop();
   eng->Drain();
   model::ModelParams p = spec.params;
-  p.lock_overhead = lock.params.lock_overhead;
-  // TakeWindow computed l with its prior tspS (1.1 tsp); correct it.
-  const double t_lock = (1 + lock.params.lock_overhead) * lock.params.tsp_spec_us;
-  p.lock_overhead = std::max(0.0, t_lock / spec.params.tsp_spec_us - 1);
+  if (lock.params.tsp_lock_us > 0 && p.tsp_spec_us > 0) {
+    p.lock_overhead = std::max(0.0, lock.params.tsp_lock_us / p.tsp_spec_us - 1);
+  }
   std::fprintf(stderr, "calibration: tspS=%.1f us l=%.3f\n", p.tsp_spec_us,
                p.lock_overhead);
   return p;
@@ -238,7 +228,7 @@ int Sweep() {
     return 1;
   }
   out << "variant,scheme,f,measured_tps,model_tps,err,tsp,tspS,tmp,tmpC,"
-         "stall,l,abort,mr,gap,rcpu,coord,reexec,sysabort,cores\n";
+         "stall,l,abort,mr,gap,rcpu,coord,reexec,sysabort,cores,tlock\n";
   const std::vector<std::string> names = absl::StrSplit(
       absl::GetFlag(FLAGS_schemes), ',', absl::SkipEmpty());
   for (const std::string& sn : names) {
@@ -254,12 +244,13 @@ int Sweep() {
       char line[512];
       std::snprintf(line, sizeof(line),
                     "%s,%s,%.3f,%.0f,%.0f,%.4f,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f,"
-                    "%.4f,%.3f,%.2f,%.2f,%.2f,%lld,%lld,%.2f",
+                    "%.4f,%.3f,%.2f,%.2f,%.2f,%lld,%lld,%.2f,%.2f",
                     variant.c_str(), sn.c_str(), f, meas, pred, err, p.tsp_us,
                     p.tsp_spec_us, p.tmp_us, p.tmp_cpu_us, p.StallUs(),
                     p.lock_overhead, p.abort_rate, p.multi_round_share,
                     p.round_gap_us, p.round_cpu_us, p.coordinator_us,
-                    (long long)win.reexecuted, (long long)win.system_aborts, p.cores);
+                    (long long)win.reexecuted, (long long)win.system_aborts, p.cores,
+                    p.tsp_lock_us);
       out << line << "\n";
       std::printf("%s\n", line);
       std::fflush(stdout);

@@ -558,6 +558,7 @@ Window EngineImpl::TakeWindow() {
   } else if (!have_tsps_ && have_tsp_) {
     m.tsp_spec_us = m.tsp_us * 1.1;  // prior until speculation ran
   }
+  if (ps.sp_lock_n >= 20) m.tsp_lock_us = avg(ps.sp_lock_ns, ps.sp_lock_n);
   if (ps.sp_lock_n >= 20 && m.tsp_spec_us > 0) {
     m.lock_overhead =
         std::max(0.0, avg(ps.sp_lock_ns, ps.sp_lock_n) / m.tsp_spec_us - 1);

@@ -83,10 +83,10 @@ std::string ModelParams::ToString() const {
   char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "P=%d w=%d tsp=%.1f tspS=%.1f tmp=%.1f tmpC=%.1f tmpN=%.1f "
-                "stall=%.1f l=%.3f f=%.3f abort=%.3f mr=%.3f gap=%.1f "
+                "stall=%.1f l=%.3f tlock=%.1f f=%.3f abort=%.3f mr=%.3f gap=%.1f "
                 "rcpu=%.1f coord=%.1f",
                 partitions, mp_width, tsp_us, tsp_spec_us, tmp_us, tmp_cpu_us,
-                tmp_net_us, StallUs(), lock_overhead, f, abort_rate,
+                tmp_net_us, StallUs(), lock_overhead, tsp_lock_us, f, abort_rate,
                 multi_round_share, round_gap_us, round_cpu_us, coordinator_us);
   return buf;
 }
@@ -114,7 +114,9 @@ double LockingThroughput(const ModelParams& p) {
   double q = 1;
   double x = 0;
   for (int it = 0; it < (p.locking_lock_free_idle ? 50 : 1); ++it) {
-    const double sp = q * l1 * p.tsp_spec_us + (1 - q) * p.tsp_us;
+    const double locked =
+        p.tsp_lock_us > 0 ? p.tsp_lock_us : l1 * p.tsp_spec_us;
+    const double sp = q * locked + (1 - q) * p.tsp_us;
     const double time = w * f * l1 * tmpc + (1 - f) * sp;
     x = Cap(p, P * 1e6 / time, time);
     if (!p.locking_lock_free_idle) break;

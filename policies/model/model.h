@@ -82,6 +82,8 @@ struct ModelParams {
   double tmp_cpu_us = 55;      // CPU of an MP txn at a partition
   double tmp_net_us = 40;      // network stall (round trip)
   double lock_overhead = 0.132;  // l: fraction of extra time under locks
+  // Measured time of an SP txn under locks, (1 + l) tspS; 0: derive it.
+  double tsp_lock_us = 0;
   double f = 0;                // fraction of transactions that are MP
   double abort_rate = 0;       // fraction of transactions that user-abort
   double multi_round_share = 0;  // fraction of MP txns with `rounds` rounds
