@@ -113,8 +113,9 @@ Record* HashIndex::Insert(Record* rec) {
   rec->hash_next.store(head.load(std::memory_order_relaxed), std::memory_order_relaxed);
   head.store(rec, std::memory_order_release);
   uint32_t count = ++stripes_[s].count;
-  // Grow when this stripe averages more than 2 records per bucket.
-  bool crowded = count > 2 * ((a->mask + 1) / kStripes);
+  // Grow when this stripe averages more than one record per bucket (each
+  // chain step is a cache miss on a record).
+  bool crowded = count > (a->mask + 1) / kStripes;
   UnlockStripe(s);
   if (crowded) Grow(a);
   return nullptr;
