@@ -43,7 +43,9 @@ void History::Record(absl::Span<const RefId> refs, bool committed, const TextPro
     ignored_frozen_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  for (size_t i = 0; i < refs.size(); ++i) RecordOne(refs[i], committed, texts, i);
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (!RefSeenBefore(refs, i)) RecordOne(refs[i], committed, texts, i);
+  }
 }
 
 void History::Add(RefId ref, uint64_t aborts, uint64_t commits) {

@@ -34,6 +34,7 @@
 
 #include "absl/types/span.h"
 #include "common/ids.h"
+#include "history/ref_table.h"
 #include "libcuckoo/cuckoohash_map.hh"
 #include "policies/policy.h"
 
@@ -85,7 +86,8 @@ class History {
   History& operator=(const History&) = delete;
 
   // Records one attempt's outcome for all of `refs`: committed -> commits++,
-  // otherwise (a conflict abort) aborts++. Ignored while frozen. `texts`, if
+  // otherwise (a conflict abort) aborts++; a reference named twice counts
+  // once. Ignored while frozen. `texts`, if
   // given, names refs[i] for the display table.
   void Record(absl::Span<const RefId> refs, bool committed,
               const TextProvider* texts = nullptr);
@@ -124,8 +126,8 @@ class History {
   int64_t ApproxBytes() const;
 
  private:
-  using Map = libcuckoo::cuckoohash_map<RefId, Counts, RefIdHash>;
-  using TextMap = libcuckoo::cuckoohash_map<RefId, std::string, RefIdHash>;
+  using Map = libcuckoo::cuckoohash_map<RefId, Counts, RefTableHash>;
+  using TextMap = libcuckoo::cuckoohash_map<RefId, std::string, RefTableHash>;
 
   void RecordOne(RefId ref, bool committed, const TextProvider* texts, size_t i);
 

@@ -138,6 +138,38 @@ TEST(HistoryTest, ConcurrentRecordsLoseNothing) {
   EXPECT_EQ(h.size(), 2 + kThreads * 100);
 }
 
+TEST(HistoryTest, ReferenceNamedTwiceInOneAttemptCountsOnce) {
+  History h;
+  const RefId a = RefId::Of("w_id=5"), b = RefId::Of("i_id=2");
+  RefVec refs = {a, b, a};
+  h.RecordAbort(refs);
+  h.RecordCommit(refs);
+  History::Counts c;
+  ASSERT_TRUE(h.Get(a, &c));
+  EXPECT_EQ(c.aborts, 1u);
+  EXPECT_EQ(c.commits, 1u);
+  ASSERT_TRUE(h.Get(b, &c));
+  EXPECT_EQ(c.aborts, 1u);
+  EXPECT_EQ(h.size(), 2);
+}
+
+TEST(HistoryTest, RefTableHelpers) {
+  RefVec refs = {RefId(1), RefId(2), RefId(1), RefId(3), RefId(2)};
+  EXPECT_FALSE(RefSeenBefore(refs, 0));
+  EXPECT_FALSE(RefSeenBefore(refs, 1));
+  EXPECT_TRUE(RefSeenBefore(refs, 2));
+  EXPECT_FALSE(RefSeenBefore(refs, 3));
+  EXPECT_TRUE(RefSeenBefore(refs, 4));
+  EXPECT_EQ(DistinctRefs(refs), 3u);
+  // Small hand-made ids spread over the low bits (libcuckoo's bucket index).
+  RefTableHash h;
+  std::vector<int> seen(64, 0);
+  for (uint64_t i = 0; i < 64; ++i) ++seen[h(RefId(i)) & 63];
+  int used = 0;
+  for (int v : seen) used += v > 0 ? 1 : 0;
+  EXPECT_GT(used, 32);
+}
+
 }  // namespace
 }  // namespace history
 }  // namespace corral
