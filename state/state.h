@@ -30,8 +30,17 @@
 //   if (st->ReadRow(RefId::Of("w_id=5"), row)) ...  // row[q] = State[r][q]
 //   int64_t total_q3 = st->Total(QueueId(3));
 //
+// Hot path (Schedule::Place): RecordChosen() decides and records in one table
+// operation on the deciding reference (its row is read and incremented under
+// the same bucket locks), then one update per other distinct reference.
+// A reference named twice in one call counts once. Per-queue counts are held
+// as 32-bit values (a compact row keeps more of the table in cache) and
+// saturate at 2^32 - 1; the API reads them as 64-bit.
+//
 // Thread safety: all methods are thread-safe. An eviction pass locks the
-// whole table for its duration (one pass at a time; others skip it).
+// whole table while it copies out the candidates' ranks (one pass at a time;
+// others skip it); the chosen victims are then erased one by one under their
+// own bucket locks, so records proceed during ranking and erasing.
 #ifndef CORRAL_STATE_STATE_H_
 #define CORRAL_STATE_STATE_H_
 
@@ -42,12 +51,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/tsan_visible_mutex.h"
 #include "absl/types/span.h"
 #include "common/clock.h"
 #include "common/ids.h"
+#include "history/ref_table.h"
 #include "libcuckoo/cuckoohash_map.hh"
 
 namespace corral {
@@ -88,6 +99,22 @@ class State {
     QueueId max_queue{-1};         // Q
   };
 
+  // A read-only view of one reference's per-queue counts, valid only inside
+  // the callback that receives it. Empty (size 0) when the reference is not
+  // held.
+  class RowView {
+   public:
+    RowView() = default;
+    RowView(const uint32_t* counts, int n) : counts_(counts), n_(n) {}
+    bool empty() const { return n_ == 0; }
+    int size() const { return n_; }
+    uint64_t operator[](int q) const { return counts_[q]; }
+
+   private:
+    const uint32_t* counts_ = nullptr;
+    int n_ = 0;
+  };
+
   static absl::StatusOr<std::unique_ptr<State>> Create(const Options& options,
                                                        const Clock* clock);
   State(const State&) = delete;
@@ -97,7 +124,21 @@ class State {
 
   // After `q` was chosen for a transaction: counts[r][q]++ and T++ for every
   // r in refs, R updated, totals[q] += refs.size(). May run an eviction pass.
+  // Duplicate references in `refs` count once.
   void Record(absl::Span<const RefId> refs, QueueId q);
+  // Decide-and-record: calls `choose` once with refs[lead]'s row (empty when
+  // not held) under that reference's bucket locks, then records the queue it
+  // returns for every distinct reference of `refs` as Record() does. `choose`
+  // must be quick and must not call back into this State (it may read
+  // Total()/ReadTotals()). A returned queue outside [0, num_queues) records
+  // nothing. Returns what `choose` returned. `lead` < refs.size().
+  QueueId RecordChosen(absl::Span<const RefId> refs, size_t lead,
+                       absl::FunctionRef<QueueId(const RowView&)> choose);
+  // Takes back one Record(refs, q) whose placement did not happen (the run
+  // queue refused the transaction): counts[r][q]--, T-- and totals[q]-- for
+  // every distinct r still held with counts[r][q] > 0; Q recomputed. The
+  // arrival stays in R (the reference was seen).
+  void Unrecord(absl::Span<const RefId> refs, QueueId q);
   // Sets a reference's row outright (tests, loading tables); T = sum of the
   // row, R is left as is (0 for a new entry). Ignores the bound.
   void Set(RefId ref, absl::Span<const uint64_t> counts);
@@ -128,7 +169,7 @@ class State {
 
  private:
   struct Entry {
-    absl::InlinedVector<uint64_t, 8> counts;
+    absl::InlinedVector<uint32_t, 8> counts;  // saturating
     uint64_t total = 0;       // T
     uint64_t seq = 0;         // first-seen order (direct delete)
     double rate = 0;          // smoothed arrivals per window, completed windows
@@ -136,9 +177,17 @@ class State {
     uint32_t cur = 0;         // arrivals in the current window
     int32_t max_queue = -1;   // Q
   };
-  using Map = libcuckoo::cuckoohash_map<RefId, Entry, RefIdHash>;
+  using Map = libcuckoo::cuckoohash_map<RefId, Entry, history::RefTableHash>;
 
   State(const Options& options, const Clock* clock);
+  // One arrival of e's reference on queue qi; returns 1 when counts[qi] grew
+  // (0 when saturated), for the totals.
+  int64_t Bump(Entry& e, int qi, int64_t window) const;
+  // Records refs[i] (i != skip, first occurrences only) on qi.
+  void RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_t window,
+                  int64_t* added, bool* inserted);
+  // Inserts (or bumps, if a racing thread inserted it) a reference.
+  void InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* inserted);
   void Fold(Entry& e, int64_t window) const;
   double RateAt(const Entry& e, int64_t window) const;  // per second
   void MaybeEvict();
@@ -150,6 +199,7 @@ class State {
   int64_t bound_ = 0;  // effective max entries (0 = unbounded)
   mutable Map map_;
   std::unique_ptr<std::atomic<int64_t>[]> totals_;
+  double decay_[64];  // (1 - rate_alpha)^g for g empty windows
   std::atomic<int64_t> entries_{0};
   std::atomic<uint64_t> next_seq_{0};
   std::atomic<int64_t> evictions_{0};

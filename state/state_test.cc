@@ -254,6 +254,130 @@ TEST(StateTest, ConcurrentRecordsKeepTotalsExact) {
   EXPECT_EQ(sum, static_cast<int64_t>(info.total) + s->size() - 1);
 }
 
+TEST(StateTest, ReferenceNamedTwiceCountsOnce) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 3;
+  auto s = Make(o, &clock);
+  const RefId a = RefId::Of("w_id=5"), b = RefId::Of("i_id=2");
+  s->Record({a, b, a, a}, QueueId(2));
+  uint64_t row[3];
+  ASSERT_TRUE(s->ReadRow(a, row));
+  EXPECT_EQ(row[2], 1u);
+  State::Info info;
+  ASSERT_TRUE(s->Get(a, &info));
+  EXPECT_EQ(info.total, 1u);
+  EXPECT_EQ(s->Total(QueueId(2)), 2);
+  EXPECT_EQ(s->size(), 2);
+}
+
+TEST(StateTest, RecordChosenScoresTheLeadRowThenRecordsAll) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 3;
+  auto s = Make(o, &clock);
+  const RefId a = RefId::Of("a"), b = RefId::Of("b"), c = RefId::Of("c");
+  s->Set(b, {0, 4, 1});
+  int calls = 0;
+  std::vector<uint64_t> seen;
+  const QueueId q = s->RecordChosen({a, b, c, b}, 1, [&](const State::RowView& row) {
+    ++calls;
+    for (int i = 0; i < row.size(); ++i) seen.push_back(row[i]);
+    return QueueId(1);
+  });
+  EXPECT_EQ(q, QueueId(1));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen, (std::vector<uint64_t>{0, 4, 1}));
+  uint64_t row[3];
+  ASSERT_TRUE(s->ReadRow(b, row));
+  EXPECT_EQ(row[1], 5u);  // b named twice, counted once
+  ASSERT_TRUE(s->ReadRow(a, row));
+  EXPECT_EQ(row[1], 1u);
+  ASSERT_TRUE(s->ReadRow(c, row));
+  EXPECT_EQ(row[1], 1u);
+  EXPECT_EQ(s->Total(QueueId(1)), 4 + 3);
+  // A lead that is not held gets an empty row and is inserted.
+  const RefId d = RefId::Of("d");
+  bool empty = false;
+  s->RecordChosen({d}, 0, [&](const State::RowView& r) {
+    empty = r.empty();
+    return QueueId(0);
+  });
+  EXPECT_TRUE(empty);
+  ASSERT_TRUE(s->ReadRow(d, row));
+  EXPECT_EQ(row[0], 1u);
+  // An invalid choice records nothing.
+  const int64_t before = s->Total(QueueId(0));
+  EXPECT_EQ(s->RecordChosen({d}, 0, [](const State::RowView&) { return QueueId(-1); }), QueueId(-1));
+  EXPECT_EQ(s->Total(QueueId(0)), before);
+}
+
+TEST(StateTest, UnrecordTakesBackARecord) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 3;
+  auto s = Make(o, &clock);
+  const RefId a = RefId::Of("a"), b = RefId::Of("b");
+  s->Set(a, {3, 2, 0});
+  s->Record({a, b}, QueueId(1));
+  s->Record({a, b}, QueueId(1));
+  s->Unrecord({a, b, a}, QueueId(1));
+  uint64_t row[3];
+  ASSERT_TRUE(s->ReadRow(a, row));
+  EXPECT_EQ(row[1], 3u);
+  State::Info info;
+  ASSERT_TRUE(s->Get(a, &info));
+  EXPECT_EQ(info.max_queue, QueueId(0));  // 3 vs 3: lowest index
+  s->Unrecord({b}, QueueId(1));
+  s->Unrecord({b}, QueueId(1));  // nothing left to take back
+  ASSERT_TRUE(s->ReadRow(b, row));
+  EXPECT_EQ(row[1], 0u);
+  EXPECT_EQ(s->Total(QueueId(1)), 3);
+  EXPECT_EQ(s->Total(QueueId(0)), 3);
+}
+
+TEST(StateTest, CountsSaturateAndTotalsMatchRows) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 2;
+  auto s = Make(o, &clock);
+  const RefId a = RefId::Of("a");
+  s->Set(a, {(uint64_t{1} << 32) + 5, 1});
+  uint64_t row[2];
+  ASSERT_TRUE(s->ReadRow(a, row));
+  EXPECT_EQ(row[0], 0xffffffffu);
+  s->Record({a}, QueueId(0));
+  ASSERT_TRUE(s->ReadRow(a, row));
+  EXPECT_EQ(row[0], 0xffffffffu);
+  EXPECT_EQ(s->Total(QueueId(0)), 0xffffffffLL);
+}
+
+TEST(StateTest, EvictionKeepsTotalsEqualToHeldRows) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 4;
+  o.max_entries = 1000;
+  auto s = Make(o, &clock);
+  std::vector<RefId> all;
+  for (int i = 0; i < 5000; ++i) {
+    all.push_back(RefId(0x777000000ULL + i));
+    s->Record({all.back(), RefId(0x42)}, QueueId(i % 4));
+  }
+  EXPECT_LE(s->size(), 1000);
+  EXPECT_GT(s->eviction_passes(), 0);
+  int64_t sum[4] = {0, 0, 0, 0};
+  all.push_back(RefId(0x42));
+  int64_t held = 0;
+  for (RefId r : all) {
+    uint64_t row[4];
+    if (!s->ReadRow(r, row)) continue;
+    ++held;
+    for (int q = 0; q < 4; ++q) sum[q] += static_cast<int64_t>(row[q]);
+  }
+  EXPECT_EQ(held, s->size());
+  for (int q = 0; q < 4; ++q) EXPECT_EQ(s->Total(QueueId(q)), sum[q]) << q;
+}
+
 }  // namespace
 }  // namespace state
 }  // namespace corral
