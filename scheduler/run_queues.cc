@@ -24,6 +24,10 @@ RunQueues::RunQueues(const Options& options)
 }
 
 absl::Status RunQueues::Push(QueueId q, std::unique_ptr<Txn> txn) {
+  return TryPush(q, &txn);
+}
+
+absl::Status RunQueues::TryPush(QueueId q, std::unique_ptr<Txn>* txn) {
   if (q.value() < 0 || q.value() >= num_queues_) {
     return absl::InvalidArgumentError(absl::StrCat("no run queue ", q.value()));
   }
@@ -37,7 +41,7 @@ absl::Status RunQueues::Push(QueueId q, std::unique_ptr<Txn> txn) {
       return absl::ResourceExhaustedError(
           absl::StrCat("run queue ", q.value(), " is full (", capacity_, ")"));
     }
-    queue.fifo.push_back(std::move(txn));
+    queue.fifo.push_back(std::move(*txn));
     queue.size.fetch_add(1);  // seq_cst: pairs with sleepers_ in Pop
     total_.fetch_add(1);
   }

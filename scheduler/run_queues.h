@@ -55,6 +55,9 @@ class RunQueues {
 
   // Appends to queue q. Sets txn->enqueue_ns is left to the caller.
   absl::Status Push(QueueId q, std::unique_ptr<Txn> txn);
+  // Push that leaves `*txn` with the caller when it fails (queue full,
+  // shut down, bad queue), so the caller can undo what it did for it.
+  absl::Status TryPush(QueueId q, std::unique_ptr<Txn>* txn);
   // Blocks until a transaction is available to `worker` (own queue first,
   // then stealing) or the queues are shut down and nothing is left for it.
   std::unique_ptr<Txn> Pop(int worker, bool* stolen);

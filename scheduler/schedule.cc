@@ -7,6 +7,7 @@
 #include "absl/container/inlined_vector.h"
 #include "common/clock.h"
 #include "common/hash.h"
+#include "history/ref_table.h"
 
 namespace corral {
 namespace scheduler {
@@ -110,6 +111,24 @@ double Schedule::Weight(RefId r, Weighting w, int64_t now) const {
   return slot.known ? history::History::WeightOf(slot.counts, w) : 0.0;
 }
 
+int Schedule::PickQueue(const double* scores) const {
+  const int n = num_queues_;
+  double top = 0;
+  for (int q = 0; q < n; ++q) top = std::max(top, scores[q]);
+  const double floor = top - top * 1e-9;  // ties within a relative 1e-9
+  int chosen = -1;
+  int64_t chosen_total = 0;
+  for (int q = 0; q < n; ++q) {
+    if (scores[q] < floor) continue;
+    const int64_t t = state_->Total(QueueId(q));
+    if (chosen < 0 || t < chosen_total) {
+      chosen = q;
+      chosen_total = t;
+    }
+  }
+  return chosen;
+}
+
 QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
                                 std::vector<double>* scores_out) const {
   const int n = num_queues_;
@@ -121,9 +140,10 @@ QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
   const int64_t now = weight_cache_ns_ > 0 ? MonoNanos() : 0;
 
   if (p.aggregation == Aggregation::kSum) {
-    for (RefId r : refs) {
-      const double w = Weight(r, p.weighting, now);
-      if (w <= 0 || !state_->ReadRow(r, row)) continue;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (history::RefSeenBefore(refs, i)) continue;  // counts once
+      const double w = Weight(refs[i], p.weighting, now);
+      if (w <= 0 || !state_->ReadRow(refs[i], row)) continue;
       for (int q = 0; q < n; ++q) scores[q] += w * static_cast<double>(row[q]);
     }
   } else {
@@ -143,25 +163,66 @@ QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
     }
   }
   if (scores_out != nullptr) scores_out->assign(scores, scores + n);
+  return QueueId(PickQueue(scores));
+}
 
-  double top = 0;
-  for (int q = 0; q < n; ++q) top = std::max(top, scores[q]);
-  const double floor = top - top * 1e-9;  // ties within a relative 1e-9
-  int64_t* totals = s.totals.data();
-  state_->ReadTotals(totals);
-  int chosen = -1;
-  for (int q = 0; q < n; ++q) {
-    if (scores[q] < floor) continue;
-    if (chosen < 0 || totals[q] < totals[chosen]) chosen = q;
+QueueId Schedule::PlaceLearned(const Policy& p, absl::Span<const RefId> refs) {
+  if (p.aggregation == Aggregation::kMax && !refs.empty()) {
+    const int64_t now = weight_cache_ns_ > 0 ? MonoNanos() : 0;
+    absl::InlinedVector<double, 16> weights(refs.size());
+    double best = 0;
+    size_t lead = 0;
+    int tied = 0;  // distinct references with the top weight
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (history::RefSeenBefore(refs, i)) {
+        weights[i] = -1;  // already counted
+        continue;
+      }
+      const double w = Weight(refs[i], p.weighting, now);
+      weights[i] = w;
+      if (w > best) {
+        best = w;
+        lead = i;
+        tied = 1;
+      } else if (w == best && w > 0) {
+        ++tied;
+      }
+    }
+    if (tied <= 1) {
+      // One State operation on the lead reads its row, scores and records;
+      // no reference scores when best == 0 (every queue ties at 0).
+      const int n = num_queues_;
+      return state_->RecordChosen(refs, lead, [&](const state::State::RowView& row) {
+        Scratch& s = tls_scratch;
+        s.Fit(n);
+        double* scores = s.scores.data();
+        if (best > 0 && !row.empty()) {
+          for (int q = 0; q < n; ++q) scores[q] = best * static_cast<double>(row[q]);
+        } else {
+          std::fill(scores, scores + n, 0.0);
+        }
+        return QueueId(PickQueue(scores));
+      });
+    }
+    // Several references share the top weight: the general path.
   }
-  return QueueId(chosen);
+  const QueueId q = DecideLearned(p, refs, nullptr);
+  state_->Record(refs, q);
+  return q;
 }
 
 QueueId Schedule::Place(Txn& txn) {
+  bool recorded = false;
+  return Place(txn, &recorded);
+}
+
+QueueId Schedule::Place(Txn& txn, bool* state_recorded) {
   const Policy p = policy();
-  const QueueId q = DecideWith(p, txn.refs, txn.partition_key, nullptr);
+  const bool learned = p.kind == PolicyKind::kLearned;
+  const QueueId q =
+      learned ? PlaceLearned(p, txn.refs) : DecideWith(p, txn.refs, txn.partition_key, nullptr);
   txn.queue = q;
-  if (p.kind == PolicyKind::kLearned) state_->Record(txn.refs, q);
+  *state_recorded = learned;
   return q;
 }
 

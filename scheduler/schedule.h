@@ -23,15 +23,19 @@
 //
 // Place() decides and then, for learned policies, increments State[r][q]
 // for every reference r (baselines leave the State alone so that a switch to
-// a learned policy starts from learned placements only).
+// a learned policy starts from learned placements only). A reference named
+// twice in a transaction counts once (in the Sum score and in the State).
 //
-// Cost: one History lookup per reference (or a thread-cache hit); Max copies
-// the State row (num_queues counts) of the top-weight reference(s) only, so
-// a Max decision is O(references + queues); Sum adds the row of every
-// scoring reference, O(references x queues) multiply-adds over dense rows
-// (at most 20 x 64 in practice). Then one pass over the queues. No
-// allocation after a thread's first decision (thread-local scratch sized by
-// the queue count; Max keeps up to 16 weights inline).
+// Cost: one History lookup per reference (or a thread-cache hit); Max reads
+// the State row of the top-weight reference(s) only, so a Max decision is
+// O(references + queues); Sum adds the row of every scoring reference,
+// O(references x queues) multiply-adds over dense rows (at most 20 x 64 in
+// practice). Then one pass over the queues. Place with Max and a single
+// top-weight reference scores inside the State update of that reference
+// (State::RecordChosen: one table operation reads the row and records the
+// choice), so it costs k History reads + k State updates for k distinct
+// references. No allocation after a thread's first decision (thread-local
+// scratch sized by the queue count; Max keeps up to 16 weights inline).
 //
 //   Schedule s(&history, &state, *ParsePolicy("count-max-canonical-single"), 42);
 //   QueueId q = s.Place(txn);                  // decides, updates State
@@ -83,6 +87,9 @@ class Schedule {
                  std::vector<double>* scores_out = nullptr) const;
   // Decide, set txn.queue, and record the placement in the State.
   QueueId Place(Txn& txn);
+  // As Place; *state_recorded says whether the State was updated (learned
+  // policies), i.e. whether State::Unrecord undoes it.
+  QueueId Place(Txn& txn, bool* state_recorded);
 
  private:
   static uint32_t Pack(const Policy& p);
@@ -91,6 +98,10 @@ class Schedule {
                      std::vector<double>* scores_out) const;
   QueueId DecideLearned(const Policy& p, absl::Span<const RefId> refs,
                         std::vector<double>* scores_out) const;
+  QueueId PlaceLearned(const Policy& p, absl::Span<const RefId> refs);
+  // The winner among queues whose score is within 1e-9 (relative) of the
+  // top: smallest State total, then lowest index.
+  int PickQueue(const double* scores) const;
 
   double Weight(RefId r, Weighting w, int64_t now) const;
 

@@ -274,6 +274,55 @@ TEST(ScheduleTest, StableDeleteKeepsAffinityDirectDeleteLosesIt) {
   EXPECT_GT(HotTxnsOffQueue(state::EvictionMode::kDirect), 0);
 }
 
+// Place (which for Max scores inside the lead reference's State update) picks
+// what Decide picks on the same tables, for every policy, with ties in
+// weights and rows, duplicates and unknown references.
+TEST(ScheduleTest, PlaceAgreesWithDecide) {
+  for (const char* name : {"count-max-canonical-single", "fraction-max-canonical-single",
+                           "count-sum-canonical-single", "fraction-sum-canonical-single"}) {
+    history::History h;
+    auto st = MakeState(5);
+    for (int i = 0; i < 40; ++i) {
+      if (i % 7 != 0) h.Add(RefId(1000 + i), i % 4, i % 3);
+      if (i % 5 != 0) {
+        const uint64_t v = Mix64(i);
+        st->Set(RefId(1000 + i), {v % 3, (v >> 8) % 3, (v >> 16) % 3, 0, (v >> 24) % 2});
+      }
+    }
+    Schedule s(&h, st.get(), P(name), 1);
+    uint64_t x = 7;
+    for (int t = 0; t < 400; ++t) {
+      Txn txn;
+      const int k = 1 + t % 6;
+      for (int j = 0; j < k; ++j) {
+        x = Mix64(x);
+        txn.refs.push_back(RefId(1000 + x % 45));
+      }
+      if (t % 9 == 0) txn.refs.push_back(txn.refs.front());  // a duplicate
+      const QueueId want = s.Decide(txn.refs);
+      const int64_t before = st->Total(want);
+      ASSERT_EQ(s.Place(txn), want) << name << " txn " << t;
+      EXPECT_EQ(txn.queue, want);
+      EXPECT_EQ(st->Total(want) - before, static_cast<int64_t>(history::DistinctRefs(txn.refs)));
+    }
+  }
+}
+
+TEST(ScheduleTest, SumCountsADuplicateReferenceOnce) {
+  history::History h;
+  auto st = MakeState(2);
+  h.Add(RefId(1), 1, 0);
+  h.Add(RefId(2), 1, 0);
+  st->Set(RefId(1), {3, 0});
+  st->Set(RefId(2), {0, 4});
+  Schedule s(&h, st.get(), P("count-sum-canonical-single"), 1);
+  std::vector<double> scores;
+  // Counted twice, RefId(1) would score 6 and win queue 0.
+  EXPECT_EQ(s.Decide({RefId(1), RefId(2), RefId(1)}, 0, &scores), QueueId(1));
+  EXPECT_DOUBLE_EQ(scores[0], 3.0);
+  EXPECT_DOUBLE_EQ(scores[1], 4.0);
+}
+
 }  // namespace
 }  // namespace scheduler
 }  // namespace corral

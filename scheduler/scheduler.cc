@@ -69,9 +69,15 @@ absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
   }
   if (txn == nullptr) return absl::InvalidArgumentError("null transaction");
   if (queues_->is_shutdown()) return absl::FailedPreconditionError("scheduler is stopped");
-  const QueueId q = Route(*txn);
+  if (txn->decision_start_ns == 0) txn->decision_start_ns = clock_->NowNanos();
+  bool recorded = false;
+  const QueueId q = schedule_->Place(*txn, &recorded);
   txn->enqueue_ns = clock_->NowNanos();
-  return queues_->Push(q, std::move(txn));
+  absl::Status st = queues_->TryPush(q, &txn);
+  // Refused (full or stopped meanwhile): the placement did not happen, so its
+  // State counts are taken back.
+  if (!st.ok() && recorded && txn != nullptr) state_->Unrecord(txn->refs, q);
+  return st;
 }
 
 void Scheduler::ReportOutcome(const Txn& txn, Outcome outcome) {

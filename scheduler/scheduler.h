@@ -72,8 +72,8 @@ class Scheduler {
 
   // Decides the queue (State updated) and enqueues. Sets decision_start_ns
   // when it is 0, enqueue_ns and queue. Fails when routing-only, stopped, or
-  // the chosen queue is full (ResourceExhausted; the transaction is dropped,
-  // and its State counts, being historical, keep the placement).
+  // the chosen queue is full (ResourceExhausted; the transaction is dropped
+  // and its State counts are taken back: State::Unrecord).
   absl::Status Submit(std::unique_ptr<Txn> txn);
   // Decides the queue and records it in the State, without enqueueing.
   QueueId Route(Txn& txn);

@@ -220,6 +220,35 @@ TEST(SchedulerTest, StealingOffKeepsTransactionsOnTheirQueue) {
   EXPECT_EQ(s->WorkerStatsOf(0).commits, 100u);
 }
 
+// A Submit refused by a full run queue leaves no State counts behind.
+TEST(SchedulerTest, RefusedSubmitLeavesNoStateCounts) {
+  FakeExecutor e0, e1;
+  Scheduler::Options o;
+  o.num_queues = 2;
+  o.queue_capacity = 1;
+  auto s = Scheduler::Create(o, {&e0, &e1}).value();  // not started: nothing is popped
+  const RefId r = RefId::Of("k=1");
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto t = std::make_unique<Txn>();
+    t->refs = {r, RefId::Of("k=2"), r};
+    const absl::Status st = s->Submit(std::move(t));
+    if (st.ok()) {
+      ++accepted;
+    } else {
+      EXPECT_TRUE(absl::IsResourceExhausted(st)) << st;
+      ++refused;
+    }
+  }
+  EXPECT_EQ(accepted, 2);
+  EXPECT_EQ(refused, 4);
+  uint64_t row[2];
+  ASSERT_TRUE(s->state().ReadRow(r, row));
+  EXPECT_EQ(row[0] + row[1], 2u);
+  EXPECT_EQ(s->state().Total(QueueId(0)) + s->state().Total(QueueId(1)), 4);
+  EXPECT_EQ(s->run_queues()->TotalSize(), 2);
+}
+
 }  // namespace
 }  // namespace scheduler
 }  // namespace corral
