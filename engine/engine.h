@@ -37,8 +37,11 @@
 //  * Executors: one EngineExecutor per worker slot, with reused read/write
 //    sets and buffers (no per-transaction allocation in the steady state);
 //    it implements scheduler::Executor, so the scheduler's WorkerPool drives
-//    it. A conflict abort is reported (the caller retries); an optional
-//    exponential backoff can be applied before returning a conflict.
+//    it. A conflict abort is reported (the caller retries). Before returning
+//    it, the executor waits (bounded, politely) until the record that caused
+//    it is released by the transaction in the way, so an immediate retry does
+//    not hit the same in-flight transaction again; an optional exponential
+//    backoff can be added (ExecutorOptions).
 //
 // Usage:
 //   auto db = Database::Create({.protocol = "occ"}).value();
