@@ -53,8 +53,10 @@ class PgFormsTest : public ::testing::Test {
     EXPECT_TRUE(ddl.ok()) << ddl.status();
     PgResult r = conn_->Exec(*ddl);
     EXPECT_TRUE(r.ok()) << r.ToStatus();
+    const int64_t t0 = MonoNanos();
     absl::Status st = LoadPg(w, *db, *conn_, 200);
     EXPECT_TRUE(st.ok()) << st;
+    const int64_t t1 = MonoNanos();
 
     adapters::PgExecutorOptions o;
     o.session_setup = {absl::StrCat("SET search_path TO ", schema_)};
@@ -72,6 +74,8 @@ class PgFormsTest : public ::testing::Test {
           << w.TxnTypeNames()[t->type.value()] << ": engine " << e.status << " / pg " << p.status;
       outcomes_[w.TxnTypeNames()[t->type.value()]][static_cast<int>(p.outcome)]++;
     }
+    std::cout << w.name() << ": PostgreSQL load " << (t1 - t0) / 1e6 << " ms, " << n
+              << " transactions on both " << (MonoNanos() - t1) / 1e6 << " ms\n";
     return db;
   }
 
@@ -106,7 +110,7 @@ class PgFormsTest : public ::testing::Test {
 TEST_F(PgFormsTest, TpccSameResultsAsEngineAndConsistent) {
   TpccParams p;
   p.warehouses = 2;
-  p.items = 500;
+  p.items = 300;
   p.customers_per_district = 30;
   TpccWorkload w(p);
   auto db = LoadAndRun(w, 150);
