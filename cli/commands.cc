@@ -16,6 +16,9 @@ const std::vector<Command>& AllCommands() {
       {"refs", "print the references of SQL statements",
        "corral refs [--refs=literal|canonical] [--grouping=single|all] [--schema=DDL] [--mapping=FILE] [FILE]",
        "cli/refs_cmd.cc", &RunRefs},
+      {"proxy", "run the conflict-aware PostgreSQL proxy (transaction pooling)",
+       "corral proxy [--config=FILE] [--server=CONNINFO] [--listen_port=N] [--pool_size=N] [--proxy_policy=NAME]",
+       "cli/proxy_cmd.cc", &RunProxy},
   };
   return kCommands;
 }

@@ -15,6 +15,7 @@ const std::vector<Command>& AllCommands();
 
 int RunVersion(const std::vector<char*>& args);
 int RunRefs(const std::vector<char*>& args);  // cli/refs_cmd.cc
+int RunProxy(const std::vector<char*>& args);  // cli/proxy_cmd.cc
 
 }  // namespace cli
 }  // namespace corral

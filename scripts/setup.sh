@@ -12,6 +12,7 @@ PKGS=(
   libabsl-dev          # strings, flags, Status, Mutex, containers
   libgtest-dev         # GoogleTest (static libs)
   libpq-dev            # PostgreSQL client library
+  libssl-dev           # md5 for the proxy's password auth (OpenSSL)
   libpg-query-dev      # PostgreSQL's parser as a library
   postgresql-15        # real server for adapter and proxy tests
   postgresql-contrib   # pgbench

@@ -1,0 +1,144 @@
+#include "adapters/proxy/config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace corral {
+namespace proxy {
+namespace {
+
+absl::Status Int(absl::string_view key, absl::string_view v, int64_t lo, int64_t hi, int64_t* out) {
+  int64_t x = 0;
+  if (!absl::SimpleAtoi(v, &x) || x < lo || x > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, " must be an integer in [", lo, ", ", hi, "], not '", v, "'"));
+  }
+  *out = x;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_in, Options* o) {
+  const std::string key = absl::AsciiStrToLower(absl::StripAsciiWhitespace(key_in));
+  absl::string_view value = absl::StripAsciiWhitespace(value_in);
+  if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"') && value.back() == value.front()) {
+    value = value.substr(1, value.size() - 2);
+  }
+  int64_t n = 0;
+  if (key == "listen_addr") {
+    o->listen_addr = std::string(value);
+  } else if (key == "listen_port") {
+    if (auto st = Int(key, value, 0, 65535, &n); !st.ok()) return st;
+    o->listen_port = static_cast<int>(n);
+  } else if (key == "pool_size" || key == "default_pool_size") {
+    if (auto st = Int(key, value, 1, 1024, &n); !st.ok()) return st;
+    o->pool_size = static_cast<int>(n);
+  } else if (key == "max_client_conn") {
+    if (auto st = Int(key, value, 1, 1000000, &n); !st.ok()) return st;
+    o->max_client_conn = static_cast<int>(n);
+  } else if (key == "auth_type") {
+    const std::string v = absl::AsciiStrToLower(value);
+    if (v != "trust" && v != "md5") {
+      return absl::InvalidArgumentError(absl::StrCat("auth_type must be trust or md5, not '", value, "'"));
+    }
+    o->auth_type = v;
+  } else if (key == "auth_file") {
+    o->auth_file = std::string(value);
+  } else if (key == "server_host") {
+    o->server_host = std::string(value);
+  } else if (key == "server_port") {
+    if (auto st = Int(key, value, 1, 65535, &n); !st.ok()) return st;
+    o->server_port = static_cast<int>(n);
+  } else if (key == "server_user") {
+    o->server_user = std::string(value);
+  } else if (key == "server_password") {
+    o->server_password = std::string(value);
+  } else if (key == "server_dbname") {
+    o->server_dbname = std::string(value);
+  } else if (key == "server_conninfo") {
+    for (absl::string_view kv : absl::StrSplit(value, ' ', absl::SkipEmpty())) {
+      const size_t eq = kv.find('=');
+      if (eq == absl::string_view::npos) {
+        return absl::InvalidArgumentError(absl::StrCat("server_conninfo: '", kv, "' is not key=value"));
+      }
+      absl::string_view k = kv.substr(0, eq), v = kv.substr(eq + 1);
+      if (k == "host" || k == "hostaddr") {
+        o->server_host = std::string(v);
+      } else if (k == "port") {
+        if (auto st = Int("port", v, 1, 65535, &n); !st.ok()) return st;
+        o->server_port = static_cast<int>(n);
+      } else if (k == "user") {
+        o->server_user = std::string(v);
+      } else if (k == "dbname") {
+        o->server_dbname = std::string(v);
+      } else if (k == "password") {
+        o->server_password = std::string(v);
+      }  // other libpq keys (connect_timeout, ...) do not apply
+    }
+  } else if (key == "policy") {
+    auto p = ParsePolicy(value);
+    if (!p.ok()) return p.status();
+    o->policy = *p;
+  } else if (key == "stealing") {
+    const std::string v = absl::AsciiStrToLower(value);
+    if (v == "on" || v == "1" || v == "true" || v == "yes") {
+      o->stealing = true;
+    } else if (v == "off" || v == "0" || v == "false" || v == "no") {
+      o->stealing = false;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("stealing must be on or off, not '", value, "'"));
+    }
+  } else if (key == "query_wait_timeout") {
+    if (auto st = Int(key, value, 0, 86400 * 365, &n); !st.ok()) return st;
+    o->query_wait_timeout_ms = n * 1000;
+  } else if (key == "metrics_port") {
+    if (auto st = Int(key, value, -1, 65535, &n); !st.ok()) return st;
+    o->metrics_port = static_cast<int>(n);
+  } else if (key == "max_packet_size") {
+    if (auto st = Int(key, value, 1024, int64_t{1} << 30, &n); !st.ok()) return st;
+    o->max_message_bytes = static_cast<size_t>(n);
+  } else if (key == "max_prepared_statements") {
+    if (auto st = Int(key, value, 1, 1 << 20, &n); !st.ok()) return st;
+    o->prepared_cache_size = static_cast<size_t>(n);
+  } else if (key == "admin_dbname") {
+    o->admin_dbname = std::string(value);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown key '", key, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseConfigText(absl::string_view text, absl::string_view origin, Options* o) {
+  int lineno = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++lineno;
+    absl::string_view t = absl::StripAsciiWhitespace(line);
+    if (t.empty() || t[0] == ';' || t[0] == '#' || t[0] == '[') continue;
+    const size_t eq = t.find('=');
+    absl::Status st = eq == absl::string_view::npos
+                          ? absl::InvalidArgumentError("expected key = value")
+                          : ApplyConfigLine(t.substr(0, eq), t.substr(eq + 1), o);
+    if (!st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ":", lineno, ": ", st.message(), " (line: ", t, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadConfigFile(const std::string& path, Options* o) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read config file ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  o->config_path = path;
+  return ParseConfigText(ss.str(), path, o);
+}
+
+}  // namespace proxy
+}  // namespace corral

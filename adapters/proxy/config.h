@@ -1,0 +1,41 @@
+// The proxy's config file: PgBouncer-style `key = value` lines (';' and '#'
+// start comments, `[section]` headers are ignored), with PgBouncer's names
+// where the concept is the same. A bad line gives an error naming the line.
+//
+//   listen_addr = 127.0.0.1        listen_port = 6432
+//   pool_size = 8                  (alias default_pool_size)
+//   max_client_conn = 100          query_wait_timeout = 120   (seconds, 0 = off)
+//   auth_type = trust | md5        auth_file = userlist.txt
+//   server_host / server_port / server_user / server_password / server_dbname
+//   server_conninfo = host=... port=... user=... dbname=... password=...
+//   policy = count-max-canonical-single      stealing = on | off
+//   metrics_port = 9127 (-1 off)   max_packet_size = 67108864
+//   max_prepared_statements = 512  admin_dbname = corral
+//
+//   proxy::Options o;
+//   CHECK_OK(proxy::LoadConfigFile("corral.ini", &o));
+//   CHECK_OK(proxy::ApplyConfigLine("pool_size", "8", &o));  // flags override
+//
+// Thread-safety: stateless functions; thread-compatible on the Options.
+#ifndef CORRAL_ADAPTERS_PROXY_CONFIG_H_
+#define CORRAL_ADAPTERS_PROXY_CONFIG_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "adapters/proxy/proxy.h"
+
+namespace corral {
+namespace proxy {
+
+// Sets one key; InvalidArgument for an unknown key or a bad value.
+absl::Status ApplyConfigLine(absl::string_view key, absl::string_view value, Options* o);
+// Parses a whole file's text; errors are "<origin>:<line>: ...".
+absl::Status ParseConfigText(absl::string_view text, absl::string_view origin, Options* o);
+absl::Status LoadConfigFile(const std::string& path, Options* o);
+
+}  // namespace proxy
+}  // namespace corral
+
+#endif  // CORRAL_ADAPTERS_PROXY_CONFIG_H_

@@ -1,0 +1,134 @@
+// `corral proxy`: a conflict-aware PostgreSQL wire-protocol (v3) proxy with
+// transaction pooling. One event-loop thread (epoll, non-blocking sockets)
+// serves the clients, `pool_size` backend connections (= run queues), the
+// admin console (database "corral") and the Prometheus endpoint.
+//
+// A client's transaction is routed when it starts: its references come from
+// the first statement that has any (RefExtractor, the policy's extraction
+// half; for Parse/Bind, the statement text plus the text parameters), the
+// Scheduler picks the queue, the client waits FIFO for that backend (an idle
+// backend steals the oldest waiting transaction of another queue), and the
+// transaction stays on the backend until ReadyForQuery says 'I'. BEGIN is
+// answered by the proxy and sent to the backend with the next statement.
+// Backend bytes (rows, notices, errors with every field) are forwarded as
+// the server sent them. Named prepared statements are kept per client and
+// prepared on demand on whichever backend a transaction lands on, under
+// per-backend names corral_s<N> (a bounded cache keyed by text and types).
+//
+//   proxy::Options o;
+//   o.server_host = "127.0.0.1"; o.server_port = 5432;
+//   o.listen_port = 0;   // ephemeral
+//   auto p = proxy::Proxy::Create(o).value();
+//   CHECK_OK(p->Start());          // connects the backends, spawns the loop
+//   int port = p->port();
+//   ...
+//   p->Stop();
+//
+// Thread safety: Create/Start/Stop from one controlling thread; port(),
+// stats(), scheduler() and the admin helpers may be called from any thread
+// while the loop runs.
+#ifndef CORRAL_ADAPTERS_PROXY_PROXY_H_
+#define CORRAL_ADAPTERS_PROXY_PROXY_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "policies/policy.h"
+#include "policies/schema.h"
+#include "scheduler/scheduler.h"
+
+namespace corral {
+namespace proxy {
+
+struct Options {
+  std::string listen_addr = "127.0.0.1";
+  int listen_port = 6432;  // 0 = ephemeral
+  int pool_size = 4;       // backend connections = run queues
+  int max_client_conn = 100;
+  std::string auth_type = "trust";  // trust | md5
+  std::string auth_file;            // userlist.txt ("user" "password"), for md5
+  std::map<std::string, std::string> users;  // filled from auth_file when empty
+  // The server. Password used for md5/cleartext server auth if asked.
+  std::string server_host = "127.0.0.1";
+  int server_port = 5432;
+  std::string server_user = "postgres";
+  std::string server_password;
+  std::string server_dbname = "postgres";
+  std::string admin_dbname = "corral";
+  Policy policy;                       // default count-max-canonical-single
+  bool stealing = true;
+  int64_t query_wait_timeout_ms = 120000;  // 0 = none
+  size_t max_message_bytes = 64u << 20;    // larger client messages are rejected
+  size_t prepared_cache_size = 512;        // statements per backend
+  int metrics_port = -1;                   // -1 off, 0 ephemeral
+  // Schema for canonical references; null: read from the server's catalog.
+  std::shared_ptr<const Schema> schema;
+  std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
+};
+
+// Counters; read from any thread.
+struct Stats {
+  std::atomic<int64_t> commits{0};
+  std::atomic<int64_t> aborts_40001{0};
+  std::atomic<int64_t> aborts_40P01{0};
+  std::atomic<int64_t> user_errors{0};
+  std::atomic<int64_t> rollbacks{0};
+  std::atomic<int64_t> transactions{0};
+  std::atomic<int64_t> queue_waits{0};
+  std::atomic<int64_t> steals{0};
+  std::atomic<int64_t> wait_timeouts{0};
+  std::atomic<int64_t> clients_accepted{0};
+  std::atomic<int64_t> clients_rejected{0};
+  std::atomic<int64_t> protocol_errors{0};
+  std::atomic<int64_t> backend_failures{0};
+  std::atomic<int64_t> cancels{0};
+  std::atomic<int64_t> parses_injected{0};
+  std::atomic<int64_t> client_rollbacks{0};  // client left mid-transaction
+};
+
+class Proxy {
+ public:
+  static absl::StatusOr<std::unique_ptr<Proxy>> Create(const Options& options);
+  ~Proxy();
+
+  // Connects the backends, reads the catalog schema (when none was given),
+  // binds the listen socket and starts the loop thread.
+  absl::Status Start();
+  void Stop();
+
+  int port() const { return port_.load(); }
+  int metrics_port() const { return metrics_port_.load(); }
+  const Stats& stats() const { return stats_; }
+  scheduler::Scheduler& scheduler() { return *scheduler_; }
+  // The Prometheus text exposition of the counters.
+  std::string MetricsText() const;
+
+  class Loop;  // the event loop (proxy.cc)
+
+ private:
+  explicit Proxy(const Options& options);
+  Options options_;
+  Stats stats_;
+  std::unique_ptr<scheduler::Scheduler> scheduler_;
+  std::unique_ptr<Loop> loop_;
+  std::thread thread_;
+  std::atomic<int> port_{0};
+  std::atomic<int> metrics_port_{0};
+};
+
+// Reads tables, columns, primary and foreign keys (pg_constraint /
+// pg_attribute) and function parameter names (pg_proc) of the non-system
+// schemas into a Schema.
+absl::StatusOr<std::shared_ptr<const Schema>> LoadCatalogSchema(const std::string& conninfo);
+
+}  // namespace proxy
+}  // namespace corral
+
+#endif  // CORRAL_ADAPTERS_PROXY_PROXY_H_

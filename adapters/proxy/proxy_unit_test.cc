@@ -1,0 +1,107 @@
+// Unit tests of the proxy's pieces that need no server: framing, the
+// messages it writes, md5, the userlist and config parsers.
+#include <string>
+
+#include "adapters/proxy/auth.h"
+#include "adapters/proxy/config.h"
+#include "adapters/proxy/wire.h"
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace proxy {
+namespace {
+
+TEST(Wire, FramesSplitAndRejectBadLengths) {
+  std::string buf;
+  wire::AppendCommandComplete(&buf, "SELECT 1");
+  wire::AppendReadyForQuery(&buf, 'T');
+  wire::Frame f;
+  size_t used = 0;
+  ASSERT_TRUE(wire::NextFrame(buf, 1 << 20, &f, &used).ok());
+  EXPECT_EQ(f.type, 'C');
+  EXPECT_EQ(std::string(f.body), std::string("SELECT 1\0", 9));
+  ASSERT_TRUE(wire::NextFrame(absl::string_view(buf).substr(used), 1 << 20, &f, &used).ok());
+  EXPECT_EQ(f.type, 'Z');
+  EXPECT_EQ(f.body, "T");
+  // Incomplete: asks for more.
+  ASSERT_TRUE(wire::NextFrame(absl::string_view(buf).substr(0, 7), 1 << 20, &f, &used).ok());
+  EXPECT_EQ(used, 0u);
+  // Length above the limit and below 4.
+  std::string big = "Q";
+  wire::PutInt32(&big, 0x7fffffff);
+  EXPECT_FALSE(wire::NextFrame(big, 1 << 20, &f, &used).ok());
+  std::string tiny = "Q";
+  wire::PutInt32(&tiny, 2);
+  EXPECT_FALSE(wire::NextFrame(tiny, 1 << 20, &f, &used).ok());
+}
+
+TEST(Wire, ErrorFieldsRoundTrip) {
+  std::string buf;
+  wire::AppendError(&buf, "ERROR", "40001", "could not serialize", "detail here");
+  wire::Frame f;
+  size_t used = 0;
+  ASSERT_TRUE(wire::NextFrame(buf, 1 << 20, &f, &used).ok());
+  auto fields = wire::ParseErrorFields(f.body);
+  EXPECT_EQ(fields['C'], "40001");
+  EXPECT_EQ(fields['M'], "could not serialize");
+  EXPECT_EQ(fields['D'], "detail here");
+  EXPECT_EQ(wire::ErrorSqlState(f.body), "40001");
+  EXPECT_TRUE(wire::IsFrontendType('Q'));
+  EXPECT_FALSE(wire::IsFrontendType('Z'));
+}
+
+TEST(Auth, Md5MatchesPostgres) {
+  // SELECT 'md5' || md5('secret' || 'alice') in PostgreSQL.
+  // Values from PostgreSQL: SELECT md5('secretalice'), md5(md5('secretalice') || 'abcd').
+  const std::string inner = auth::Md5Hex("secretalice");
+  EXPECT_EQ(inner, "4a0a68b43b6cd5cf266fa02f196e2371");
+  EXPECT_EQ(auth::Md5Response("alice", "secret", "abcd"), "md5c90bcafc0a2b54511742383e34d5dc9d");
+  EXPECT_EQ(inner.size(), 32u);
+  EXPECT_EQ(auth::Md5Response("alice", "secret", "abcd"), "md5" + auth::Md5Hex(inner + "abcd"));
+  // A stored md5 password gives the same response as its plain text.
+  EXPECT_EQ(auth::Md5Response("alice", "md5" + inner, "abcd"), auth::Md5Response("alice", "secret", "abcd"));
+  EXPECT_EQ(auth::Md5Hex(""), "d41d8cd98f00b204e9800998ecf8427e");
+}
+
+TEST(Auth, UserList) {
+  auto u = auth::ParseUserList("; comment\n\"alice\" \"se\"\"cret\"\n\n\"bob\" \"pw\"\n");
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->at("alice"), "se\"cret");
+  EXPECT_EQ(u->at("bob"), "pw");
+  auto bad = auth::ParseUserList("\"alice\" \"x\"\nbob pw\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 2"), absl::string_view::npos) << bad.status();
+}
+
+TEST(Config, ParsesKeysAndNamesBadLines) {
+  Options o;
+  ASSERT_TRUE(ParseConfigText("[corral]\nlisten_port = 7000\npool_size=3 \n; c\n"
+                              "server_conninfo = host=10.0.0.1 port=5433 user=u dbname=d\n"
+                              "policy = original\nquery_wait_timeout = 5\nstealing = off\n",
+                              "t.ini", &o)
+                  .ok());
+  EXPECT_EQ(o.listen_port, 7000);
+  EXPECT_EQ(o.pool_size, 3);
+  EXPECT_EQ(o.server_host, "10.0.0.1");
+  EXPECT_EQ(o.server_port, 5433);
+  EXPECT_EQ(o.server_user, "u");
+  EXPECT_EQ(o.server_dbname, "d");
+  EXPECT_EQ(PolicyName(o.policy), "original");
+  EXPECT_EQ(o.query_wait_timeout_ms, 5000);
+  EXPECT_FALSE(o.stealing);
+  EXPECT_EQ(o.listen_addr, "127.0.0.1");  // default: loopback only
+
+  absl::Status st = ParseConfigText("pool_size = 2\n\npool_size = lots\n", "t.ini", &o);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("t.ini:3"), absl::string_view::npos) << st;
+  st = ParseConfigText("no_such_key = 1\n", "t.ini", &o);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("t.ini:1"), absl::string_view::npos) << st;
+  EXPECT_NE(st.message().find("no_such_key"), absl::string_view::npos) << st;
+  EXPECT_FALSE(ParseConfigText("garbage line\n", "t.ini", &o).ok());
+  EXPECT_FALSE(ParseConfigText("auth_type = ldap\n", "t.ini", &o).ok());
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral

@@ -1,0 +1,97 @@
+// `corral proxy`: runs the conflict-aware PostgreSQL proxy until SIGINT/SIGTERM.
+//
+//   corral proxy --config=corral.ini
+//   corral proxy --server="host=127.0.0.1 port=5432 user=postgres dbname=postgres" \
+//       --listen_port=6432 --pool_size=8 --proxy_policy=count-max-canonical-single --metrics_port=9127
+//
+// Flags override the config file's keys (adapters/proxy/config.h lists them).
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "adapters/proxy/config.h"
+#include "adapters/proxy/proxy.h"
+#include "cli/command.h"
+
+ABSL_FLAG(std::string, config, "", "proxy config file (PgBouncer-style key = value)");
+ABSL_FLAG(std::string, server, "", "server conninfo: host=... port=... user=... dbname=... [password=...]");
+ABSL_FLAG(std::string, listen_addr, "", "listen address (default 127.0.0.1)");
+ABSL_FLAG(int, listen_port, -1, "listen port (default 6432; 0 = ephemeral)");
+ABSL_FLAG(int, pool_size, 0, "backend connections = run queues (default 4)");
+ABSL_FLAG(int, max_client_conn, 0, "most client connections (default 100)");
+ABSL_FLAG(std::string, auth_type, "", "trust | md5");
+ABSL_FLAG(std::string, auth_file, "", "userlist file: \"user\" \"password\" per line");
+ABSL_FLAG(std::string, proxy_policy, "", "scheduling policy, e.g. count-max-canonical-single, original");
+ABSL_FLAG(std::string, proxy_stealing, "", "on | off: idle backends take waiting transactions of other queues");
+ABSL_FLAG(int, query_wait_timeout, -1, "seconds a transaction may wait for its backend (0 = none)");
+ABSL_FLAG(int, metrics_port, -2, "Prometheus /metrics HTTP port (-1 off, 0 ephemeral)");
+
+namespace corral {
+namespace cli {
+namespace {
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+}  // namespace
+
+// Declared in cli/commands.h.
+int RunProxy(const std::vector<char*>& args) {
+  proxy::Options o;
+  if (!absl::GetFlag(FLAGS_config).empty()) {
+    if (absl::Status st = proxy::LoadConfigFile(absl::GetFlag(FLAGS_config), &o); !st.ok()) {
+      std::fprintf(stderr, "corral proxy: %s\n", std::string(st.message()).c_str());
+      return 2;
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> overrides;
+  auto str = [&](const char* key, const std::string& v) {
+    if (!v.empty()) overrides.emplace_back(key, v);
+  };
+  str("server_conninfo", absl::GetFlag(FLAGS_server));
+  str("listen_addr", absl::GetFlag(FLAGS_listen_addr));
+  if (absl::GetFlag(FLAGS_listen_port) >= 0) str("listen_port", absl::StrCat(absl::GetFlag(FLAGS_listen_port)));
+  if (absl::GetFlag(FLAGS_pool_size) > 0) str("pool_size", absl::StrCat(absl::GetFlag(FLAGS_pool_size)));
+  if (absl::GetFlag(FLAGS_max_client_conn) > 0) {
+    str("max_client_conn", absl::StrCat(absl::GetFlag(FLAGS_max_client_conn)));
+  }
+  str("auth_type", absl::GetFlag(FLAGS_auth_type));
+  str("auth_file", absl::GetFlag(FLAGS_auth_file));
+  str("policy", absl::GetFlag(FLAGS_proxy_policy));
+  str("stealing", absl::GetFlag(FLAGS_proxy_stealing));
+  if (absl::GetFlag(FLAGS_query_wait_timeout) >= 0) {
+    str("query_wait_timeout", absl::StrCat(absl::GetFlag(FLAGS_query_wait_timeout)));
+  }
+  if (absl::GetFlag(FLAGS_metrics_port) >= -1) {
+    str("metrics_port", absl::StrCat(absl::GetFlag(FLAGS_metrics_port)));
+  }
+  for (const auto& [k, v] : overrides) {
+    if (absl::Status st = proxy::ApplyConfigLine(k, v, &o); !st.ok()) {
+      std::fprintf(stderr, "corral proxy: --%s: %s\n", k.c_str(), std::string(st.message()).c_str());
+      return 2;
+    }
+  }
+  auto p = proxy::Proxy::Create(o);
+  if (!p.ok()) {
+    std::fprintf(stderr, "corral proxy: %s\n", std::string(p.status().message()).c_str());
+    return 2;
+  }
+  if (absl::Status st = (*p)->Start(); !st.ok()) {
+    std::fprintf(stderr, "corral proxy: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "corral proxy: listening on %s:%d, %d backends to %s:%d, policy %s%s\n",
+               o.listen_addr.c_str(), (*p)->port(), o.pool_size, o.server_host.c_str(), o.server_port,
+               PolicyName(o.policy).c_str(),
+               (*p)->metrics_port() > 0 ? absl::StrCat(", metrics on :", (*p)->metrics_port()).c_str() : "");
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  while (!g_stop) pause();
+  (*p)->Stop();
+  return 0;
+}
+
+}  // namespace cli
+}  // namespace corral
