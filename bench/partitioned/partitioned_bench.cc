@@ -238,7 +238,9 @@ int Sweep() {
       w.f = f;
       Window win = RunFixed(s, w, &calib);
       model::ModelParams p = ForModel(win.params);
-      const double pred = model::Throughput(ToModelScheme(s), p);
+      // The model counts every transaction; measured is committed ones.
+      const double pred =
+          model::Throughput(ToModelScheme(s), p) * (1 - p.abort_rate);
       const double meas = win.throughput();
       const double err = meas > 0 ? pred / meas - 1 : 0;
       char line[512];
@@ -317,14 +319,15 @@ int Selector() {
         int switches = 0;
         std::string last;
         std::vector<double> phase;
-        for (int i = 0; i < 8; ++i) {
+        for (int i = 0; i < 12; ++i) {
           const double c0 = CpuSeconds();
           Sleep(absl::GetFlag(FLAGS_window_ms));
           Window win = eng->TakeWindow();
           g_cores = (CpuSeconds() - c0) / win.seconds;
           phase.push_back(win.throughput());
-          model::SelectorDecision dec = sel.Observe(
-              ForModel(win.params), ToModelScheme(eng->scheme()));
+          model::SelectorDecision dec =
+              sel.Observe(ForModel(win.params), ToModelScheme(eng->scheme()),
+                          win.throughput());
           last = dec.ToString();
           if (dec.switch_now) {
             if (!eng->SwitchScheme(FromModel(dec.chosen)).ok()) return 1;

@@ -150,23 +150,41 @@ double ExpectedReexecutions(ModelScheme s, const ModelParams& p) {
 }
 
 std::string SelectorDecision::ToString() const {
-  char buf[256];
+  char buf[384];
   std::snprintf(buf, sizeof(buf),
                 "chosen=%s best=%s current=%s switch=%d streak=%d pred[tps]: "
-                "blocking=%.0f local-spec=%.0f speculation=%.0f locking=%.0f",
+                "blocking=%.0f local-spec=%.0f speculation=%.0f locking=%.0f "
+                "corr=%.2f/%.2f/%.2f",
                 ModelSchemeName(chosen), ModelSchemeName(best),
                 ModelSchemeName(current), switch_now ? 1 : 0, streak,
-                predicted[0], predicted[1], predicted[2], predicted[3]);
+                predicted[0], predicted[1], predicted[2], predicted[3],
+                correction[0], correction[2], correction[3]);
   return std::string(buf) + " (" + reason + ") | " + params.ToString();
 }
 
 SelectorDecision SchemeSelector::Observe(const ModelParams& measured,
-                                         ModelScheme current) {
+                                         ModelScheme current,
+                                         double measured_tps) {
   SelectorDecision d;
   d.params = measured;
   d.current = current;
+  const int cur_i = static_cast<int>(current);
+  if (measured_tps > 0 && opts_.feedback > 0) {
+    const double raw = Throughput(current, measured);
+    if (raw > 0) {
+      const double ratio = measured_tps / raw;
+      correction_[cur_i] =
+          (1 - opts_.feedback) * correction_[cur_i] + opts_.feedback * ratio;
+      if (current == ModelScheme::kSpeculation) {
+        correction_[static_cast<int>(ModelScheme::kLocalSpeculation)] =
+            correction_[cur_i];
+      }
+    }
+  }
   for (int i = 0; i < kNumModelSchemes; ++i) {
-    d.predicted[i] = Throughput(static_cast<ModelScheme>(i), measured);
+    d.correction[i] = correction_[i];
+    d.predicted[i] =
+        correction_[i] * Throughput(static_cast<ModelScheme>(i), measured);
   }
   int best = static_cast<int>(current);
   for (int i = 0; i < kNumModelSchemes; ++i) {

@@ -118,12 +118,17 @@ struct SelectorOptions {
   double min_gain = 0.05;   // predicted gain needed to switch
   int consecutive = 2;      // windows in a row the gain must hold
   bool allow_local_only = false;  // consider local-only speculation
+  // Model-error feedback: while a scheme runs, the ratio measured /
+  // predicted throughput is tracked (EWMA with this weight) and multiplies
+  // that scheme's later predictions (1 for a scheme never run). 0: off.
+  double feedback = 0.5;
 };
 
 // What the selector chose and why.
 struct SelectorDecision {
   ModelParams params;
-  double predicted[kNumModelSchemes] = {0, 0, 0, 0};
+  double predicted[kNumModelSchemes] = {0, 0, 0, 0};   // after correction
+  double correction[kNumModelSchemes] = {1, 1, 1, 1};  // measured/model
   ModelScheme current = ModelScheme::kBlocking;
   ModelScheme best = ModelScheme::kBlocking;     // best predicted this window
   ModelScheme chosen = ModelScheme::kBlocking;   // scheme to run next
@@ -140,10 +145,14 @@ struct SelectorDecision {
 class SchemeSelector {
  public:
   explicit SchemeSelector(SelectorOptions opts) : opts_(opts) {}
-  SelectorDecision Observe(const ModelParams& measured, ModelScheme current);
+  // measured_tps (optional, > 0): the current scheme's throughput in the
+  // window, for the model-error feedback.
+  SelectorDecision Observe(const ModelParams& measured, ModelScheme current,
+                           double measured_tps = 0);
 
  private:
   SelectorOptions opts_;
+  double correction_[kNumModelSchemes] = {1, 1, 1, 1};
   ModelScheme candidate_ = ModelScheme::kBlocking;
   int streak_ = 0;
 };

@@ -192,6 +192,30 @@ TEST(SelectorTest, HysteresisNeedsTwoWindows) {
   }
 }
 
+TEST(SelectorTest, FeedbackCorrectsAnOptimisticModel) {
+  SchemeSelector sel(SelectorOptions{});
+  ModelParams p = At(0.5);  // model: speculation > locking > blocking
+  EXPECT_FALSE(sel.Observe(p, ModelScheme::kBlocking).switch_now);
+  SelectorDecision d = sel.Observe(p, ModelScheme::kBlocking);
+  ASSERT_TRUE(d.switch_now);
+  ASSERT_EQ(d.chosen, ModelScheme::kSpeculation);
+  // Speculation delivers half of its prediction: after two windows the
+  // corrected prediction falls below locking's and the selector moves on.
+  const double half = 0.5 * SpeculationThroughput(p);
+  SelectorDecision e = sel.Observe(p, ModelScheme::kSpeculation, half);
+  EXPECT_NEAR(e.correction[2], 0.75, 1e-9);
+  EXPECT_FALSE(e.switch_now);
+  SelectorDecision g = sel.Observe(p, ModelScheme::kSpeculation, half);
+  EXPECT_NEAR(g.correction[2], 0.625, 1e-9);
+  EXPECT_TRUE(g.switch_now);
+  EXPECT_EQ(g.chosen, ModelScheme::kLocking);
+  // An accurate model keeps the correction at 1.
+  SchemeSelector sel2(SelectorOptions{});
+  SelectorDecision h =
+      sel2.Observe(p, ModelScheme::kLocking, LockingThroughput(p));
+  EXPECT_NEAR(h.correction[3], 1.0, 1e-9);
+}
+
 TEST(SelectorTest, InterruptedStreakRestarts) {
   SchemeSelector sel(SelectorOptions{});
   ModelParams hi = At(0.5), lo = At(0);
