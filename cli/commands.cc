@@ -19,6 +19,11 @@ const std::vector<Command>& AllCommands() {
       {"proxy", "run the conflict-aware PostgreSQL proxy (transaction pooling)",
        "corral proxy [--config=FILE] [--server=CONNINFO] [--listen_port=N] [--pool_size=N] [--proxy_policy=NAME]",
        "cli/proxy_cmd.cc", &RunProxy},
+      {"bench", "one benchmark run (Phase I + Phase II, or online) on the embedded engine",
+       "corral bench [--workload=tpcc] [--protocol=occ] [--policy=...] [--queues=N] [--duration=S] [--json=F] [--csv=F]",
+       "cli/bench_cmd.cc", &RunBench},
+      {"experiment", "run an experiment spec (sweeps, 2^k policy design); tables, CSVs",
+       "corral experiment --spec=FILE [--out=DIR]", "cli/experiment_cmd.cc", &RunExperiment},
   };
   return kCommands;
 }

@@ -16,6 +16,8 @@ const std::vector<Command>& AllCommands();
 int RunVersion(const std::vector<char*>& args);
 int RunRefs(const std::vector<char*>& args);  // cli/refs_cmd.cc
 int RunProxy(const std::vector<char*>& args);  // cli/proxy_cmd.cc
+int RunBench(const std::vector<char*>& args);  // cli/bench_cmd.cc
+int RunExperiment(const std::vector<char*>& args);  // cli/experiment_cmd.cc
 
 }  // namespace cli
 }  // namespace corral

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bazel build -c opt //cli:corral
 CORRAL="$(bazel info -c opt bazel-bin)/cli/corral"
-# Main job: reference extraction over the TPC-C statements, literal and canonical.
-echo "== TPC-C statements -> references (canonical, single)"
-"$CORRAL" refs --refs=canonical --grouping=single --schema=schemas/tpcc.sql schemas/tpcc_statements.sql
+# Main job: a short version of the headline comparison (bench/RESULTS.md): TPC-C
+# on the embedded engine, learned count-max-canonical-single vs. original and
+# hard-partition, OCC and 2PL wait-die, 3 repetitions; prints the table.
+"$CORRAL" experiment --spec=bench/experiments/quick.spec --out="${CORRAL_OUT:-/tmp/corral-quick}"

@@ -2,20 +2,43 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/workloads/factory.h"
+#include "bench/workloads/smallbank.h"
+#include "bench/workloads/tatp.h"
 #include "bench/workloads/tpcc.h"
+#include "bench/workloads/ycsb.h"
 
 namespace corral {
 namespace bench {
 
 WorkloadFactory MakeWorkloadFactory() {
   return [](const BenchConfig& c) -> absl::StatusOr<std::unique_ptr<workloads::Workload>> {
-    if ((c.workload == "tpcc" || c.workload == "tpcc-np") && c.warehouses > 0) {
+    using W = std::unique_ptr<workloads::Workload>;
+    if (c.workload == "tpcc" || c.workload == "tpcc-np") {
       workloads::TpccParams p;
-      p.warehouses = c.warehouses;
+      if (c.warehouses > 0) p.warehouses = c.warehouses;
       if (c.workload == "tpcc-np") p.mix = {50, 50, 0, 0, 0};
-      return std::unique_ptr<workloads::Workload>(new workloads::TpccWorkload(p, c.workload));
+      return W(new workloads::TpccWorkload(p, c.workload));
     }
-    return workloads::MakeWorkload(c.workload);
+    if (c.workload == "smallbank") {
+      workloads::SmallBankParams p;
+      if (c.scale > 0) p.accounts = static_cast<int64_t>(p.accounts * c.scale);
+      if (c.hot_fraction >= 0) p.hot_fraction = c.hot_fraction;
+      if (c.hot_size > 0) p.hot_size = c.hot_size;
+      return W(new workloads::SmallBankWorkload(p));
+    }
+    if (c.workload == "tatp") {
+      workloads::TatpParams p;
+      if (c.scale > 0) p.subscribers = static_cast<int64_t>(p.subscribers * c.scale);
+      if (c.hot_fraction >= 0) p.hot_fraction = c.hot_fraction;
+      if (c.hot_size > 0) p.hot_size = c.hot_size;
+      return W(new workloads::TatpWorkload(p));
+    }
+    if (c.workload == "ycsb") {
+      workloads::YcsbParams p;
+      if (c.scale > 0) p.records = static_cast<int64_t>(p.records * c.scale);
+      return W(new workloads::YcsbWorkload(p));
+    }
+    return workloads::MakeWorkload(c.workload);  // NotFound listing the names
   };
 }
 
