@@ -1,0 +1,209 @@
+#include "tests/proxy/proxy_test_util.h"
+
+#include <arpa/inet.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "adapters/proxy/wire.h"
+
+namespace corral {
+namespace proxy {
+
+bool TestServer(ServerInfo* info, std::string* why) {
+  const char* env = std::getenv("CORRAL_PG_CONNINFO");
+  if (env == nullptr || *env == '\0') {
+    *why = "CORRAL_PG_CONNINFO is not set: start a server with `eval \"$(bash scripts/pg.sh start)\"` "
+           "and pass --test_env=CORRAL_PG_CONNINFO (scripts/test.sh does both)";
+    return false;
+  }
+  info->conninfo = env;
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(env, &err);
+  if (opts == nullptr) {
+    *why = absl::StrCat("cannot parse CORRAL_PG_CONNINFO: ", err ? err : "");
+    if (err) PQfreemem(err);
+    return false;
+  }
+  info->host = "127.0.0.1";
+  info->port = 5432;
+  info->user = "postgres";
+  info->dbname = "postgres";
+  for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
+    if (o->val == nullptr) continue;
+    const std::string k = o->keyword;
+    if (k == "host" || k == "hostaddr") info->host = o->val;
+    if (k == "port") info->port = std::atoi(o->val);
+    if (k == "user") info->user = o->val;
+    if (k == "dbname") info->dbname = o->val;
+  }
+  PQconninfoFree(opts);
+  PGconn* c = PQconnectdb(env);
+  const bool ok = PQstatus(c) == CONNECTION_OK;
+  if (!ok) *why = absl::StrCat("cannot connect to CORRAL_PG_CONNINFO: ", PQerrorMessage(c));
+  PQfinish(c);
+  return ok;
+}
+
+absl::Status ProxyUnderTest::Start(const ServerInfo& server, Options o) {
+  server_ = server;
+  o.listen_addr = "127.0.0.1";
+  o.listen_port = 0;
+  o.server_host = server.host;
+  o.server_port = server.port;
+  o.server_user = server.user;
+  if (o.server_dbname == "postgres") o.server_dbname = server.dbname;
+  auto p = Proxy::Create(o);
+  if (!p.ok()) return p.status();
+  proxy_ = std::move(*p);
+  return proxy_->Start();
+}
+
+void ProxyUnderTest::Stop() {
+  if (proxy_) proxy_->Stop();
+  proxy_.reset();
+}
+
+std::string ProxyUnderTest::ClientConninfo(const std::string& dbname) const {
+  return absl::StrCat("host=127.0.0.1 port=", port(), " user=", server_.user,
+                      " dbname=", dbname.empty() ? server_.dbname : dbname, " connect_timeout=5");
+}
+
+RawClient::~RawClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+absl::Status RawClient::Connect(int port, const std::string& user, const std::string& dbname) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    return absl::UnavailableError(absl::StrCat("connect: ", std::strerror(errno)));
+  }
+  std::string pkt;
+  size_t at = wire::BeginMessage(&pkt, 0);
+  wire::PutInt32(&pkt, wire::kProtocol3);
+  absl::StrAppend(&pkt, "user", std::string(1, '\0'), user, std::string(1, '\0'), "database",
+                  std::string(1, '\0'), dbname, std::string(1, '\0'), std::string(1, '\0'));
+  wire::EndMessage(&pkt, at);
+  if (absl::Status st = SendRaw(pkt); !st.ok()) return st;
+  std::vector<RawMessage> msgs;
+  return ReadUntilReady(&msgs);
+}
+
+absl::Status RawClient::SendRaw(const std::string& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return absl::UnavailableError("send failed");
+    off += n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RawClient::Read(RawMessage* m, int timeout_ms) {
+  while (true) {
+    if (buf_.size() >= 5) {
+      const int32_t len = wire::GetInt32(buf_.data() + 1);
+      if (buf_.size() >= static_cast<size_t>(len) + 1) {
+        m->type = buf_[0];
+        m->body = buf_.substr(5, len - 4);
+        buf_.erase(0, len + 1);
+        return absl::OkStatus();
+      }
+    }
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, timeout_ms) <= 0) return absl::DeadlineExceededError("no message");
+    char tmp[65536];
+    ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
+    if (n <= 0) return absl::UnavailableError("connection closed");
+    buf_.append(tmp, n);
+  }
+}
+
+absl::Status RawClient::ReadUntilReady(std::vector<RawMessage>* out, int timeout_ms) {
+  while (true) {
+    RawMessage m;
+    if (absl::Status st = Read(&m, timeout_ms); !st.ok()) return st;
+    out->push_back(m);
+    if (m.type == 'Z') return absl::OkStatus();
+  }
+}
+
+bool RawClient::ClosedWithin(int timeout_ms) {
+  while (true) {
+    RawMessage m;
+    absl::Status st = Read(&m, timeout_ms);
+    if (absl::IsUnavailable(st)) return true;
+    if (!st.ok()) return false;
+  }
+}
+
+namespace {
+std::string Z() { return std::string(1, '\0'); }
+}  // namespace
+
+std::string RawClient::Parse(const std::string& name, const std::string& sql) {
+  std::string m;
+  size_t at = wire::BeginMessage(&m, 'P');
+  absl::StrAppend(&m, name, Z(), sql, Z());
+  wire::PutInt16(&m, 0);
+  wire::EndMessage(&m, at);
+  return m;
+}
+
+std::string RawClient::Bind(const std::string& portal, const std::string& stmt,
+                            const std::vector<std::string>& text_params) {
+  std::string m;
+  size_t at = wire::BeginMessage(&m, 'B');
+  absl::StrAppend(&m, portal, Z(), stmt, Z());
+  wire::PutInt16(&m, 0);
+  wire::PutInt16(&m, static_cast<int16_t>(text_params.size()));
+  for (const auto& p : text_params) {
+    wire::PutInt32(&m, static_cast<int32_t>(p.size()));
+    m += p;
+  }
+  wire::PutInt16(&m, 0);
+  wire::EndMessage(&m, at);
+  return m;
+}
+
+std::string RawClient::Execute(const std::string& portal, int max_rows) {
+  std::string m;
+  size_t at = wire::BeginMessage(&m, 'E');
+  absl::StrAppend(&m, portal, Z());
+  wire::PutInt32(&m, max_rows);
+  wire::EndMessage(&m, at);
+  return m;
+}
+
+std::string RawClient::Sync() {
+  std::string m;
+  wire::AppendEmpty(&m, 'S');
+  return m;
+}
+
+std::string RawClient::Flush() {
+  std::string m;
+  wire::AppendEmpty(&m, 'H');
+  return m;
+}
+
+std::string RawClient::Query(const std::string& sql) {
+  std::string m;
+  size_t at = wire::BeginMessage(&m, 'Q');
+  absl::StrAppend(&m, sql, Z());
+  wire::EndMessage(&m, at);
+  return m;
+}
+
+}  // namespace proxy
+}  // namespace corral
