@@ -13,6 +13,7 @@
 #define CORRAL_ENGINE_PARTITIONED_INBOX_H_
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -21,10 +22,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "common/clock.h"
 #include "engine/partitioned/partitioned.h"
+#include "engine/partitioned/sync.h"
 
 namespace corral {
 namespace partitioned {
@@ -35,28 +35,38 @@ class Inbox {
   explicit Inbox(StallMode mode) : mode_(mode) {}
 
   void PushNow(M m) {
-    absl::MutexLock l(&mu_);
-    now_.push_back(std::move(m));
+    {
+      MuLock l(&mu_);
+      now_.push_back(std::move(m));
+    }
+    cv_.notify_one();
   }
   void PushDelayed(M m, int64_t at) {
-    absl::MutexLock l(&mu_);
-    at = std::max(at, last_at_);
-    last_at_ = at;
-    delayed_.emplace_back(at, std::move(m));
+    {
+      MuLock l(&mu_);
+      at = std::max(at, last_at_);
+      last_at_ = at;
+      delayed_.emplace_back(at, std::move(m));
+    }
+    cv_.notify_one();
   }
   void Stop() {
-    absl::MutexLock l(&mu_);
-    stop_ = true;
+    {
+      MuLock l(&mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
   }
   bool stopped() {
-    absl::MutexLock l(&mu_);
+    MuLock l(&mu_);
     return stop_;
   }
 
   // Appends the visible messages to `out`. With block, waits until one is
   // visible, `wake_at` (if > 0) passes, or Stop.
-  void Pop(std::vector<M>* out, bool block, int64_t wake_at) {
-    mu_.Lock();
+  void Pop(std::vector<M>* out, bool block, int64_t wake_at)
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    mu_.lock();
     while (true) {
       const int64_t now = MonoNanos();
       while (!now_.empty()) {
@@ -73,34 +83,34 @@ class Inbox {
       if (!delayed_.empty()) deadline = std::min(deadline, delayed_.front().first);
       if (deadline <= now) break;
       const size_t nd = delayed_.size();
-      auto changed = [this, nd]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      auto changed = [this, nd]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return !now_.empty() || stop_ || delayed_.size() != nd;
       };
       if (mode_ == StallMode::kSpin &&
           deadline - now < 2000000 /* spin only short waits */) {
         while (!changed() && MonoNanos() < deadline) {
-          mu_.Unlock();
+          mu_.unlock();
           std::this_thread::yield();
-          mu_.Lock();
+          mu_.lock();
         }
       } else if (deadline == std::numeric_limits<int64_t>::max()) {
-        mu_.Await(absl::Condition(&changed));
+        cv_.wait(mu_, changed);
       } else {
-        mu_.AwaitWithDeadline(
-            absl::Condition(&changed),
-            absl::Now() + absl::Nanoseconds(deadline - MonoNanos()));
+        cv_.wait_for(mu_, std::chrono::nanoseconds(deadline - MonoNanos()),
+                     changed);
       }
       if (wake_at > 0 && MonoNanos() >= wake_at) {
         // Deliver what is ready, then let the caller run its timers.
         block = false;
       }
     }
-    mu_.Unlock();
+    mu_.unlock();
   }
 
  private:
   const StallMode mode_;
-  absl::Mutex mu_;
+  Mu mu_;
+  CondVar cv_;
   std::deque<M> now_ ABSL_GUARDED_BY(mu_);
   std::deque<std::pair<int64_t, M>> delayed_ ABSL_GUARDED_BY(mu_);
   int64_t last_at_ ABSL_GUARDED_BY(mu_) = 0;

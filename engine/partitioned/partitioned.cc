@@ -14,10 +14,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "engine/partitioned/inbox.h"
+#include "engine/partitioned/sync.h"
 
 namespace corral {
 namespace partitioned {
@@ -97,7 +96,7 @@ struct CMsg {
   uint64_t epoch = 0;
   std::vector<std::pair<int64_t, int64_t>> reads;
   Scheme scheme = Scheme::kBlocking;
-  absl::Notification* done = nullptr;
+  Event* done = nullptr;
 };
 
 // Counters of one partition (guarded by the partition's stats mutex).
@@ -149,7 +148,7 @@ class Partition {
     return s;
   }
   PStats TakeStats() {
-    absl::MutexLock l(&stats_mu_);
+    MuLock l(&stats_mu_);
     PStats s = stats_;
     stats_ = PStats();
     return s;
@@ -158,7 +157,7 @@ class Partition {
   int64_t ThreadCpu() {
     clockid_t cid;
     {
-      absl::MutexLock l(&stats_mu_);
+      MuLock l(&stats_mu_);
       if (!has_cid_) return 0;
       cid = cid_;
     }
@@ -238,7 +237,7 @@ class Partition {
   int iter_cat_ = 0;  // 0 none, 1 SP plain, 2 SP speculative, 3 SP locked, 4 MP
   Entry* iter_entry_ = nullptr;
   PStats local_;  // flushed into stats_ after each step
-  absl::Mutex stats_mu_;
+  Mu stats_mu_;
   PStats stats_ ABSL_GUARDED_BY(stats_mu_);
   bool has_cid_ ABSL_GUARDED_BY(stats_mu_) = false;
   clockid_t cid_ ABSL_GUARDED_BY(stats_mu_);
@@ -255,7 +254,7 @@ class Coordinator {
   void Run();
   Inbox<CMsg>& inbox() { return inbox_; }
   CStats TakeStats() {
-    absl::MutexLock l(&stats_mu_);
+    MuLock l(&stats_mu_);
     CStats s = stats_;
     stats_ = CStats();
     return s;
@@ -285,10 +284,10 @@ class Coordinator {
   std::vector<uint64_t> aborts_sent_;
   bool draining_ = false;
   Scheme next_scheme_ = Scheme::kBlocking;
-  std::vector<absl::Notification*> switch_waiters_;
+  std::vector<Event*> switch_waiters_;
   std::deque<TxnPtr> held_;
   CStats local_;
-  absl::Mutex stats_mu_;
+  Mu stats_mu_;
   CStats stats_ ABSL_GUARDED_BY(stats_mu_);
 };
 
@@ -326,22 +325,20 @@ class EngineImpl final : public PartitionedEngine {
 
   absl::Status Submit(TxnRequest req) override;
   void Drain() override {
-    absl::MutexLock l(&mu_);
-    mu_.Await(absl::Condition(
-        +[](EngineImpl* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu_) {
-          return e->outstanding_ == 0 && e->decisions_ == 0;
-        },
-        this));
+    MuLock l(&mu_);
+    idle_cv_.wait(mu_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return outstanding_ == 0 && decisions_ == 0;
+    });
   }
   absl::Status SwitchScheme(Scheme s) override {
-    absl::MutexLock sl(&switch_mu_);
-    absl::Notification done;
+    MuLock sl(&switch_mu_);
+    Event done;
     CMsg m;
     m.kind = CMsg::kSwitch;
     m.scheme = s;
     m.done = &done;
     coord_->inbox().PushNow(std::move(m));
-    done.WaitForNotification();
+    done.Wait();
     scheme_.store(s);
     return absl::OkStatus();
   }
@@ -365,7 +362,7 @@ class EngineImpl final : public PartitionedEngine {
   }
   Window TakeWindow() override;
   std::vector<AccessRecord> TakeHistory() override {
-    absl::MutexLock l(&hist_mu_);
+    MuLock l(&hist_mu_);
     std::vector<AccessRecord> h;
     h.swap(history_);
     return h;
@@ -382,16 +379,21 @@ class EngineImpl final : public PartitionedEngine {
   }
   void Record(std::vector<AccessRecord>* recs) {
     if (recs->empty()) return;
-    absl::MutexLock l(&hist_mu_);
+    MuLock l(&hist_mu_);
     history_.insert(history_.end(), recs->begin(), recs->end());
   }
   void DecisionsSent(int n) {
-    absl::MutexLock l(&mu_);
+    MuLock l(&mu_);
     decisions_ += n;
   }
   void DecisionApplied() {
-    absl::MutexLock l(&mu_);
-    --decisions_;
+    bool idle;
+    {
+      MuLock l(&mu_);
+      --decisions_;
+      idle = decisions_ == 0 && outstanding_ == 0;
+    }
+    if (idle) idle_cv_.notify_all();
   }
   void Finish(TxnCtl* t, TxnResult r) {
     r.multi_partition = t->mp;
@@ -409,13 +411,18 @@ class EngineImpl final : public PartitionedEngine {
       if (t->mp) mp_aborted_.fetch_add(1, std::memory_order_relaxed);
     }
     if (t->req.done) t->req.done(r);
-    absl::MutexLock l(&mu_);
-    --outstanding_;
+    bool idle;
+    {
+      MuLock l(&mu_);
+      --outstanding_;
+      idle = decisions_ == 0 && outstanding_ == 0;
+    }
+    if (idle) idle_cv_.notify_all();
   }
 
  private:
   int64_t outstanding() {
-    absl::MutexLock l(&mu_);
+    MuLock l(&mu_);
     return outstanding_ + decisions_;
   }
 
@@ -428,13 +435,14 @@ class EngineImpl final : public PartitionedEngine {
   std::atomic<int64_t> errors_{0};
   std::atomic<int64_t> committed_{0}, aborted_{0}, mp_committed_{0},
       mp_aborted_{0}, mr_committed_{0};
-  absl::Mutex mu_;
+  Mu mu_;
   int64_t outstanding_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t decisions_ ABSL_GUARDED_BY(mu_) = 0;  // sent, not yet applied
-  absl::Mutex switch_mu_;
-  absl::Mutex hist_mu_;
+  CondVar idle_cv_;
+  Mu switch_mu_;
+  Mu hist_mu_;
   std::vector<AccessRecord> history_ ABSL_GUARDED_BY(hist_mu_);
-  absl::Mutex window_mu_;
+  Mu window_mu_;
   int64_t window_start_ ABSL_GUARDED_BY(window_mu_) = 0;
   // Last known values, kept when a window cannot measure them.
   model::ModelParams last_ ABSL_GUARDED_BY(window_mu_);
@@ -490,7 +498,7 @@ absl::Status EngineImpl::Submit(TxnRequest req) {
   t->submit_ns = MonoNanos();
   t->req = std::move(req);
   {
-    absl::MutexLock l(&mu_);
+    MuLock l(&mu_);
     ++outstanding_;
   }
   if (t->mp) {
@@ -509,7 +517,7 @@ absl::Status EngineImpl::Submit(TxnRequest req) {
 }
 
 Window EngineImpl::TakeWindow() {
-  absl::MutexLock l(&window_mu_);
+  MuLock l(&window_mu_);
   PStats ps;
   int64_t cpu = 0;
   for (size_t i = 0; i < parts_.size(); ++i) {
@@ -610,7 +618,7 @@ Partition::Partition(EngineImpl* eng, int idx, const PartitionedOptions& o)
 void Partition::Run() {
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // 1 us wake-up precision
   {
-    absl::MutexLock l(&stats_mu_);
+    MuLock l(&stats_mu_);
     has_cid_ = pthread_getcpuclockid(pthread_self(), &cid_) == 0;
   }
   std::vector<PMsg> msgs;
@@ -644,7 +652,7 @@ void Partition::Run() {
       case 4: local_.mp_overhead_ns += overhead; break;
       default: local_.sp_plain_ns += overhead; break;  // queueing only
     }
-    absl::MutexLock l(&stats_mu_);
+    MuLock l(&stats_mu_);
     stats_.Add(local_);
     local_ = PStats();
   }
@@ -1132,7 +1140,7 @@ void Coordinator::Run() {
       }
       scheme_ = next_scheme_;
       draining_ = false;
-      for (absl::Notification* n : switch_waiters_) n->Notify();
+      for (Event* n : switch_waiters_) n->Notify();
       switch_waiters_.clear();
       while (!held_.empty()) {
         TxnPtr t = std::move(held_.front());
@@ -1143,7 +1151,7 @@ void Coordinator::Run() {
     const int64_t cpu_now = ThreadCpuNanos();
     local_.busy_ns += cpu_now - cpu_mark;
     cpu_mark = cpu_now;
-    absl::MutexLock l(&stats_mu_);
+    MuLock l(&stats_mu_);
     stats_.mp_committed += local_.mp_committed;
     stats_.mp_aborted += local_.mp_aborted;
     stats_.system_aborts += local_.system_aborts;

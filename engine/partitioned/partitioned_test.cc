@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include <mutex>
 #include "gtest/gtest.h"
 
 namespace corral {
@@ -111,10 +111,10 @@ class SchemeTest : public ::testing::TestWithParam<Scheme> {};
 
 TEST_P(SchemeTest, SingleTransferMovesMoney) {
   auto eng = MakeEngine(GetParam(), 2, false);
-  absl::Mutex mu;
+  std::mutex mu;
   std::vector<TxnResult> got;
   auto record = [&](const TxnResult& r) {
-    absl::MutexLock l(&mu);
+    std::lock_guard<std::mutex> l(mu);
     got.push_back(r);
   };
   TxnRequest mp;
