@@ -126,7 +126,9 @@ class History {
   int64_t ApproxBytes() const;
 
  private:
-  using Map = libcuckoo::cuckoohash_map<RefId, Counts, RefTableHash>;
+  using Map = libcuckoo::cuckoohash_map<RefId, Counts, RefTableHash, std::equal_to<RefId>,
+                                        std::allocator<std::pair<const RefId, Counts>>,
+                                        kRefTableSlots>;
   using TextMap = libcuckoo::cuckoohash_map<RefId, std::string, RefTableHash>;
 
   void RecordOne(RefId ref, bool committed, const TextProvider* texts, size_t i);

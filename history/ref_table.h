@@ -32,6 +32,14 @@
 namespace corral {
 namespace history {
 
+// Slots per libcuckoo bucket for the reference tables (libcuckoo's default
+// is 4). libcuckoo keeps one 64-byte spinlock per bucket (up to 2^16), so at
+// 4 slots the lock array is as large as a small-valued table and every
+// operation's two lock lines are cache misses of their own; wider buckets
+// shrink the lock array by the same factor. Chosen by measurement
+// (bench/RESULTS.md, "Scheduler decisions").
+inline constexpr size_t kRefTableSlots = 8;  // libcuckoo allows at most 8
+
 struct RefTableHash {
   size_t operator()(RefId r) const {
     const uint64_t h = r.value() * 0x9e3779b97f4a7c15ULL;

@@ -271,7 +271,8 @@ int64_t State::EvictPass(int64_t target) {
   const int64_t window = clock_->NowNanos() / options_.rate_window_ns;
   std::vector<Candidate>& cand = scratch_;
   cand.clear();
-  cand.reserve(static_cast<size_t>(map_.size()) + 64);
+  // (entries_, not map_.size(): libcuckoo sums its per-lock counters unlocked.)
+  cand.reserve(static_cast<size_t>(std::max<int64_t>(entries_.load(std::memory_order_relaxed), 0)) + 64);
   int64_t held = 0;
   {
     // The whole table is locked only while the candidates are copied out;

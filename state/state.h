@@ -177,7 +177,9 @@ class State {
     uint32_t cur = 0;         // arrivals in the current window
     int32_t max_queue = -1;   // Q
   };
-  using Map = libcuckoo::cuckoohash_map<RefId, Entry, history::RefTableHash>;
+  using Map = libcuckoo::cuckoohash_map<RefId, Entry, history::RefTableHash, std::equal_to<RefId>,
+                                        std::allocator<std::pair<const RefId, Entry>>,
+                                        history::kRefTableSlots>;
 
   State(const Options& options, const Clock* clock);
   // One arrival of e's reference on queue qi; returns 1 when counts[qi] grew
