@@ -61,6 +61,10 @@
 //    partitions (our 2-core machine), the prediction is capped by the CPU
 //    budget: throughput <= cores / (f coordinator_us + per-txn partition CPU).
 //    With cores = 0 (the paper: separate machines) there is no cap.
+//  * tsp_lock_us: where the SP time under locks is measured directly it
+//    replaces (1 + l) tspS.
+// Selector: SchemeSelector adds hysteresis (gain > min_gain for
+// `consecutive` windows) and model-error feedback (SelectorOptions).
 #ifndef CORRAL_POLICIES_MODEL_MODEL_H_
 #define CORRAL_POLICIES_MODEL_MODEL_H_
 
