@@ -18,6 +18,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "adapters/pg_executor.h"
+#include "bench/pgbackend/pg_backend.h"
 #include "bench/runner/config.h"
 #include "bench/runner/runner.h"
 #include "bench/runner/workload_select.h"
@@ -47,8 +49,10 @@ ABSL_FLAG(double, progress, 1, "seconds between progress lines on stderr (0 = no
 ABSL_FLAG(std::string, json, "", "write the result as JSON to this file");
 ABSL_FLAG(std::string, csv, "", "write one CSV row per Phase II run to this file");
 ABSL_FLAG(std::string, timeline_csv, "", "write the per-0.5s timeline (tps, abort rate, memory) to this file");
-ABSL_FLAG(std::string, backend, "engine", "engine (embedded); postgres is not wired yet (Backend seam in bench/runner)");
+ABSL_FLAG(std::string, backend, "engine", "engine (embedded) | postgres (needs --conninfo; bench/pgbackend)");
 ABSL_FLAG(std::string, conninfo, "", "libpq conninfo for --backend=postgres");
+ABSL_FLAG(std::string, isolation, "serializable",
+          "--backend=postgres: serializable | repeatable-read | read-committed");
 
 namespace corral {
 namespace cli {
@@ -104,14 +108,15 @@ int RunBench(const std::vector<char*>& args) {
     std::fprintf(stderr, "corral bench: %s\n", std::string(st.message()).c_str());
     return 2;
   }
-  if (c.backend != "engine") {
-    std::fprintf(stderr,
-                 "corral bench: --backend=%s is not available in this build (the runner's Backend seam "
-                 "takes it; see bench/runner/runner.h)\n",
-                 c.backend.c_str());
+  bench::PgBackendOptions pg;
+  pg.conninfo = c.conninfo;
+  auto iso = adapters::ParsePgIsolation(absl::GetFlag(FLAGS_isolation));
+  if (!iso.ok()) {
+    std::fprintf(stderr, "corral bench: --isolation: %s\n", std::string(iso.status().message()).c_str());
     return 2;
   }
-  bench::Runner runner(bench::MakeEngineBackend(), bench::MakeWorkloadFactory());
+  pg.isolation = *iso;
+  bench::Runner runner(bench::MakeBackendSelector(pg), bench::MakeWorkloadFactory());
   auto r = runner.Run(c);
   if (!r.ok()) {
     std::fprintf(stderr, "corral bench: %s\n", std::string(r.status().message()).c_str());

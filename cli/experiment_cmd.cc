@@ -13,13 +13,19 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "adapters/pg_executor.h"
+#include "bench/pgbackend/pg_backend.h"
 #include "bench/runner/experiment.h"
 #include "bench/runner/runner.h"
 #include "bench/runner/spec.h"
 #include "bench/runner/workload_select.h"
 
 ABSL_FLAG(std::string, spec, "", "experiment spec file (key = value lines; see bench/runner/spec.h)");
+// Defined in bench_cmd.cc (same binary).
+ABSL_DECLARE_FLAG(std::string, conninfo);
+ABSL_DECLARE_FLAG(std::string, isolation);
 ABSL_FLAG(std::string, out, "", "output directory (default: bench/results/<spec name>)");
 
 namespace corral {
@@ -40,7 +46,17 @@ int RunExperiment(const std::vector<char*>& args) {
   }
   std::string out = absl::GetFlag(FLAGS_out);
   if (out.empty()) out = "bench/results/" + spec->name;
-  bench::Runner runner(bench::MakeEngineBackend(), bench::MakeWorkloadFactory());
+  // backend = postgres in the spec (or --backend/--conninfo/--isolation of
+  // `corral bench`, shared flags) runs on PostgreSQL.
+  bench::PgBackendOptions pg;
+  pg.conninfo = absl::GetFlag(FLAGS_conninfo);
+  auto iso = adapters::ParsePgIsolation(absl::GetFlag(FLAGS_isolation));
+  if (!iso.ok()) {
+    std::fprintf(stderr, "corral experiment: --isolation: %s\n", std::string(iso.status().message()).c_str());
+    return 2;
+  }
+  pg.isolation = *iso;
+  bench::Runner runner(bench::MakeBackendSelector(pg), bench::MakeWorkloadFactory());
   auto sum = bench::RunExperiment(*spec, &runner, out);
   if (!sum.ok()) {
     std::fprintf(stderr, "corral experiment: %s\n", std::string(sum.status().message()).c_str());
