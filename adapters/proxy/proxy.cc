@@ -201,6 +201,7 @@ struct Backend : Conn {
   uint64_t next_name = 0;
   int64_t reconnect_at = 0;
   int64_t txns = 0;
+  std::string fatal;  // the server's FATAL message before it closed, if any
 
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
@@ -221,6 +222,7 @@ struct Client : Conn {
   int64_t wait_since = 0;
   std::string held_begin;
   bool txn_lost = false;  // its backend died while it was idle in a transaction
+  bool over_limit = false;  // accepted beyond max_client_conn: rejected at startup
   scheduler::Txn txn;
   std::vector<std::string> ref_texts;
   std::string conflict_state;
@@ -599,7 +601,8 @@ void Proxy::Loop::Accept() {
     int fd = ::accept4(listen_.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
     SetNoDelay(fd);
-    if (static_cast<int>(clients_.size()) >= opt_.max_client_conn) {
+    const bool over = static_cast<int>(clients_.size()) >= opt_.max_client_conn;
+    if (static_cast<int>(clients_.size()) >= 2 * opt_.max_client_conn + 16) {
       stats_.clients_rejected++;
       std::string e;
       wire::AppendError(&e, "FATAL", "53300",
@@ -612,6 +615,7 @@ void Proxy::Loop::Accept() {
     auto c = std::make_unique<Client>();
     c->fd = fd;
     c->id = next_client_id_++;
+    c->over_limit = over;  // told at its startup packet (after any SSLRequest)
     Client* raw = c.get();
     clients_[raw] = std::move(c);
     clients_now_.store(clients_.size());
@@ -706,6 +710,12 @@ void Proxy::Loop::HandleStartup(Client* c, absl::string_view body) {
   if (code != wire::kProtocol3) {
     ProtocolError(c, "0A000", absl::StrCat("unsupported frontend protocol ", code >> 16, ".",
                                            code & 0xffff, ": the proxy speaks 3.0"));
+    return;
+  }
+  if (c->over_limit) {
+    stats_.clients_rejected++;
+    ProtocolError(c, "53300",
+                  absl::StrCat("no more connections allowed (max_client_conn = ", opt_.max_client_conn, ")"));
     return;
   }
   while (r.ok()) {
@@ -1324,9 +1334,19 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           front.closes.pop_front();
         }
         break;
-      case 'E':
+      case 'E': {
+        absl::string_view state = wire::ErrorSqlState(f.body);
+        if (absl::StartsWith(state, "57P") || absl::StartsWith(state, "08")) {
+          auto fields = wire::ParseErrorFields(f.body);
+          if (fields['S'] == "FATAL" || fields['S'] == "PANIC") {
+            // The server is closing this connection; the client's connection
+            // (to the proxy) survives: FailBackend reports 08006 instead.
+            b->fatal = fields['M'];
+            forward = false;
+            break;
+          }
+        }
         if (forward && c != nullptr) {
-          absl::string_view state = wire::ErrorSqlState(f.body);
           if (state == "40001" || state == "40P01") {
             c->conflict_state = std::string(state);
           } else {
@@ -1334,6 +1354,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           }
         }
         break;
+      }
       case 'C':
         if (forward && c != nullptr && absl::StartsWith(f.body, "ROLLBACK")) c->rolled_back = true;
         break;
@@ -1428,7 +1449,8 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
       if (!b->batches[i].swallow) ++outstanding;
     }
     wire::AppendError(&c->out, "ERROR", "08006",
-                      absl::StrCat("server connection lost (backend ", b->index, ": ", why,
+                      absl::StrCat("server connection lost (backend ", b->index, ": ",
+                                   b->fatal.empty() ? std::string(why) : b->fatal,
                                    "): the transaction on it was rolled back"));
     for (int i = 0; i < outstanding; ++i) wire::AppendReadyForQuery(&c->out, 'I');
     if (outstanding == 0) c->txn_lost = true;
@@ -1440,6 +1462,7 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
   }
   b->batches.clear();
   b->batches.push_back(Batch());
+  b->fatal.clear();
   if (absl::Status st = ConnectBackend(b); !st.ok()) {
     b->reconnect_at = MonoNanos() + 1000000000LL;
   } else {

@@ -392,3 +392,101 @@ TEST_F(ProxyTest, AdminConsoleAndMetrics) {
 }  // namespace
 }  // namespace proxy
 }  // namespace corral
+
+namespace corral {
+namespace proxy {
+namespace {
+
+class ProxyRobustnessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!TestServer(&server_, &why_)) GTEST_SKIP() << why_;
+  }
+  ServerInfo server_;
+  std::string why_;
+};
+
+TEST_F(ProxyRobustnessTest, BackendDeathFailsItsTransactionAndReconnects) {
+  ProxyUnderTest p;
+  Options o;
+  o.pool_size = 1;
+  ASSERT_TRUE(p.Start(server_, o).ok());
+  PGconn* c = PQconnectdb(p.ClientConninfo().c_str());
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK);
+  ASSERT_TRUE(ExecOk(c, "BEGIN"));
+  const std::string pid = Exec1(c, "SELECT pg_backend_pid()");
+  PGconn* d = PQconnectdb(server_.conninfo.c_str());
+  EXPECT_EQ(Exec1(d, absl::StrCat("SELECT pg_terminate_backend(", pid, ")")), "t");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(Exec1(c, "SELECT 1"), "ERROR 08006");
+  EXPECT_EQ(PQstatus(c), CONNECTION_OK);
+  // The backend was reconnected: a new server process serves the client.
+  const std::string pid2 = Exec1(c, "SELECT pg_backend_pid()");
+  EXPECT_FALSE(pid2.empty());
+  EXPECT_NE(pid2, pid);
+  EXPECT_GE(p.proxy().stats().backend_failures.load(), 1);
+  // While running a statement.
+  ASSERT_EQ(PQsendQuery(c, "SELECT pg_sleep(10)"), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(Exec1(d, absl::StrCat("SELECT pg_terminate_backend(", pid2, ")")), "t");
+  std::string state;
+  while (PGresult* r = PQgetResult(c)) {
+    if (PQresultStatus(r) == PGRES_FATAL_ERROR) state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    PQclear(r);
+  }
+  EXPECT_EQ(state, "08006");
+  EXPECT_EQ(Exec1(c, "SELECT 3"), "3");
+  PQfinish(c);
+  PQfinish(d);
+}
+
+TEST_F(ProxyRobustnessTest, MaxClientConnAndQueueWaitTimeoutGiveClearErrors) {
+  ProxyUnderTest p;
+  Options o;
+  o.pool_size = 1;
+  o.max_client_conn = 2;
+  o.query_wait_timeout_ms = 400;
+  ASSERT_TRUE(p.Start(server_, o).ok());
+  PGconn* a = PQconnectdb(p.ClientConninfo().c_str());
+  PGconn* b = PQconnectdb(p.ClientConninfo().c_str());
+  PGconn* c = PQconnectdb(p.ClientConninfo().c_str());
+  ASSERT_EQ(PQstatus(a), CONNECTION_OK);
+  ASSERT_EQ(PQstatus(b), CONNECTION_OK);
+  EXPECT_NE(PQstatus(c), CONNECTION_OK);
+  EXPECT_TRUE(absl::StrContains(PQerrorMessage(c), "max_client_conn")) << PQerrorMessage(c);
+  PQfinish(c);
+  ASSERT_TRUE(ExecOk(a, "BEGIN"));
+  EXPECT_EQ(Exec1(a, "SELECT 1"), "1");  // holds the only backend
+  const auto t0 = std::chrono::steady_clock::now();
+  PGresult* r = PQexec(b, "SELECT 2");
+  EXPECT_NE(PQresultStatus(r), PGRES_TUPLES_OK);
+  EXPECT_TRUE(absl::StrContains(PQerrorMessage(b), "query_wait_timeout")) << PQerrorMessage(b);
+  PQclear(r);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  EXPECT_EQ(p.proxy().stats().wait_timeouts.load(), 1);
+  ASSERT_TRUE(ExecOk(a, "COMMIT"));
+  PQfinish(a);
+  PQfinish(b);
+}
+
+TEST_F(ProxyRobustnessTest, Md5AuthAgainstAUserList) {
+  ProxyUnderTest p;
+  Options o;
+  o.pool_size = 1;
+  o.auth_type = "md5";
+  o.users = {{"alice", "s3cret"}};
+  ASSERT_TRUE(p.Start(server_, o).ok());
+  const std::string base = absl::StrCat("host=127.0.0.1 port=", p.port(), " dbname=postgres user=alice");
+  PGconn* good = PQconnectdb((base + " password=s3cret").c_str());
+  ASSERT_EQ(PQstatus(good), CONNECTION_OK) << PQerrorMessage(good);
+  EXPECT_EQ(Exec1(good, "SELECT 9"), "9");
+  PQfinish(good);
+  PGconn* bad = PQconnectdb((base + " password=wrong").c_str());
+  EXPECT_NE(PQstatus(bad), CONNECTION_OK);
+  EXPECT_TRUE(absl::StrContains(PQerrorMessage(bad), "password authentication failed")) << PQerrorMessage(bad);
+  PQfinish(bad);
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral
