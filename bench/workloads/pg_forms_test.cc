@@ -111,9 +111,9 @@ TEST_F(PgFormsTest, TpccSameResultsAsEngineAndConsistent) {
   TpccParams p;
   p.warehouses = 2;
   p.items = 300;
-  p.customers_per_district = 30;
+  p.customers_per_district = 20;
   TpccWorkload w(p);
-  auto db = LoadAndRun(w, 150);
+  auto db = LoadAndRun(w, 100);
   for (const std::string& t : w.TxnTypeNames()) {
     EXPECT_GT(outcomes_[t][static_cast<int>(scheduler::Outcome::kCommitted)], 0) << t;
   }

@@ -142,9 +142,12 @@ class Workload {
   // Visits every row of the tables of the SQL schema (not the engine-only
   // audit tables), quiescent, table by table; for loaders that copy the
   // loaded population elsewhere (PostgreSQL, pg_forms.h). Stops at the
-  // first non-OK status of `fn` and returns it.
+  // first non-OK status of `fn` and returns it. The default (for workloads
+  // without a PostgreSQL form) returns Unimplemented.
   using RowFn = std::function<absl::Status(const engine::Table&, const engine::ConstRow&)>;
-  virtual absl::Status ForEachRow(const engine::Database& db, const RowFn& fn) const = 0;
+  virtual absl::Status ForEachRow(const engine::Database& db, const RowFn& fn) const {
+    return absl::UnimplementedError(name() + ": ForEachRow not implemented");
+  }
 
   // Phase schedule (see the file comment). `clock` may be null (explicit
   // SetPhase). An empty schedule means the workload's defaults.
