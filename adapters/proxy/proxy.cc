@@ -279,7 +279,7 @@ class Proxy::Loop {
   bool AnswerPrepareOnly(Client* c, size_t end);
   void StartTxn(Client* c);
   void Attach(Client* c, Backend* b);
-  void Forward(Client* c, Backend* b, const Msg& m);
+  void Forward(Client* c, Backend* b, char type, absl::string_view raw);
   void EndTxn(Client* c, Backend* b);
   void Dispatch(Backend* b);
   void HandleCancel(int32_t pid, int32_t secret);
@@ -683,6 +683,11 @@ void Proxy::Loop::OnClientInput(Client* c) {
       ProtocolError(c, "54000", "too many pipelined messages without Sync");
       return;
     }
+    if (c->backend != nullptr && c->pending.empty() && !c->admin && f.type != 'X') {
+      // Fast path: a transaction in progress, nothing queued: no copy.
+      Forward(c, c->backend, f.type, f.raw);
+      continue;
+    }
     c->pending.push_back(Msg{f.type, std::string(f.raw)});
   }
   if (c->dead) return;
@@ -843,7 +848,7 @@ void Proxy::Loop::Pump(Client* c) {
       }
       Backend* b = c->backend;
       if (trace_) std::fprintf(stderr, "c%llu -> b%d %c\n", (unsigned long long)c->id, b->index, m.type);
-      Forward(c, b, m);
+      Forward(c, b, m.type, m.raw);
       c->pending.pop_front();
       continue;
     }
@@ -1216,22 +1221,23 @@ std::string Proxy::Loop::EnsurePrepared(Backend* b, const PreparedDef& d, bool c
   return it->second.name;
 }
 
-void Proxy::Loop::Forward(Client* c, Backend* b, const Msg& m) {
+void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view raw) {
+  const absl::string_view body = raw.substr(5);
   Batch& open = b->batches.back();
   open.msgs++;
-  wire::Reader r(m.body());
-  switch (m.type) {
+  wire::Reader r(body);
+  switch (type) {
     case 'Q':
     case 'S':
     case 'F':
-      Send(b, m.raw);
+      Send(b, raw);
       EndBatch(b);
       return;
     case 'P': {
       std::string name(r.CString());
       if (name.empty()) {
         open.parses.push_back(ParseEntry{false, ""});
-        Send(b, m.raw);
+        Send(b, raw);
         return;
       }
       PreparedDef d;
@@ -1247,7 +1253,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, const Msg& m) {
       std::string stmt(r.CString());
       auto it = stmt.empty() ? c->stmts.end() : c->stmts.find(stmt);
       if (it == c->stmts.end()) {
-        Send(b, m.raw);
+        Send(b, raw);
         return;
       }
       const std::string bname = EnsurePrepared(b, it->second, false);
@@ -1267,25 +1273,25 @@ void Proxy::Loop::Forward(Client* c, Backend* b, const Msg& m) {
     case 'C': {
       const uint8_t what = r.Byte();
       std::string name(r.CString());
-      if (m.type == 'C') open.closes.push_back(false);
+      if (type == 'C') open.closes.push_back(false);
       if (what != 'S' || name.empty()) {
-        Send(b, m.raw);
+        Send(b, raw);
         return;
       }
       std::string bname;
-      if (m.type == 'C') {
+      if (type == 'C') {
         c->stmts.erase(name);
         bname = "corral_closed";  // closing a missing statement is not an error
       } else {
         auto it = c->stmts.find(name);
         if (it == c->stmts.end()) {
-          Send(b, m.raw);
+          Send(b, raw);
           return;
         }
         bname = EnsurePrepared(b, it->second, false);
       }
       std::string msg;
-      size_t at = wire::BeginMessage(&msg, m.type);
+      size_t at = wire::BeginMessage(&msg, type);
       msg.push_back('S');
       msg.append(bname);
       msg.push_back('\0');
@@ -1294,7 +1300,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, const Msg& m) {
       return;
     }
     default:
-      Send(b, m.raw);
+      Send(b, raw);
       return;
   }
 }
