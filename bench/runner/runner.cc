@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include <time.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -78,6 +80,12 @@ bool ReadFile(const std::string& path, std::string* out) {
   return true;
 }
 
+int64_t ThreadCpuNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
 double Pct(uint64_t a, uint64_t b) { return a + b == 0 ? 0.0 : static_cast<double>(a) / (a + b); }
 
 }  // namespace
@@ -139,6 +147,7 @@ struct alignas(64) GenCtx {
   std::vector<workloads::SqlStatement> sql;
   std::vector<ParamValue> params;
   int64_t extract_ns = 0, submit_ns = 0, generated = 0, extract_errors = 0, submit_errors = 0;
+  int64_t extract_cpu_ns = 0, submit_cpu_ns = 0, statements = 0;
   uint64_t hook_commits = 0;
   scheduler::LatencyHistogram latency;  // measured window only
 };
@@ -213,11 +222,13 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
 
   auto generate = [&](GenCtx& g) {
     std::unique_ptr<workloads::WorkloadTxn> t = w.Next(g.rng);
+    const int64_t c0 = ThreadCpuNanos();
     const int64_t t0 = clock->NowNanos();
     t->decision_start_ns = t0;
     if (extractor) {
       g.sql.clear();
       t->AppendSql(&g.sql);
+      g.statements += static_cast<int64_t>(g.sql.size());
       for (const auto& s : g.sql) {
         g.params.clear();
         for (const auto& p : s.params) g.params.push_back(ParamValue{p.text, p.is_null});
@@ -225,8 +236,12 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
       }
     }
     const int64_t t1 = clock->NowNanos();
+    const int64_t c1 = ThreadCpuNanos();
     absl::Status st = sched->Submit(instp->PrepareTxn(std::move(t)));
     const int64_t t2 = clock->NowNanos();
+    const int64_t c2 = ThreadCpuNanos();
+    g.extract_cpu_ns += c1 - c0;
+    g.submit_cpu_ns += c2 - c1;
     g.extract_ns += t1 - t0;
     g.submit_ns += t2 - t1;
     ++g.generated;
@@ -269,6 +284,8 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   };
   m.history_counts_start = history_sum();
 
+  RefExtractor::Stats ex_before;
+  if (extractor) ex_before = extractor->stats();
   absl::Status st = s->Start();
   if (!st.ok()) return st;
   const int64_t start = clock->NowNanos();
@@ -353,12 +370,15 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   m.tps = m.seconds > 0 ? m.commits / m.seconds : 0;
   m.abort_rate = Pct(m.conflict_aborts, m.commits);
   scheduler::LatencyHistogram lat;
-  int64_t ex_ns = 0, sub_ns = 0, gen = 0;
+  int64_t ex_ns = 0, sub_ns = 0, gen = 0, ex_cpu = 0, sub_cpu = 0, stmts = 0;
   for (auto& g : ctx) {
     lat.Merge(g->latency);
     ex_ns += g->extract_ns;
     sub_ns += g->submit_ns;
     gen += g->generated;
+    ex_cpu += g->extract_cpu_ns;
+    stmts += g->statements;
+    sub_cpu += g->submit_cpu_ns;
     m.hook_commits += g->hook_commits;
   }
   m.p50_us = lat.Percentile(50) / 1e3;
@@ -367,6 +387,15 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   m.mean_us = lat.mean() / 1e3;
   m.extract_ns = gen ? static_cast<double>(ex_ns) / gen : 0;
   m.sched_cost_ns = gen ? static_cast<double>(ex_ns + sub_ns) / gen : 0;
+  m.extract_cpu_ns = gen ? static_cast<double>(ex_cpu) / gen : 0;
+  m.sched_cpu_ns = gen ? static_cast<double>(ex_cpu + sub_cpu) / gen : 0;
+  if (extractor) {
+    RefExtractor::Stats ex_after = extractor->stats();
+    m.extract_cache_misses = ex_after.misses - ex_before.misses;
+    m.extract_cache_hits = static_cast<uint64_t>(stmts) > m.extract_cache_misses
+                               ? static_cast<uint64_t>(stmts) - m.extract_cache_misses
+                               : 0;
+  }
   scheduler::WorkerStats total = s->Stats();
   m.total_commits = total.commits;
   m.total_conflict_aborts = total.conflict_aborts;
@@ -499,8 +528,12 @@ void PrintReport(const BenchResult& r, std::FILE* out) {
     std::fprintf(out, "  aborts by cause:%s\n", causes.empty() ? " none" : causes.c_str());
     std::fprintf(out, "  response time (decision -> commit, retries incl.): p50 %.1f us  p95 %.1f us  p99 %.1f us  mean %.1f us\n",
                  m.p50_us, m.p95_us, m.p99_us, m.mean_us);
-    std::fprintf(out, "  scheduling cost: %.0f ns/txn (extraction %.0f ns)  steals %llu\n", m.sched_cost_ns,
-                 m.extract_ns, (unsigned long long)m.steals);
+    std::fprintf(out,
+                 "  scheduling cost: %.0f ns/txn wall (extraction %.0f ns); thread CPU %.0f ns/txn (extraction %.0f ns); "
+                 "extraction cache %llu hits / %llu misses; steals %llu\n",
+                 m.sched_cost_ns, m.extract_ns, m.sched_cpu_ns, m.extract_cpu_ns,
+                 (unsigned long long)m.extract_cache_hits, (unsigned long long)m.extract_cache_misses,
+                 (unsigned long long)m.steals);
     for (const auto& t : m.per_type) {
       std::fprintf(out, "  %-14s commits %9llu  conflict aborts %8llu  user aborts %6llu\n", t.name.c_str(),
                    (unsigned long long)t.commits, (unsigned long long)t.conflict_aborts,
@@ -524,7 +557,7 @@ std::string CsvHeader() {
   for (size_t k = 1; k < static_cast<size_t>(scheduler::AbortCause::kCount); ++k) {
     absl::StrAppend(&h, ",aborts_", scheduler::AbortCauseName(static_cast<scheduler::AbortCause>(k)));
   }
-  return h + "\n";
+  return h + ",sched_cpu_ns,extract_cpu_ns,extract_cache_hits,extract_cache_misses,steals\n";
 }
 
 std::string CsvRows(const BenchResult& r) {
@@ -540,7 +573,8 @@ std::string CsvRows(const BenchResult& r) {
                     absl::StrFormat("%.0f,%.0f", m.sched_cost_ns, m.extract_ns), ",", m.history_entries, ",",
                     m.history_bytes, ",", m.state_entries, ",", m.state_bytes, ",", m.check.ok() ? 1 : 0);
     for (size_t k = 1; k < m.aborts_by_cause.size(); ++k) absl::StrAppend(&out, ",", m.aborts_by_cause[k]);
-    out += "\n";
+    absl::StrAppend(&out, absl::StrFormat(",%.0f,%.0f", m.sched_cpu_ns, m.extract_cpu_ns), ",", m.extract_cache_hits,
+                    ",", m.extract_cache_misses, ",", m.steals, "\n");
   }
   return out;
 }

@@ -120,6 +120,12 @@ struct RunMetrics {
   double p50_us = 0, p95_us = 0, p99_us = 0, mean_us = 0;  // response time, committed txns
   double sched_cost_ns = 0;      // per transaction: extraction + decision/enqueue
   double extract_ns = 0;         // of which extraction
+  // The same in thread CPU time (wall time above also counts waiting for a
+  // core and for locks whose holder was preempted: the box is shared).
+  double sched_cpu_ns = 0, extract_cpu_ns = 0;
+  // RefExtractor plan cache this run: misses = shapes compiled (libpg_query),
+  // hits = statements extracted - misses.
+  uint64_t extract_cache_hits = 0, extract_cache_misses = 0;
   std::vector<TypeResult> per_type;
   absl::Status check;            // workload consistency after the run
   std::vector<Sample> timeline;

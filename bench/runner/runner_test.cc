@@ -73,6 +73,8 @@ TEST(Runner, PhasedRunAccountingOcc) {
   ASSERT_EQ(res->runs.size(), 1u);
   ExpectAccounting(res->runs[0]);
   EXPECT_TRUE(res->all_checks_ok);
+  EXPECT_GT(res->runs[0].extract_cache_hits, 0u);
+  EXPECT_GT(res->runs[0].sched_cpu_ns, 0);
   // Some user aborts happened and were not counted as conflicts.
   EXPECT_GT(res->runs[0].user_aborts + res->phase1.user_aborts, 0u);
 }
