@@ -78,6 +78,10 @@ stealing = $STEALING
 INI
 "$SERVER_BIN" "$WORK/corral.ini" 2> "$WORK/corral.log" &
 pids+=($!)
+# The same with stealing off: conflicting transactions wait for their queue.
+NPORT=$(free_port)
+"$SERVER_BIN" "$WORK/corral.ini" listen_port=$NPORT stealing=off 2> "$WORK/corral-nosteal.log" &
+pids+=($!)
 sleep 2
 
 run() {  # name port args...
@@ -89,7 +93,7 @@ run() {  # name port args...
   tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
   retried=$(echo "$out" | sed -n 's/^number of transactions retried: \([0-9]*\) (\([0-9.]*%\)).*/\1 (\2)/p')
   failed=$(echo "$out" | sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p')
-  printf '%-8s %-10s tps=%-10s retried=%-16s failed=%s\n' "$name" "$WORKLOAD" "${tps:-?}" "${retried:--}" "${failed:-?}"
+  printf '%-10s %-11s tps=%-10s retried=%-16s failed=%s\n' "$name" "$WORKLOAD" "${tps:-?}" "${retried:--}" "${failed:-?}"
 }
 
 echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s scale=$SCALE policy=$POLICY stealing=$STEALING nproc=$(nproc)"
@@ -98,9 +102,10 @@ run direct "$PGPORT" -S
 run pgbouncer "$BPORT" -S
 run corral "$CPORT" -S
 WORKLOAD=contended
-for target in direct pgbouncer corral; do
-  case $target in direct) port=$PGPORT ;; pgbouncer) port=$BPORT ;; corral) port=$CPORT ;; esac
+for target in direct pgbouncer corral corral-ns; do
+  case $target in direct) port=$PGPORT ;; pgbouncer) port=$BPORT ;; corral) port=$CPORT ;; corral-ns) port=$NPORT ;; esac
   run $target "$port" -f bench/proxy/contended.sql --max-tries=100
 done
-kill "${pids[1]}" 2>/dev/null; sleep 0.5
-grep -h "proxy_server: commits" "$WORK/corral.log" || true
+kill "${pids[1]}" "${pids[2]}" 2>/dev/null; sleep 0.5
+echo "corral:    $(grep -h 'proxy_server: commits' "$WORK/corral.log" || true)"
+echo "corral-ns: $(grep -h 'proxy_server: commits' "$WORK/corral-nosteal.log" || true)"
