@@ -3,6 +3,8 @@
 #include <openssl/evp.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -72,6 +74,155 @@ absl::StatusOr<std::map<std::string, std::string>> ParseUserList(absl::string_vi
     users[user] = pass;
   }
   return users;
+}
+
+}  // namespace auth
+}  // namespace proxy
+}  // namespace corral
+
+// ---------------------------------------------------------------- SCRAM
+
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+
+namespace corral {
+namespace proxy {
+namespace auth {
+namespace {
+
+std::string Hmac(absl::string_view key, absl::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &n);
+  return std::string(reinterpret_cast<char*>(out), n);
+}
+
+std::string Sha256(absl::string_view data) {
+  unsigned char out[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), out);
+  return std::string(reinterpret_cast<char*>(out), sizeof(out));
+}
+
+std::string SaltedPassword(absl::string_view password, absl::string_view salt, int iterations) {
+  unsigned char out[32];
+  PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()),
+                    reinterpret_cast<const unsigned char*>(salt.data()), static_cast<int>(salt.size()),
+                    iterations, EVP_sha256(), sizeof(out), out);
+  return std::string(reinterpret_cast<char*>(out), sizeof(out));
+}
+
+std::string Xor(absl::string_view a, absl::string_view b) {
+  std::string out(a);
+  for (size_t i = 0; i < out.size() && i < b.size(); ++i) out[i] ^= b[i];
+  return out;
+}
+
+std::string Nonce() {
+  unsigned char raw[18];
+  RAND_bytes(raw, sizeof(raw));
+  return Base64(absl::string_view(reinterpret_cast<char*>(raw), sizeof(raw)));
+}
+
+// The value of attribute `key` ("r", "s", "i", "p", "v", ...) in a SCRAM message.
+absl::string_view Attr(absl::string_view msg, char key) {
+  for (absl::string_view part : absl::StrSplit(msg, ',')) {
+    if (part.size() >= 2 && part[0] == key && part[1] == '=') return part.substr(2);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string Base64(absl::string_view data) {
+  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(&out[0]),
+                                reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
+  out.resize(n);
+  return out;
+}
+
+absl::StatusOr<std::string> Unbase64(absl::string_view text) {
+  if (text.size() % 4 != 0) return absl::InvalidArgumentError("bad base64 length");
+  std::string out(text.size() / 4 * 3 + 1, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(&out[0]),
+                                reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (n < 0) return absl::InvalidArgumentError("bad base64");
+  size_t pad = 0;
+  while (pad < 2 && pad < text.size() && text[text.size() - 1 - pad] == '=') ++pad;
+  out.resize(n - pad);
+  return out;
+}
+
+ScramClient::ScramClient(std::string password) : password_(std::move(password)) {}
+
+std::string ScramClient::FirstMessage() {
+  nonce_ = Nonce();
+  client_first_bare_ = absl::StrCat("n=,r=", nonce_);
+  return absl::StrCat("n,,", client_first_bare_);
+}
+
+absl::StatusOr<std::string> ScramClient::FinalMessage(absl::string_view server_first) {
+  const absl::string_view nonce = Attr(server_first, 'r');
+  auto salt = Unbase64(Attr(server_first, 's'));
+  int iterations = 0;
+  if (!absl::StartsWith(nonce, nonce_) || !salt.ok() ||
+      !absl::SimpleAtoi(Attr(server_first, 'i'), &iterations) || iterations <= 0) {
+    return absl::PermissionDeniedError("SCRAM: malformed server-first message");
+  }
+  salted_ = SaltedPassword(password_, *salt, iterations);
+  const std::string without_proof = absl::StrCat("c=biws,r=", nonce);
+  auth_message_ = absl::StrCat(client_first_bare_, ",", server_first, ",", without_proof);
+  const std::string client_key = Hmac(salted_, "Client Key");
+  const std::string signature = Hmac(Sha256(client_key), auth_message_);
+  return absl::StrCat(without_proof, ",p=", Base64(Xor(client_key, signature)));
+}
+
+absl::Status ScramClient::VerifyServerFinal(absl::string_view server_final) const {
+  const std::string expected = Base64(Hmac(Hmac(salted_, "Server Key"), auth_message_));
+  if (Attr(server_final, 'v') != expected) {
+    return absl::PermissionDeniedError("SCRAM: the server's signature does not match");
+  }
+  return absl::OkStatus();
+}
+
+ScramServer::ScramServer(std::string password) : password_(std::move(password)) {}
+
+absl::StatusOr<std::string> ScramServer::ServerFirst(absl::string_view client_first) {
+  // gs2 header "n,," or "y,,": no channel binding.
+  if (!(absl::StartsWith(client_first, "n,") || absl::StartsWith(client_first, "y,"))) {
+    return absl::PermissionDeniedError("SCRAM: channel binding is not supported");
+  }
+  const size_t second = client_first.find(',', 2);
+  if (second == absl::string_view::npos) return absl::PermissionDeniedError("SCRAM: malformed client-first");
+  client_first_bare_ = std::string(client_first.substr(second + 1));
+  const absl::string_view cnonce = Attr(client_first_bare_, 'r');
+  if (cnonce.empty()) return absl::PermissionDeniedError("SCRAM: no client nonce");
+  unsigned char raw[16];
+  RAND_bytes(raw, sizeof(raw));
+  salt_ = std::string(reinterpret_cast<char*>(raw), sizeof(raw));
+  nonce_ = absl::StrCat(cnonce, Nonce());
+  server_first_ = absl::StrCat("r=", nonce_, ",s=", Base64(salt_), ",i=", iterations_);
+  salted_ = SaltedPassword(password_, salt_, iterations_);
+  return server_first_;
+}
+
+absl::StatusOr<std::string> ScramServer::ServerFinal(absl::string_view client_final) {
+  const size_t p = client_final.rfind(",p=");
+  if (p == absl::string_view::npos || Attr(client_final, 'r') != nonce_) {
+    return absl::PermissionDeniedError("SCRAM: malformed client-final message");
+  }
+  auto proof = Unbase64(client_final.substr(p + 3));
+  if (!proof.ok()) return absl::PermissionDeniedError("SCRAM: malformed proof");
+  const std::string auth_message =
+      absl::StrCat(client_first_bare_, ",", server_first_, ",", client_final.substr(0, p));
+  const std::string stored_key = Sha256(Hmac(salted_, "Client Key"));
+  const std::string client_key = Xor(*proof, Hmac(stored_key, auth_message));
+  if (proof->size() != 32 || Sha256(client_key) != stored_key) {
+    return absl::PermissionDeniedError("SCRAM: wrong password");
+  }
+  return absl::StrCat("v=", Base64(Hmac(Hmac(salted_, "Server Key"), auth_message)));
 }
 
 }  // namespace auth

@@ -1,5 +1,13 @@
 // Password authentication helpers for both sides of the proxy: PostgreSQL's
-// md5 scheme and a PgBouncer-style userlist ("user" "password" per line).
+// md5 scheme, SCRAM-SHA-256 (RFC 5802/7677 as PostgreSQL uses it: no channel
+// binding, user name taken from the startup packet, passwords not SASLprep'd)
+// and a PgBouncer-style userlist ("user" "password" per line).
+//
+//   auth::ScramClient c("pw");          auth::ScramServer s("pw");
+//   auto sf = s.ServerFirst(c.FirstMessage());
+//   auto cf = c.FinalMessage(*sf);
+//   auto v = s.ServerFinal(*cf);        // error: wrong password
+//   CHECK_OK(c.VerifyServerFinal(*v));
 //
 //   std::string reply = auth::Md5Response("alice", "secret", salt4);  // "md5..."
 //   auto users = auth::ParseUserList(text);   // error names the bad line
@@ -27,6 +35,35 @@ std::string Md5Response(absl::string_view user, absl::string_view password, absl
 // `"user" "password"` lines; blank lines and lines starting with ';' or '#'
 // are skipped; a doubled quote inside quotes is a quote.
 absl::StatusOr<std::map<std::string, std::string>> ParseUserList(absl::string_view text);
+
+std::string Base64(absl::string_view data);
+absl::StatusOr<std::string> Unbase64(absl::string_view text);
+
+// The client side of SCRAM-SHA-256 (the proxy logging in to the server).
+class ScramClient {
+ public:
+  explicit ScramClient(std::string password);
+  std::string FirstMessage();  // "n,,n=,r=<nonce>"
+  absl::StatusOr<std::string> FinalMessage(absl::string_view server_first);
+  absl::Status VerifyServerFinal(absl::string_view server_final) const;
+
+ private:
+  std::string password_, nonce_, client_first_bare_, auth_message_, salted_;
+};
+
+// The server side (clients logging in to the proxy with a plain-text
+// password from the userlist).
+class ScramServer {
+ public:
+  explicit ScramServer(std::string password);
+  absl::StatusOr<std::string> ServerFirst(absl::string_view client_first);
+  // Checks the proof; returns the server-final message ("v=...").
+  absl::StatusOr<std::string> ServerFinal(absl::string_view client_final);
+
+ private:
+  std::string password_, salt_, nonce_, client_first_bare_, server_first_, salted_;
+  int iterations_ = 4096;
+};
 
 }  // namespace auth
 }  // namespace proxy

@@ -44,8 +44,9 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     o->max_client_conn = static_cast<int>(n);
   } else if (key == "auth_type") {
     const std::string v = absl::AsciiStrToLower(value);
-    if (v != "trust" && v != "md5") {
-      return absl::InvalidArgumentError(absl::StrCat("auth_type must be trust or md5, not '", value, "'"));
+    if (v != "trust" && v != "md5" && v != "scram-sha-256") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("auth_type must be trust, md5 or scram-sha-256, not '", value, "'"));
     }
     o->auth_type = v;
   } else if (key == "auth_file") {

@@ -223,6 +223,7 @@ struct Client : Conn {
   std::string held_begin;
   bool txn_lost = false;  // its backend died while it was idle in a transaction
   bool over_limit = false;  // accepted beyond max_client_conn: rejected at startup
+  std::unique_ptr<auth::ScramServer> scram;  // during SCRAM authentication
   scheduler::Txn txn;
   std::vector<std::string> ref_texts;
   std::string conflict_state;
@@ -424,6 +425,7 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   if (!WriteAll(fd, pkt)) return fail(absl::UnavailableError("cannot send the startup packet"));
   std::string buf;
   std::vector<std::pair<std::string, std::string>> params;
+  std::unique_ptr<auth::ScramClient> scram;
   while (true) {
     char type = 0;
     std::string body;
@@ -432,6 +434,30 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
     if (type == 'R') {
       const int32_t code = r.Int32();
       if (code == 0) continue;
+      if (code == 10 || code == 11 || code == 12) {  // SASL: SCRAM-SHA-256
+        std::string reply;
+        size_t m = wire::BeginMessage(&reply, 'p');
+        if (code == 10) {
+          scram = std::make_unique<auth::ScramClient>(opt_.server_password);
+          const std::string first = scram->FirstMessage();
+          reply.append("SCRAM-SHA-256");
+          reply.push_back('\0');
+          wire::PutInt32(&reply, static_cast<int32_t>(first.size()));
+          reply.append(first);
+        } else if (scram == nullptr) {
+          return fail(absl::UnavailableError("server sent a SASL message out of order"));
+        } else if (code == 11) {
+          auto final_msg = scram->FinalMessage(r.rest());
+          if (!final_msg.ok()) return fail(final_msg.status());
+          reply.append(*final_msg);
+        } else {
+          if (absl::Status st = scram->VerifyServerFinal(r.rest()); !st.ok()) return fail(st);
+          continue;
+        }
+        wire::EndMessage(&reply, m);
+        if (!WriteAll(fd, reply)) return fail(absl::UnavailableError("cannot send the SASL response"));
+        continue;
+      }
       std::string reply;
       size_t m = wire::BeginMessage(&reply, 'p');
       if (code == 3) {
@@ -439,9 +465,9 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
       } else if (code == 5) {
         reply.append(auth::Md5Response(opt_.server_user, opt_.server_password, r.Bytes(4)));
       } else {
-        return fail(absl::UnimplementedError(absl::StrCat(
-            "the server asks for authentication method ", code,
-            " (SCRAM to the server is not implemented: use trust, password or md5 for the proxy's user)")));
+        return fail(absl::UnimplementedError(
+            absl::StrCat("the server asks for authentication method ", code,
+                         " (the proxy speaks trust, password, md5 and SCRAM-SHA-256)")));
       }
       reply.push_back('\0');
       wire::EndMessage(&reply, m);
@@ -736,6 +762,15 @@ void Proxy::Loop::HandleStartup(Client* c, absl::string_view body) {
   }
   if (c->database.empty()) c->database = c->user;
   c->admin = c->database == opt_.admin_dbname;
+  if (opt_.auth_type == "scram-sha-256") {
+    std::string mechs = "SCRAM-SHA-256";
+    mechs.push_back('\0');
+    mechs.push_back('\0');
+    wire::AppendAuth(&c->out, 10, mechs);
+    MarkDirty(c);
+    c->phase = Client::kAuth;
+    return;
+  }
   if (opt_.auth_type == "md5") {
     c->salt.resize(4);
     for (char& ch : c->salt) ch = static_cast<char>(rng_());
@@ -749,6 +784,41 @@ void Proxy::Loop::HandleStartup(Client* c, absl::string_view body) {
 
 void Proxy::Loop::HandlePassword(Client* c, absl::string_view body) {
   wire::Reader r(body);
+  if (opt_.auth_type == "scram-sha-256") {
+    auto it = opt_.users.find(c->user);
+    const std::string failed = absl::StrCat("password authentication failed for user \"", c->user, "\"");
+    if (it == opt_.users.end()) {
+      ProtocolError(c, "28P01", failed);
+      return;
+    }
+    if (c->scram == nullptr) {  // SASLInitialResponse
+      absl::string_view mech = r.CString();
+      const int32_t len = r.Int32();
+      absl::string_view data = len >= 0 ? r.Bytes(len) : absl::string_view();
+      if (!r.ok() || mech != "SCRAM-SHA-256") {
+        ProtocolError(c, "28000", "expected a SCRAM-SHA-256 SASLInitialResponse");
+        return;
+      }
+      c->scram = std::make_unique<auth::ScramServer>(it->second);
+      auto first = c->scram->ServerFirst(data);
+      if (!first.ok()) {
+        ProtocolError(c, "28000", first.status().message());
+        return;
+      }
+      wire::AppendAuth(&c->out, 11, *first);
+      MarkDirty(c);
+      return;
+    }
+    auto final_msg = c->scram->ServerFinal(body);
+    if (!final_msg.ok()) {
+      ProtocolError(c, "28P01", failed);
+      return;
+    }
+    wire::AppendAuth(&c->out, 12, *final_msg);
+    c->scram.reset();
+    FinishLogin(c);
+    return;
+  }
   absl::string_view given = r.CString();
   auto it = opt_.users.find(c->user);
   if (it == opt_.users.end() || auth::Md5Response(c->user, it->second, c->salt) != given) {
@@ -1731,14 +1801,15 @@ Proxy::~Proxy() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Create(const Options& options) {
   if (options.pool_size < 1) return absl::InvalidArgumentError("pool_size must be at least 1");
-  if (options.auth_type != "trust" && options.auth_type != "md5") {
+  if (options.auth_type != "trust" && options.auth_type != "md5" && options.auth_type != "scram-sha-256") {
     return absl::InvalidArgumentError(
-        absl::StrCat("auth_type must be trust or md5, not '", options.auth_type, "'"));
+        absl::StrCat("auth_type must be trust, md5 or scram-sha-256, not '", options.auth_type, "'"));
   }
   std::unique_ptr<Proxy> p(new Proxy(options));
-  if (p->options_.auth_type == "md5" && p->options_.users.empty()) {
+  if (p->options_.auth_type != "trust" && p->options_.users.empty()) {
     if (p->options_.auth_file.empty()) {
-      return absl::InvalidArgumentError("auth_type md5 needs auth_file (\"user\" \"password\" lines)");
+      return absl::InvalidArgumentError(absl::StrCat("auth_type ", p->options_.auth_type,
+                                                     " needs auth_file (\"user\" \"password\" lines)"));
     }
     std::ifstream in(p->options_.auth_file);
     if (!in) return absl::NotFoundError(absl::StrCat("cannot read auth_file ", p->options_.auth_file));

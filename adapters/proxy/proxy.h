@@ -52,10 +52,10 @@ struct Options {
   int listen_port = 6432;  // 0 = ephemeral
   int pool_size = 4;       // backend connections = run queues
   int max_client_conn = 100;
-  std::string auth_type = "trust";  // trust | md5
-  std::string auth_file;            // userlist.txt ("user" "password"), for md5
+  std::string auth_type = "trust";  // trust | md5 | scram-sha-256
+  std::string auth_file;            // userlist.txt ("user" "password"), for md5 / scram
   std::map<std::string, std::string> users;  // filled from auth_file when empty
-  // The server. Password used for md5/cleartext server auth if asked.
+  // The server. Password used for cleartext/md5/SCRAM-SHA-256 server auth if asked.
   std::string server_host = "127.0.0.1";
   int server_port = 5432;
   std::string server_user = "postgres";

@@ -105,3 +105,37 @@ TEST(Config, ParsesKeysAndNamesBadLines) {
 }  // namespace
 }  // namespace proxy
 }  // namespace corral
+
+namespace corral {
+namespace proxy {
+namespace {
+
+TEST(Auth, ScramRoundTripAndWrongPassword) {
+  auth::ScramClient c("pässword-1");
+  auth::ScramServer s("pässword-1");
+  auto sf = s.ServerFirst(c.FirstMessage());
+  ASSERT_TRUE(sf.ok()) << sf.status();
+  auto cf = c.FinalMessage(*sf);
+  ASSERT_TRUE(cf.ok()) << cf.status();
+  auto v = s.ServerFinal(*cf);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_TRUE(c.VerifyServerFinal(*v).ok());
+  EXPECT_FALSE(c.VerifyServerFinal("v=AAAA").ok());
+
+  auth::ScramClient bad("other");
+  auth::ScramServer s2("pässword-1");
+  auto sf2 = s2.ServerFirst(bad.FirstMessage());
+  ASSERT_TRUE(sf2.ok());
+  auto cf2 = bad.FinalMessage(*sf2);
+  ASSERT_TRUE(cf2.ok());
+  EXPECT_FALSE(s2.ServerFinal(*cf2).ok());
+  // RFC 4648 vectors.
+  EXPECT_EQ(auth::Base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(auth::Base64("fo"), "Zm8=");
+  EXPECT_EQ(auth::Unbase64("Zm8=").value(), "fo");
+  EXPECT_EQ(auth::Unbase64("Zm9vYg==").value(), "foob");
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral

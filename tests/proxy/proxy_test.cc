@@ -490,3 +490,56 @@ TEST_F(ProxyRobustnessTest, Md5AuthAgainstAUserList) {
 }  // namespace
 }  // namespace proxy
 }  // namespace corral
+
+namespace corral {
+namespace proxy {
+namespace {
+
+// Clients log in with SCRAM-SHA-256 (libpq checks the proxy's server side),
+// and a second proxy logs its backends in to the first with SCRAM (the
+// proxy's client side, checked by the first proxy's server side).
+TEST_F(ProxyRobustnessTest, ScramBothSides) {
+  ProxyUnderTest front;
+  Options o;
+  o.pool_size = 1;
+  o.auth_type = "scram-sha-256";
+  o.users = {{"bob", "s3cret-pw"}};
+  ASSERT_TRUE(front.Start(server_, o).ok());
+  const std::string base = absl::StrCat("host=127.0.0.1 port=", front.port(), " dbname=", server_.dbname,
+                                        " user=bob");
+  PGconn* good = PQconnectdb((base + " password=s3cret-pw").c_str());
+  ASSERT_EQ(PQstatus(good), CONNECTION_OK) << PQerrorMessage(good);
+  EXPECT_EQ(Exec1(good, "SELECT 21 * 2"), "42");
+  PQfinish(good);
+  PGconn* bad = PQconnectdb((base + " password=nope").c_str());
+  EXPECT_NE(PQstatus(bad), CONNECTION_OK);
+  EXPECT_TRUE(absl::StrContains(PQerrorMessage(bad), "password authentication failed")) << PQerrorMessage(bad);
+  PQfinish(bad);
+
+  Options chained;
+  chained.pool_size = 2;
+  chained.listen_port = 0;
+  chained.server_host = "127.0.0.1";
+  chained.server_port = front.port();
+  chained.server_user = "bob";
+  chained.server_password = "s3cret-pw";
+  chained.server_dbname = server_.dbname;
+  auto back = Proxy::Create(chained);
+  ASSERT_TRUE(back.ok());
+  // Pool 2 behind a pool of 1: the second backend login also goes through SCRAM.
+  ASSERT_TRUE((*back)->Start().ok());
+  PGconn* c = PQconnectdb(absl::StrCat("host=127.0.0.1 port=", (*back)->port(), " dbname=x user=y").c_str());
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  EXPECT_EQ(Exec1(c, "SELECT 'through two proxies'"), "through two proxies");
+  PQfinish(c);
+  (*back)->Stop();
+  chained.server_password = "wrong";
+  auto refused = Proxy::Create(chained);
+  ASSERT_TRUE(refused.ok());
+  absl::Status st = (*refused)->Start();
+  EXPECT_FALSE(st.ok());
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral
