@@ -22,6 +22,7 @@ absl::Status LineError(int line, absl::string_view msg) {
 absl::StatusOr<ExperimentSpec> ParseSpec(absl::string_view text) {
   ExperimentSpec spec;
   std::vector<std::pair<std::string, std::vector<std::string>>> lists;
+  std::vector<std::pair<std::string, int>> key_lines;  // key -> its line
   std::vector<std::string> seen;
   int line_no = 0;
   for (absl::string_view raw : absl::StrSplit(text, '\n')) {
@@ -42,6 +43,7 @@ absl::StatusOr<ExperimentSpec> ParseSpec(absl::string_view text) {
       if (s == key) return LineError(line_no, absl::StrCat("duplicate key ", key));
     }
     seen.push_back(key);
+    key_lines.emplace_back(key, line_no);
     if (key == "name") {
       spec.name = std::string(value);
       continue;
@@ -89,6 +91,21 @@ absl::StatusOr<ExperimentSpec> ParseSpec(absl::string_view text) {
   }
   for (auto& l : lists) {
     if (l.first == "policy") spec.sweeps.push_back(l);
+  }
+  // Whole-configuration checks (names of protocols, ranges): an error is
+  // reported at the line of the key it names.
+  for (const BenchConfig& c : ExpandCells(spec)) {
+    absl::Status st = Validate(c);
+    if (st.ok()) continue;
+    int line = key_lines.empty() ? 0 : key_lines.back().second;
+    std::string msg(st.message());
+    for (const auto& kl : key_lines) {
+      if (msg.find(kl.first) != std::string::npos) {
+        line = kl.second;
+        break;
+      }
+    }
+    return LineError(line, msg);
   }
   return spec;
 }

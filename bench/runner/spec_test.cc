@@ -70,6 +70,8 @@ TEST(Spec, BadLinesNameTheLine) {
       {"a = 1\n\n\n\nskew_phases = 5:x\n", "spec line 1:", "unknown key 'a'"},
       {"queues = 1\n\n\n\nskew_phases = 5:x\n", "spec line 5:", "skew_phases"},
       {"duration =\n", "spec line 1:", "missing value"},
+      {"name = x\nqueues = 4\nprotocol = occ, 3pl\nrepeat = 3\n", "spec line 3:", "unknown protocol '3pl'"},
+      {"queues = 4, 100\nprotocol = occ\n", "spec line 1:", "queues=100"},
   };
   for (const Case& c : cases) {
     auto s = ParseSpec(c.text);
