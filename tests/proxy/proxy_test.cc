@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "adapters/proxy/config.h"
 #include "adapters/proxy/wire.h"
 #include "gtest/gtest.h"
 #include "tests/proxy/proxy_test_util.h"
@@ -538,6 +539,44 @@ TEST_F(ProxyRobustnessTest, ScramBothSides) {
   ASSERT_TRUE(refused.ok());
   absl::Status st = (*refused)->Start();
   EXPECT_FALSE(st.ok());
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral
+
+namespace corral {
+namespace proxy {
+namespace {
+
+TEST_F(ProxyRobustnessTest, ReloadAppliesTheConfigFileOrNamesTheBadLine) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/corral_proxy_reload_", getpid(), ".ini");
+  auto write = [&](const std::string& text) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  };
+  write("pool_size = 1\npolicy = count-max-canonical-single\n");
+  Options o;
+  ASSERT_TRUE(LoadConfigFile(path, &o).ok());
+  ProxyUnderTest p;
+  ASSERT_TRUE(p.Start(server_, o).ok());
+  PGconn* admin = PQconnectdb(p.ClientConninfo("corral").c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK) << PQerrorMessage(admin);
+  EXPECT_EQ(Exec1(admin, "SHOW POLICY"), "count-max-canonical-single");
+  write("pool_size = 1\npolicy = original\n");
+  ASSERT_TRUE(ExecOk(admin, "RELOAD"));
+  EXPECT_EQ(Exec1(admin, "SHOW POLICY"), "original");
+  write("pool_size = 1\n\npolicy = no-such-policy\n");
+  PGresult* r = PQexec(admin, "RELOAD");
+  EXPECT_EQ(PQresultStatus(r), PGRES_FATAL_ERROR);
+  EXPECT_TRUE(absl::StrContains(PQresultErrorMessage(r), absl::StrCat(path, ":3"))) << PQresultErrorMessage(r);
+  PQclear(r);
+  EXPECT_EQ(Exec1(admin, "SHOW POLICY"), "original");  // unchanged
+  PQfinish(admin);
+  std::remove(path.c_str());
 }
 
 }  // namespace
