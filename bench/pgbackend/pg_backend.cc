@@ -266,10 +266,6 @@ class PgBackend : public Backend {
       t.db = absl::StrCat("corral_tpl_", getpid(), "_", absl::Hex(Fingerprint64(key) & 0xffffffffu));
       if (absl::Status s = BuildTemplate(**admin, admin_ci, ddl, w, &t); !s.ok()) return s;
       it = templates_.emplace(key, std::move(t)).first;
-    } else {
-      // The runner loads the engine population into each fresh Database; the
-      // workload keeps table handles from its last Load, which the PG form
-      // does not use, so nothing to do here.
     }
     const Template& t = it->second;
 

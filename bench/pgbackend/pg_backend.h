@@ -68,7 +68,7 @@ struct PgBackendOptions {
   adapters::PgIsolation isolation = adapters::PgIsolation::kSerializable;
   // Passed to every executor (statement/lock timeouts, session setup).
   adapters::PgExecutorOptions executor;
-  // Rows per COPY batch sent with PQputCopyData.
+  // Bytes per PQputCopyData call when loading a template.
   int copy_batch_bytes = 1 << 20;
 };
 
