@@ -582,3 +582,32 @@ TEST_F(ProxyRobustnessTest, ReloadAppliesTheConfigFileOrNamesTheBadLine) {
 }  // namespace
 }  // namespace proxy
 }  // namespace corral
+
+namespace corral {
+namespace proxy {
+namespace {
+
+TEST_F(ProxyRobustnessTest, CatalogSchemaHasForeignKeysAndFunctionParameters) {
+  const std::string s = absl::StrCat("_", getpid());
+  PGconn* d = PQconnectdb(server_.conninfo.c_str());
+  ASSERT_TRUE(ExecOk(d, absl::StrCat("CREATE TABLE catp", s, " (par_key int PRIMARY KEY); CREATE TABLE catc", s,
+                                     " (ch_key int PRIMARY KEY, ch_par int REFERENCES catp", s,
+                                     "); CREATE FUNCTION catf", s,
+                                     "(acct_arg int, amount_arg int) RETURNS int LANGUAGE sql AS "
+                                     "'SELECT $1 + $2'")));
+  auto schema = LoadCatalogSchema(server_.conninfo);
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  EXPECT_TRUE((*schema)->HasColumn(absl::StrCat("catc", s), "ch_par"));
+  EXPECT_EQ((*schema)->CanonicalName(absl::StrCat("catc", s), "ch_par"), "par_key");
+  const FunctionDef* f = (*schema)->FindFunction(absl::StrCat("catf", s));
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->params.size(), 2u);
+  EXPECT_EQ(f->params[0].name, "acct_arg");
+  EXPECT_EQ(f->params[1].name, "amount_arg");
+  ExecOk(d, absl::StrCat("DROP TABLE catc", s, "; DROP TABLE catp", s, "; DROP FUNCTION catf", s));
+  PQfinish(d);
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral
