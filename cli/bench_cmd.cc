@@ -44,6 +44,9 @@ ABSL_FLAG(int, repeat, 1, "Phase II repetitions, averaged");
 ABSL_FLAG(std::string, mode, "phased", "phased (Phase I then frozen Phase II) | online (keeps learning)");
 ABSL_FLAG(uint64_t, seed, 1, "random seed");
 ABSL_FLAG(bool, stealing, true, "idle workers steal from other queues");
+ABSL_FLAG(double, retry_wait_us, -1,
+          "engine: max wait for the conflicting record before a conflict abort is reported "
+          "(-1 = engine default 1000 us; 0 = the paper's immediate retry)");
 ABSL_FLAG(int, max_attempts, 0, "attempts per transaction before giving up (0 = until commit)");
 ABSL_FLAG(double, progress, 1, "seconds between progress lines on stderr (0 = none)");
 ABSL_FLAG(std::string, json, "", "write the result as JSON to this file");
@@ -89,6 +92,7 @@ int RunBench(const std::vector<char*>& args) {
   c.repeat = absl::GetFlag(FLAGS_repeat);
   c.seed = absl::GetFlag(FLAGS_seed);
   c.stealing = absl::GetFlag(FLAGS_stealing);
+  c.retry_wait_us = absl::GetFlag(FLAGS_retry_wait_us);
   c.max_attempts = absl::GetFlag(FLAGS_max_attempts);
   c.progress_s = absl::GetFlag(FLAGS_progress);
   c.backend = absl::GetFlag(FLAGS_backend);

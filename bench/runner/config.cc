@@ -33,7 +33,7 @@ const std::vector<std::string>& SettingKeys() {
   static const std::vector<std::string> k = {
       "backend", "conninfo", "workload", "protocol", "policy", "queues", "threads", "clients",
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
-      "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "max_attempts",
+      "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample"};
   return k;
 }
@@ -68,6 +68,7 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
   if (key == "max_attempts") return Num(key, v, &c->max_attempts);
   if (key == "progress") return Dbl(key, v, &c->progress_s);
   if (key == "sample") return Dbl(key, v, &c->sample_s);
+  if (key == "retry_wait_us") return Dbl(key, v, &c->retry_wait_us);
   if (key == "stealing") {
     std::string b = absl::AsciiStrToLower(v);
     if (b == "true" || b == "on" || b == "1" || b == "yes") c->stealing = true;

@@ -47,6 +47,11 @@ struct BenchConfig {
   RunMode mode = RunMode::kPhased;
   uint64_t seed = 1;
   bool stealing = true;
+  // Embedded engine: how long an executor waits (at most) for the record that
+  // caused a conflict to be released before reporting the abort (engine
+  // ExecutorOptions::obstacle_wait_ns). -1 = the engine default (1 ms);
+  // 0 = the paper's immediate retry.
+  double retry_wait_us = -1;
   int max_attempts = 0;            // 0 = retry conflict aborts until commit
   double progress_s = 1;           // progress line period (0 = silent)
   double sample_s = 0.5;           // timeline sample period

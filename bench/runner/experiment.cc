@@ -40,7 +40,8 @@ absl::Status MakeDirs(const std::string& dir) {
 std::string GroupKey(const BenchConfig& c) {
   return absl::StrCat(c.backend, "|", c.workload, "|", c.protocol, "|", c.queues, "|", EffectiveClients(c), "|",
                       c.arrival_rate, "|", c.warehouses, "|", c.scale, "|", c.theta, "|", c.hot_fraction, "|",
-                      c.hot_size, "|", c.seed, "|", c.phase1_s, "|", c.stealing ? 1 : 0);
+                      c.hot_size, "|", c.seed, "|", c.phase1_s, "|", c.stealing ? 1 : 0, "|",
+                      c.retry_wait_us);
 }
 
 

@@ -63,7 +63,9 @@ class EngineBackend : public Backend {
     absl::Status st = w.Load(inst->db.get());
     if (!st.ok()) return st;
     for (int i = 0; i < c.queues; ++i) {
-      auto ex = inst->db->NewExecutor(i, {});
+      engine::ExecutorOptions eo;
+      if (c.retry_wait_us >= 0) eo.obstacle_wait_ns = static_cast<int64_t>(c.retry_wait_us * 1000);
+      auto ex = inst->db->NewExecutor(i, eo);
       if (!ex.ok()) return ex.status();
       inst->executors.push_back(std::move(*ex));
     }

@@ -6,7 +6,7 @@
 // (policy innermost). Keys are those of a bench run (config.h SettingKeys:
 // workload, protocol, policy, queues|threads, clients, arrival_rate,
 // warehouses, scale, theta, hot_fraction, hot_size, duration, warmup, phase1,
-// repeat, mode, seed, stealing, max_attempts, progress, sample, skew_phases
+// repeat, mode, seed, stealing, retry_wait_us, max_attempts, progress, sample, skew_phases
 // (one value: `dur:theta dur:theta ...`), backend, conninfo) plus:
 //   name = quick                 title of the output tables
 //   throttle_target_ms = 2       also search the highest arrival rate whose

@@ -18,6 +18,7 @@ warehouses = 8
 repeat = 3
 duration = 1.5
 stealing = off
+retry_wait_us = 0
 throttle_target_ms = 2
 skew_phases = 5:0 5:0.9
 )");
@@ -28,6 +29,7 @@ skew_phases = 5:0 5:0.9
   EXPECT_EQ(s->base.repeat, 3);
   EXPECT_DOUBLE_EQ(s->base.duration_s, 1.5);
   EXPECT_FALSE(s->base.stealing);
+  EXPECT_DOUBLE_EQ(s->base.retry_wait_us, 0);
   EXPECT_DOUBLE_EQ(s->throttle_target_ms, 2);
   ASSERT_EQ(s->base.skew_phases.size(), 2u);
   EXPECT_DOUBLE_EQ(s->base.skew_phases[1].zipf_theta, 0.9);
