@@ -117,6 +117,35 @@ class TxImpl : public Tx {
   void MarkConflict(scheduler::AbortCause c) {
     if (cause_ == scheduler::AbortCause::kNone) cause_ = c;
   }
+  // The protocol-independent part of Scan: walks `spec`'s index range in
+  // batches of 64 entries (the index latch is taken once per batch) and calls
+  // visit(const OrderedIndex::Entry&) for each, which may append the row to
+  // *out (or skip it) and returns non-OK to stop the scan with that status.
+  // Stops once *out holds spec.limit rows.
+  template <typename Visit>
+  absl::Status ScanBatches(const ScanSpec& spec, std::vector<ConstRow>* out, Visit visit) {
+    out->clear();
+    if (conflicted()) return ConflictStatus();
+    const OrderedIndex* idx = spec.index;
+    size_t limit = spec.limit < 0 ? ~size_t{0} : static_cast<size_t>(spec.limit);
+    bool has_after = false;
+    std::pair<uint64_t, uint64_t> after{0, 0};
+    while (out->size() < limit) {
+      size_t want = limit - out->size();
+      if (want > 64) want = 64;
+      scan_buf_.clear();
+      idx->Collect(spec.lo, spec.hi, spec.descending, has_after, after, want, &scan_buf_);
+      for (const OrderedIndex::Entry& e : scan_buf_) {
+        absl::Status st = visit(e);
+        if (!st.ok()) return st;
+        if (out->size() >= limit) break;
+      }
+      if (scan_buf_.size() < want) break;
+      has_after = true;
+      after = {scan_buf_.back().key, scan_buf_.back().pk};
+    }
+    return absl::OkStatus();
+  }
 
   const int worker_id_;
   RecordArena* const arena_;

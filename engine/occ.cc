@@ -105,36 +105,19 @@ class OccTx final : public TxImpl {
   }
 
   absl::Status Scan(const ScanSpec& spec, std::vector<ConstRow>* out) override {
-    out->clear();
-    if (conflicted()) return ConflictStatus();
-    const OrderedIndex* idx = spec.index;
-    const Table* table = idx->table();
+    const Table* table = spec.index->table();
     const Schema* schema = &table->schema();
-    size_t limit = spec.limit < 0 ? ~size_t{0} : static_cast<size_t>(spec.limit);
-    bool has_after = false;
-    std::pair<uint64_t, uint64_t> after{0, 0};
-    while (out->size() < limit) {
-      size_t want = limit - out->size();
-      if (want > 64) want = 64;
-      scan_buf_.clear();
-      idx->Collect(spec.lo, spec.hi, spec.descending, has_after, after, want, &scan_buf_);
-      for (const OrderedIndex::Entry& e : scan_buf_) {
-        Record* rec = e.rec;
-        if (WriteEntry* w = FindWrite(rec)) {
-          if (w->kind == WKind::kDelete || w->kind == WKind::kInsertDeleted) continue;
-          out->push_back(ConstRow(schema, w->data, rec->key));
-        } else {
-          char* buf = scratch_.Allocate(table->row_size());
-          if (!StableRead(rec, buf)) continue;
-          out->push_back(ConstRow(schema, buf, rec->key));
-        }
-        if (out->size() >= limit) break;
+    return ScanBatches(spec, out, [&](const OrderedIndex::Entry& e) {
+      Record* rec = e.rec;
+      if (WriteEntry* w = FindWrite(rec)) {
+        if (w->kind == WKind::kDelete || w->kind == WKind::kInsertDeleted) return absl::OkStatus();
+        out->push_back(ConstRow(schema, w->data, rec->key));
+        return absl::OkStatus();
       }
-      if (scan_buf_.size() < want) break;
-      has_after = true;
-      after = {scan_buf_.back().key, scan_buf_.back().pk};
-    }
-    return absl::OkStatus();
+      char* buf = scratch_.Allocate(table->row_size());
+      if (StableRead(rec, buf)) out->push_back(ConstRow(schema, buf, rec->key));
+      return absl::OkStatus();
+    });
   }
 
   AbortCause Commit() override {
