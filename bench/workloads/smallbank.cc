@@ -148,7 +148,8 @@ absl::Status SmallBankTxn::Run(Tx& tx) {
   return absl::InternalError("unknown SmallBank type");
 }
 
-SmallBankWorkload::SmallBankWorkload(SmallBankParams params) : p_(std::move(params)) {
+SmallBankWorkload::SmallBankWorkload(SmallBankParams params)
+    : p_(std::move(params)), keys_(p_.accounts, p_.hot_fraction, p_.hot_size) {
   double sum = 0;
   for (size_t i = 0; i < 6; ++i) {
     sum += i < p_.mix.size() ? p_.mix[i] : 0;
@@ -167,28 +168,9 @@ std::string SmallBankWorkload::AccountName(int64_t custid) {
   return absl::StrFormat("cust%010d", custid);
 }
 
-void SmallBankWorkload::OnPhases() {
-  phase_zipf_.clear();
-  for (const SkewPhase& ph : phases()) {
-    phase_zipf_.push_back(ph.zipf_theta >= 0 ? std::make_unique<Zipf>(p_.accounts, ph.zipf_theta)
-                                             : nullptr);
-  }
-}
+void SmallBankWorkload::OnPhases() { keys_.SetPhases(phases()); }
 
-int64_t SmallBankWorkload::RandomAccount(Rng& rng) const {
-  double hot_fraction = p_.hot_fraction;
-  int64_t hot = p_.hot_size;
-  const int ph = phase();
-  if (ph >= 0) {
-    if (phase_zipf_[ph] != nullptr) return 1 + static_cast<int64_t>(phase_zipf_[ph]->Draw(rng));
-    const SkewPhase& s = phases()[ph];
-    if (s.hot_fraction >= 0) hot_fraction = s.hot_fraction;
-    if (s.hot_size >= 0) hot = s.hot_size;
-  }
-  if (hot > p_.accounts) hot = p_.accounts;
-  if (hot > 0 && (hot == p_.accounts || rng.Chance(hot_fraction))) return rng.Uniform(1, hot);
-  return rng.Uniform(hot + 1, p_.accounts);
-}
+int64_t SmallBankWorkload::RandomAccount(Rng& rng) const { return keys_.Draw(rng, phase()); }
 
 std::unique_ptr<SmallBankTxn> SmallBankWorkload::Make(Rng& rng, SmallBankType type) const {
   auto t = std::make_unique<SmallBankTxn>(&t_, type);

@@ -110,7 +110,7 @@ class SmallBankWorkload : public Workload {
   SmallBankParams p_;
   std::vector<double> cum_mix_;
   SmallBankTables t_;
-  std::vector<std::unique_ptr<Zipf>> phase_zipf_;
+  HotSpotKeys keys_;  // after p_: built from it
 };
 
 }  // namespace workloads

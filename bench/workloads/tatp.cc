@@ -210,7 +210,8 @@ absl::Status TatpTxn::Run(Tx& tx) {
   return absl::InternalError("unknown TATP type");
 }
 
-TatpWorkload::TatpWorkload(TatpParams params) : p_(std::move(params)) {
+TatpWorkload::TatpWorkload(TatpParams params)
+    : p_(std::move(params)), keys_(p_.subscribers, p_.hot_fraction, p_.hot_size) {
   double sum = 0;
   for (size_t i = 0; i < 7; ++i) {
     sum += i < p_.mix.size() ? p_.mix[i] : 0;
@@ -225,29 +226,9 @@ const std::vector<std::string>& TatpWorkload::TxnTypeNames() const {
   return *names;
 }
 
-void TatpWorkload::OnPhases() {
-  phase_zipf_.clear();
-  for (const SkewPhase& ph : phases()) {
-    phase_zipf_.push_back(ph.zipf_theta >= 0
-                              ? std::make_unique<Zipf>(p_.subscribers, ph.zipf_theta)
-                              : nullptr);
-  }
-}
+void TatpWorkload::OnPhases() { keys_.SetPhases(phases()); }
 
-int64_t TatpWorkload::RandomSubscriber(Rng& rng) const {
-  double hot_fraction = p_.hot_fraction;
-  int64_t hot = p_.hot_size;
-  const int ph = phase();
-  if (ph >= 0) {
-    if (phase_zipf_[ph] != nullptr) return 1 + static_cast<int64_t>(phase_zipf_[ph]->Draw(rng));
-    const SkewPhase& s = phases()[ph];
-    if (s.hot_fraction >= 0) hot_fraction = s.hot_fraction;
-    if (s.hot_size >= 0) hot = s.hot_size;
-  }
-  if (hot > p_.subscribers) hot = p_.subscribers;
-  if (hot > 0 && (hot == p_.subscribers || rng.Chance(hot_fraction))) return rng.Uniform(1, hot);
-  return rng.Uniform(hot + 1, p_.subscribers);
-}
+int64_t TatpWorkload::RandomSubscriber(Rng& rng) const { return keys_.Draw(rng, phase()); }
 
 std::unique_ptr<TatpTxn> TatpWorkload::Make(Rng& rng, TatpType type) const {
   auto t = std::make_unique<TatpTxn>(&t_, type);

@@ -123,7 +123,7 @@ class TatpWorkload : public Workload {
   TatpParams p_;
   std::vector<double> cum_mix_;
   TatpTables t_;
-  std::vector<std::unique_ptr<Zipf>> phase_zipf_;
+  HotSpotKeys keys_;  // after p_: built from it
 };
 
 }  // namespace workloads

@@ -155,5 +155,27 @@ int Workload::phase() const {
   return last;
 }
 
+void HotSpotKeys::SetPhases(const std::vector<SkewPhase>& phases) {
+  phases_ = phases;
+  phase_zipf_.clear();
+  for (const SkewPhase& ph : phases_) {
+    phase_zipf_.push_back(ph.zipf_theta >= 0 ? std::make_unique<Zipf>(n_, ph.zipf_theta) : nullptr);
+  }
+}
+
+int64_t HotSpotKeys::Draw(Rng& rng, int phase) const {
+  double hot_fraction = hot_fraction_;
+  int64_t hot = hot_size_;
+  if (phase >= 0 && phase < static_cast<int>(phases_.size())) {
+    if (phase_zipf_[phase] != nullptr) return 1 + static_cast<int64_t>(phase_zipf_[phase]->Draw(rng));
+    const SkewPhase& s = phases_[phase];
+    if (s.hot_fraction >= 0) hot_fraction = s.hot_fraction;
+    if (s.hot_size >= 0) hot = s.hot_size;
+  }
+  if (hot > n_) hot = n_;
+  if (hot > 0 && (hot == n_ || rng.Chance(hot_fraction))) return rng.Uniform(1, hot);
+  return rng.Uniform(hot + 1, n_);
+}
+
 }  // namespace workloads
 }  // namespace corral

@@ -122,6 +122,26 @@ struct SkewPhase {
   int64_t hot_size = -1;
 };
 
+// Keys 1..n for SmallBank (accounts) and TATP (subscribers): a hot spot
+// (hot_fraction of draws uniform over 1..hot_size, the rest over the others),
+// replaced per skew phase by the phase's hot spot or Zipf theta.
+// Thread-safety: SetPhases while no thread draws; Draw is then thread-safe.
+class HotSpotKeys {
+ public:
+  HotSpotKeys(int64_t n, double hot_fraction, int64_t hot_size)
+      : n_(n), hot_fraction_(hot_fraction), hot_size_(hot_size) {}
+  void SetPhases(const std::vector<SkewPhase>& phases);
+  // A key for skew phase `phase` (-1: no phase schedule).
+  int64_t Draw(Rng& rng, int phase) const;
+
+ private:
+  int64_t n_;
+  double hot_fraction_;
+  int64_t hot_size_;
+  std::vector<SkewPhase> phases_;
+  std::vector<std::unique_ptr<Zipf>> phase_zipf_;  // per phase, null = hot spot
+};
+
 class Workload {
  public:
   virtual ~Workload() = default;
