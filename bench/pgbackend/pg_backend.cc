@@ -62,16 +62,12 @@ absl::StatusOr<int64_t> Int(PgConnection& c, const std::string& sql) {
 
 // ---------------------------------------------------------------- COPY loader
 
-bool IsTimestampColumn(absl::string_view c) {
-  return c == "c_since" || c == "o_entry_d" || c == "h_date" || c == "ol_delivery_d";
-}
-
 // One value in COPY text format (same values as pg_forms' LoadPg).
 void AppendCopyValue(const engine::Column& col, const engine::ConstRow& r, int i, std::string* out) {
   switch (col.type) {
     case engine::ColumnType::kInt64: {
       const int64_t v = r.GetInt(i);
-      if (IsTimestampColumn(col.name)) {
+      if (workloads::IsTimestampColumn(col.name)) {
         if (v == 0) {
           *out += "\\N";
         } else {

@@ -22,6 +22,10 @@ using adapters::PgProcedure;
 using adapters::PgResult;
 using adapters::PgSession;
 
+bool IsTimestampColumn(absl::string_view c) {
+  return c == "c_since" || c == "o_entry_d" || c == "h_date" || c == "ol_delivery_d";
+}
+
 namespace {
 
 absl::StatusOr<PgResult> X(PgSession& s, const std::string& sql, const PgParams& p) {
@@ -351,10 +355,6 @@ class YcsbPg : public PgProcedure {
 #undef PG_GET
 
 // ------------------------------------------------------------ loader
-
-bool IsTimestampColumn(absl::string_view c) {
-  return c == "c_since" || c == "o_entry_d" || c == "h_date" || c == "ol_delivery_d";
-}
 
 void AppendValue(const engine::Column& col, const engine::ConstRow& r, int i, std::string* out) {
   switch (col.type) {

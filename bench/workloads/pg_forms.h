@@ -42,6 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "adapters/pg_connection.h"
 #include "adapters/pg_procedure.h"
 #include "bench/workloads/workload.h"
@@ -59,6 +60,10 @@ absl::StatusOr<std::unique_ptr<adapters::PgTxn>> MakePgTxn(const WorkloadTxn& t)
 // Inserts the rows of `loaded` (w's population, via Workload::ForEachRow)
 // into the tables of the connection's current search_path, which must
 // already exist (run the workload's DDL first).
+// Whether an engine int64 column holds a timestamp (Unix seconds; 0 = NULL)
+// that the PostgreSQL schema types as timestamp. Loaders share this rule.
+bool IsTimestampColumn(absl::string_view column);
+
 absl::Status LoadPg(const Workload& w, const engine::Database& loaded,
                     adapters::PgConnection& conn, int batch_rows = 500);
 
