@@ -318,6 +318,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   scheduler::WorkerStats snap0, snap1, prev;
   int64_t prev_t = start, next_sample = start + sample_ns, next_progress = start;
   int64_t t_measure0 = start;
+  std::vector<uint64_t> worker_commits0(nq, 0);
   bool warm = spec.warmup_s <= 0;
   if (warm) measuring.store(true);
   double last_tps = 0, last_ar = 0;
@@ -325,6 +326,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
     int64_t now = clock->NowNanos();
     if (!warm && now >= warm_end) {
       snap0 = s->Stats();
+      for (int i = 0; i < nq; ++i) worker_commits0[i] = s->WorkerStatsOf(i).commits;
       t_measure0 = clock->NowNanos();
       measuring.store(true);
       warm = true;
@@ -361,6 +363,8 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
     if (sl > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(sl, 20000000)));
   }
   snap1 = s->Stats();
+  m.worker_commits.resize(nq);
+  for (int i = 0; i < nq; ++i) m.worker_commits[i] = s->WorkerStatsOf(i).commits - worker_commits0[i];
   const int64_t t_measure1 = clock->NowNanos();
   measuring.store(false);
   stop.store(true);
@@ -536,6 +540,17 @@ void PrintReport(const BenchResult& r, std::FILE* out) {
                  m.sched_cost_ns, m.extract_ns, m.sched_cpu_ns, m.extract_cpu_ns,
                  (unsigned long long)m.extract_cache_hits, (unsigned long long)m.extract_cache_misses,
                  (unsigned long long)m.steals);
+    if (!m.worker_commits.empty()) {
+      uint64_t mx = 0, sum = 0;
+      std::string per;
+      for (uint64_t v : m.worker_commits) {
+        mx = std::max(mx, v);
+        sum += v;
+        absl::StrAppend(&per, " ", v);
+      }
+      const double mean = static_cast<double>(sum) / m.worker_commits.size();
+      std::fprintf(out, "  commits per queue:%s (max/mean %.2f)\n", per.c_str(), mean > 0 ? mx / mean : 0.0);
+    }
     for (const auto& t : m.per_type) {
       std::fprintf(out, "  %-14s commits %9llu  conflict aborts %8llu  user aborts %6llu\n", t.name.c_str(),
                    (unsigned long long)t.commits, (unsigned long long)t.conflict_aborts,

@@ -114,6 +114,9 @@ struct RunMetrics {
   uint64_t failures = 0;
   uint64_t gave_up = 0;
   uint64_t steals = 0;
+  // Commits per worker (= run queue) in the measured window: how evenly the
+  // policy spread the load.
+  std::vector<uint64_t> worker_commits;
   std::array<uint64_t, static_cast<size_t>(scheduler::AbortCause::kCount)> aborts_by_cause{};
   double tps = 0;
   double abort_rate = 0;
