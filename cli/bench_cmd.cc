@@ -44,6 +44,13 @@ ABSL_FLAG(int, repeat, 1, "Phase II repetitions, averaged");
 ABSL_FLAG(std::string, mode, "phased", "phased (Phase I then frozen Phase II) | online (keeps learning)");
 ABSL_FLAG(uint64_t, seed, 1, "random seed");
 ABSL_FLAG(bool, stealing, true, "idle workers steal from other queues");
+ABSL_FLAG(double, max_ref_share, 1.5,
+          "learned policies: a reference in more than this / queues of the transactions never "
+          "routes (0 = the paper's rule, every reference scores)");
+ABSL_FLAG(double, max_queue_load, 1.25,
+          "learned policies: a queue whose State total is above this x the mean is not chosen "
+          "while another is (0 = off, the paper's rule)");
+ABSL_FLAG(int, show_learned, 0, "print the N learned references with the most Phase I aborts");
 ABSL_FLAG(double, retry_wait_us, -1,
           "engine: max wait for the conflicting record before a conflict abort is reported "
           "(-1 = engine default 1000 us; 0 = the paper's immediate retry)");
@@ -95,6 +102,9 @@ int RunBench(const std::vector<char*>& args) {
   c.retry_wait_us = absl::GetFlag(FLAGS_retry_wait_us);
   c.max_attempts = absl::GetFlag(FLAGS_max_attempts);
   c.progress_s = absl::GetFlag(FLAGS_progress);
+  c.show_learned = absl::GetFlag(FLAGS_show_learned);
+  c.max_ref_share = absl::GetFlag(FLAGS_max_ref_share);
+  c.max_queue_load = absl::GetFlag(FLAGS_max_queue_load);
   c.backend = absl::GetFlag(FLAGS_backend);
   c.conninfo = absl::GetFlag(FLAGS_conninfo);
   for (const auto& kv : std::vector<std::pair<const char*, std::string>>{

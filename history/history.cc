@@ -43,6 +43,7 @@ void History::Record(absl::Span<const RefId> refs, bool committed, const TextPro
     ignored_frozen_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  records_.fetch_add(1, std::memory_order_relaxed);
   for (size_t i = 0; i < refs.size(); ++i) {
     if (!RefSeenBefore(refs, i)) RecordOne(refs[i], committed, texts, i);
   }
@@ -100,6 +101,7 @@ void History::Regenerate() {
     auto lt = map_.lock_table();
     lt.clear();
     entries_.store(0, std::memory_order_relaxed);
+    records_.store(0, std::memory_order_relaxed);
     // Shrinks back to the initial capacity, releasing the grown buckets.
     lt.reserve(static_cast<size_t>(std::max<int64_t>(options_.initial_capacity, 16)));
   }

@@ -118,6 +118,12 @@ class History {
   void Regenerate();
 
   int64_t size() const { return entries_.load(std::memory_order_relaxed); }
+  // Transaction attempts recorded (Record calls not ignored) since the last
+  // Regenerate, plus AddRecords: the denominator of a reference's share of
+  // the load, attempts(r) / records().
+  int64_t records() const { return records_.load(std::memory_order_relaxed); }
+  // Adds to records() (loading a saved table; ignores the freeze).
+  void AddRecords(int64_t n) { records_.fetch_add(n, std::memory_order_relaxed); }
   int64_t regenerations() const { return regenerations_.load(std::memory_order_relaxed); }
   // Records ignored because frozen, and new references not added because full.
   int64_t ignored_frozen() const { return ignored_frozen_.load(std::memory_order_relaxed); }
@@ -137,6 +143,7 @@ class History {
   Map map_;
   TextMap texts_;
   std::atomic<int64_t> entries_{0};
+  alignas(64) std::atomic<int64_t> records_{0};  // written on every Record
   std::atomic<bool> frozen_{false};
   std::atomic<int64_t> regenerations_{0};
   std::atomic<int64_t> ignored_frozen_{0};

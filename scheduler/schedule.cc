@@ -48,9 +48,12 @@ constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 }  // namespace
 
 Schedule::Schedule(const history::History* history, state::State* state, const Policy& policy,
-                   uint64_t seed, int64_t weight_cache_ns)
+                   uint64_t seed, int64_t weight_cache_ns, double max_ref_share,
+                   double max_queue_load)
     : history_(history),
       weight_cache_ns_(weight_cache_ns),
+      max_ref_share_(max_ref_share),
+      max_queue_load_(max_queue_load),
       instance_(next_instance.fetch_add(1)),
       state_(state),
       num_queues_(state->num_queues()),
@@ -94,7 +97,26 @@ QueueId Schedule::DecideWith(const Policy& p, absl::Span<const RefId> refs,
 }
 
 double Schedule::Weight(RefId r, Weighting w, int64_t now) const {
-  if (weight_cache_ns_ <= 0) return history_->Weight(r, w);
+  history::History::Counts counts;
+  bool known;
+  if (weight_cache_ns_ <= 0) {
+    known = history_->Get(r, &counts);
+  } else {
+    known = CachedCounts(r, now, &counts);
+  }
+  if (!known) return 0.0;
+  if (max_ref_share_ > 0) {
+    const int64_t records = history_->records();
+    if (records >= kMinRecordsForShare &&
+        static_cast<double>(counts.aborts + counts.commits) * num_queues_ >
+            max_ref_share_ * static_cast<double>(records)) {
+      return 0.0;  // broad: see the header
+    }
+  }
+  return history::History::WeightOf(counts, w);
+}
+
+bool Schedule::CachedCounts(RefId r, int64_t now, history::History::Counts* out) const {
   static thread_local WeightCache c;  // one per thread, built on first use
   const int64_t gen = history_->regenerations();
   if (c.owner != instance_ || c.generation != gen) {
@@ -108,19 +130,38 @@ double Schedule::Weight(RefId r, Weighting w, int64_t now) const {
     slot.stamp = now;
     slot.known = history_->Get(r, &slot.counts);
   }
-  return slot.known ? history::History::WeightOf(slot.counts, w) : 0.0;
+  *out = slot.counts;
+  return slot.known;
 }
 
 int Schedule::PickQueue(const double* scores) const {
   const int n = num_queues_;
+  Scratch& s = tls_scratch;
+  s.Fit(n);
+  int64_t* totals = s.totals.data();
+  state_->ReadTotals(totals);
+  // Bounded load: queues above max_queue_load_ x mean are not eligible
+  // (unless none is below, e.g. all zero).
+  double cap = 0;
+  if (max_queue_load_ > 0) {
+    int64_t sum = 0;
+    for (int q = 0; q < n; ++q) sum += totals[q];
+    cap = max_queue_load_ * static_cast<double>(sum) / n;
+    int eligible = 0;
+    for (int q = 0; q < n; ++q) eligible += static_cast<double>(totals[q]) <= cap;
+    if (eligible == 0 || sum == 0) cap = 0;
+  }
+  auto ok = [&](int q) { return cap == 0 || static_cast<double>(totals[q]) <= cap; };
   double top = 0;
-  for (int q = 0; q < n; ++q) top = std::max(top, scores[q]);
+  for (int q = 0; q < n; ++q) {
+    if (ok(q)) top = std::max(top, scores[q]);
+  }
   const double floor = top - top * 1e-9;  // ties within a relative 1e-9
   int chosen = -1;
   int64_t chosen_total = 0;
   for (int q = 0; q < n; ++q) {
-    if (scores[q] < floor) continue;
-    const int64_t t = state_->Total(QueueId(q));
+    if (scores[q] < floor || !ok(q)) continue;
+    const int64_t t = totals[q];
     if (chosen < 0 || t < chosen_total) {
       chosen = q;
       chosen_total = t;

@@ -114,6 +114,69 @@ TEST(ScheduleTest, UnknownReferencesGoToSmallestTotalThenLowestIndex) {
   EXPECT_EQ(s.Decide({}, 0), QueueId(1));
 }
 
+// A reference present in most transactions (TPC-C's ol_number=1) collects
+// the most aborts under Count; with the broad-reference rule it never routes,
+// and the selective reference behind it decides.
+TEST(ScheduleTest, BroadReferenceDoesNotRouteWhenShareCapIsOn) {
+  history::History h;
+  h.AddRecords(2000);
+  h.Add(RefId::Of("ol_number=1"), 500, 1000);  // 75% of attempts
+  h.Add(RefId::Of("w_id=3"), 100, 300);        // 20% of attempts
+  auto st = MakeState(4);
+  st->Set(RefId::Of("ol_number=1"), {50, 0, 0, 0});
+  st->Set(RefId::Of("w_id=3"), {0, 0, 9, 0});
+  RefVec refs = {RefId::Of("ol_number=1"), RefId::Of("w_id=3")};
+  Schedule paper(&h, st.get(), P("count-max-canonical-single"), 1);
+  EXPECT_EQ(paper.Decide(refs, 0), QueueId(0));
+  // 0.75 * 4 = 3 > 1.5 (broad); 0.2 * 4 = 0.8 <= 1.5 (routes).
+  Schedule capped(&h, st.get(), P("count-max-canonical-single"), 1, 0, /*max_ref_share=*/1.5);
+  std::vector<double> scores;
+  EXPECT_EQ(capped.Decide(refs, 0, &scores), QueueId(2));
+  EXPECT_DOUBLE_EQ(scores[2], 100.0 * 9);
+  EXPECT_EQ(scores[0], 0.0);
+  // The same under Sum, and through Place (the single-lead fast path).
+  Schedule sum(&h, st.get(), P("count-sum-canonical-single"), 1, 0, 1.5);
+  EXPECT_EQ(sum.Decide(refs, 0), QueueId(2));
+  Txn t;
+  t.refs = refs;
+  EXPECT_EQ(capped.Place(t), QueueId(2));
+}
+
+TEST(ScheduleTest, ShareCapWaitsForEnoughRecords) {
+  history::History h;
+  h.AddRecords(Schedule::kMinRecordsForShare - 1);
+  h.Add(RefId::Of("everywhere=1"), 10, 10);
+  auto st = MakeState(2);
+  st->Set(RefId::Of("everywhere=1"), {0, 4});
+  Schedule s(&h, st.get(), P("count-max-canonical-single"), 1, 0, 1.0);
+  EXPECT_EQ(s.Decide({RefId::Of("everywhere=1")}, 0), QueueId(1));  // too few records: scores
+}
+
+// Bounded load: the reference's queue is over max_queue_load x the mean
+// total, so the transaction goes to the best eligible queue (here, by the
+// default rule, the smallest total).
+TEST(ScheduleTest, OverloadedQueueIsSkippedUnderBoundedLoad) {
+  history::History h;
+  h.Add(RefId::Of("hot=1"), 10, 0);
+  auto st = MakeState(4);
+  st->Set(RefId::Of("hot=1"), {100, 0, 0, 0});
+  st->Set(RefId::Of("other=1"), {0, 12, 10, 11});
+  // totals 100, 12, 10, 11: mean 33.25; cap 1.25 x mean = 41.6.
+  RefVec refs = {RefId::Of("hot=1")};
+  Schedule paper(&h, st.get(), P("count-max-canonical-single"), 1);
+  EXPECT_EQ(paper.Decide(refs, 0), QueueId(0));
+  Schedule bounded(&h, st.get(), P("count-max-canonical-single"), 1, 0, 0, /*max_queue_load=*/1.25);
+  EXPECT_EQ(bounded.Decide(refs, 0), QueueId(2));
+  Txn t;
+  t.refs = refs;
+  EXPECT_EQ(bounded.Place(t), QueueId(2));
+  // A queue at the cap stays eligible: a second reference scoring on queue 1
+  // (total 12) wins over the default.
+  h.Add(RefId::Of("warm=1"), 20, 0);
+  st->Set(RefId::Of("warm=1"), {0, 3, 0, 0});
+  EXPECT_EQ(bounded.Decide({RefId::Of("hot=1"), RefId::Of("warm=1")}, 0), QueueId(1));
+}
+
 TEST(ScheduleTest, FreshTablesSpreadByTheDefaultRule) {
   history::History h;
   auto st = MakeState(3);

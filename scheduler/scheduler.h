@@ -51,6 +51,13 @@ class Scheduler {
     // Per-thread History read cache staleness for decisions (0 = off); see
     // Schedule.
     int64_t weight_cache_ns = 0;
+    // Broad-reference rule of the Schedule (see schedule.h): a reference in
+    // more than max_ref_share / num_queues of the recorded transactions never
+    // routes. 0 = off (the paper's scoring).
+    double max_ref_share = 1.5;
+    // Bounded-load rule of the Schedule: a queue whose State total is above
+    // max_queue_load x the mean is not chosen while another is. 0 = off.
+    double max_queue_load = 1.25;
     history::History::Options history;
     state::State::Options state;  // its num_queues is overridden by num_queues
     bool stealing = true;

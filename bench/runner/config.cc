@@ -34,7 +34,7 @@ const std::vector<std::string>& SettingKeys() {
       "backend", "conninfo", "workload", "protocol", "policy", "queues", "threads", "clients",
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
-      "progress", "sample"};
+      "progress", "sample", "show_learned", "max_ref_share", "max_queue_load"};
   return k;
 }
 
@@ -68,6 +68,9 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
   if (key == "max_attempts") return Num(key, v, &c->max_attempts);
   if (key == "progress") return Dbl(key, v, &c->progress_s);
   if (key == "sample") return Dbl(key, v, &c->sample_s);
+  if (key == "max_queue_load") return Dbl(key, v, &c->max_queue_load);
+  if (key == "max_ref_share") return Dbl(key, v, &c->max_ref_share);
+  if (key == "show_learned") return Num(key, v, &c->show_learned);
   if (key == "retry_wait_us") return Dbl(key, v, &c->retry_wait_us);
   if (key == "stealing") {
     std::string b = absl::AsciiStrToLower(v);
@@ -123,6 +126,10 @@ absl::Status Validate(const BenchConfig& c) {
   if (c.warmup_s < 0 || c.phase1_s < 0) return absl::InvalidArgumentError("warmup/phase1 must be >= 0");
   if (c.repeat < 1) return absl::InvalidArgumentError("repeat must be >= 1");
   if (c.arrival_rate < 0) return absl::InvalidArgumentError("arrival_rate must be >= 0");
+  if (c.max_queue_load != 0 && c.max_queue_load < 1) {
+    return absl::InvalidArgumentError("max_queue_load must be 0 (off) or >= 1");
+  }
+  if (c.max_ref_share < 0) return absl::InvalidArgumentError("max_ref_share must be >= 0");
   if (c.clients < 0) return absl::InvalidArgumentError("clients must be >= 0");
   return absl::OkStatus();
 }

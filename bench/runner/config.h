@@ -55,6 +55,13 @@ struct BenchConfig {
   int max_attempts = 0;            // 0 = retry conflict aborts until commit
   double progress_s = 1;           // progress line period (0 = silent)
   double sample_s = 0.5;           // timeline sample period
+  int show_learned = 0;
+  // Learned policies: a reference in more than max_ref_share / queues of the
+  // transactions never routes (scheduler/schedule.h); 0 = the paper's rule.
+  double max_ref_share = 1.5;
+  // Learned policies: a queue whose State total is above max_queue_load x the
+  // mean is not chosen while another is (scheduler/schedule.h); 0 = off.
+  double max_queue_load = 1.25;            // report the N references with most Phase I aborts
 };
 
 // Sets one field from its key (the names above; "threads" = "queues",

@@ -268,6 +268,8 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   so.policy = spec.sched_policy;
   so.seed = spec.seed;
   so.stealing = c.stealing;
+  so.max_ref_share = c.max_ref_share;
+  so.max_queue_load = c.max_queue_load;
   so.workers.max_attempts = c.max_attempts;
   auto s_or = scheduler::Scheduler::Create(so, inst->Executors(), hook, clock);
   if (!s_or.ok()) return s_or.status();
@@ -275,6 +277,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   sched = s.get();
   if (spec.load != nullptr) {
     for (const auto& e : spec.load->entries) s->history().Add(e.ref, e.counts.aborts, e.counts.commits);
+    s->history().AddRecords(spec.load->records);
   }
   if (spec.freeze) s->history().Freeze();
   auto history_sum = [&] {
@@ -413,6 +416,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   m.history_counts_end = history_sum();
   if (spec.save != nullptr) {
     spec.save->entries = s->history().TopByAborts(static_cast<size_t>(s->history().size()) + 64);
+    spec.save->records = s->history().records();
   }
   s.reset();
   m.check = inst->Check(w);
@@ -459,7 +463,12 @@ absl::StatusOr<BenchResult> Runner::Run(const BenchConfig& c, const LearnedHisto
       r.phase1 = std::move(*m);
       hist = &local;
     }
-    if (hist != nullptr) r.learned_refs = static_cast<int64_t>(hist->entries.size());
+    if (hist != nullptr) {
+      r.learned_refs = static_cast<int64_t>(hist->entries.size());
+      // entries are sorted by aborts, most first (TopByAborts).
+      const size_t k = std::min(hist->entries.size(), static_cast<size_t>(std::max(0, c.show_learned)));
+      r.top_learned.assign(hist->entries.begin(), hist->entries.begin() + k);
+    }
     if (learned_out != nullptr && hist != nullptr) *learned_out = *hist;
     for (int i = 0; i < c.repeat; ++i) {
       RunSpec p2 = base;
@@ -517,6 +526,16 @@ void PrintReport(const BenchResult& r, std::FILE* out) {
   if (r.has_phase1) {
     std::fprintf(out, "phase I: %.1fs random scheduling, %.0f tps, abort rate %.3f, %lld refs learned\n",
                  r.phase1.seconds, r.phase1.tps, r.phase1.abort_rate, static_cast<long long>(r.learned_refs));
+  }
+  if (!r.top_learned.empty()) {
+    std::fprintf(out, "learned references with the most aborts (aborts / commits / fraction):\n");
+    for (const auto& e : r.top_learned) {
+      const double n = static_cast<double>(e.counts.aborts + e.counts.commits);
+      std::fprintf(out, "  %-40s %9llu %9llu  %.3f\n",
+                   e.text.empty() ? absl::StrCat("#", e.ref.value()).c_str() : e.text.c_str(),
+                   (unsigned long long)e.counts.aborts, (unsigned long long)e.counts.commits,
+                   n > 0 ? e.counts.aborts / n : 0.0);
+    }
   }
   for (size_t i = 0; i < r.runs.size(); ++i) {
     const RunMetrics& m = r.runs[i];

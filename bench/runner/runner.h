@@ -148,6 +148,9 @@ struct BenchResult {
   bool has_phase1 = false;
   RunMetrics phase1;
   int64_t learned_refs = 0;      // History entries carried into Phase II
+  // The config's show_learned references with the most aborts (text,
+  // aborts, commits), most first.
+  std::vector<history::History::TopEntry> top_learned;
   std::vector<RunMetrics> runs;  // Phase II repetitions (online: one)
   MeanCi tps, abort_rate, p50_us, p99_us, sched_cost_ns;
   bool all_checks_ok = true;
@@ -157,6 +160,7 @@ struct BenchResult {
 // policies with the same extraction half by the experiment driver).
 struct LearnedHistory {
   std::vector<history::History::TopEntry> entries;
+  int64_t records = 0;  // History::records(): attempts behind the counters
 };
 
 class Runner {
