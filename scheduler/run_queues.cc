@@ -45,11 +45,22 @@ absl::Status RunQueues::TryPush(QueueId q, std::unique_ptr<Txn>* txn) {
     queue.size.fetch_add(1);  // seq_cst: pairs with sleepers_ in Pop
     total_.fetch_add(1);
   }
-  if (sleepers_.load() > 0) {
-    TsanVisibleMutexLock l(&idle_mu_);
-    idle_cv_.SignalAll();
+  if (sleepers_.load() > 0 && !WakeWorker(q.value()) && stealing()) {
+    // q's worker is busy: one sleeping worker may steal it.
+    const uint32_t start = wake_cursor_.fetch_add(1, std::memory_order_relaxed);
+    for (int i = 0; i < num_queues_; ++i) {
+      if (WakeWorker(static_cast<int>((start + i) % num_queues_))) break;
+    }
   }
   return absl::OkStatus();
+}
+
+bool RunQueues::WakeWorker(int q) {
+  Queue& queue = queues_[q];
+  if (!queue.sleeping.load()) return false;  // seq_cst: pairs with Pop
+  TsanVisibleMutexLock l(&queue.sleep_mu);
+  queue.cv.Signal();
+  return true;
 }
 
 std::unique_ptr<Txn> RunQueues::PopFrom(Queue& q) {
@@ -90,19 +101,23 @@ bool RunQueues::Available(int worker) const {
 }
 
 std::unique_ptr<Txn> RunQueues::Pop(int worker, bool* stolen) {
+  Queue& own = queues_[worker];
   for (;;) {
     if (auto t = TryPop(worker, stolen)) return t;
-    TsanVisibleMutexLock l(&idle_mu_);
-    sleepers_.fetch_add(1);  // seq_cst: a pusher after this sees a sleeper
+    TsanVisibleMutexLock l(&own.sleep_mu);
+    // seq_cst store, then the sizes are read (Available): a pusher that
+    // incremented a size before this store is seen here; one after it sees
+    // `sleeping` and signals under sleep_mu, i.e. once this thread waits.
+    own.sleeping.store(true);
+    sleepers_.fetch_add(1);
     while (!Available(worker)) {
-      if (shutdown_.load(std::memory_order_acquire)) {
-        sleepers_.fetch_sub(1);
-        return nullptr;
-      }
+      if (shutdown_.load(std::memory_order_acquire)) break;
       // The timeout is only a safety net; pushes and Shutdown() signal.
-      idle_cv_.WaitWithTimeout(&idle_mu_, std::chrono::milliseconds(100));
+      own.cv.WaitWithTimeout(&own.sleep_mu, std::chrono::milliseconds(100));
     }
+    own.sleeping.store(false);
     sleepers_.fetch_sub(1);
+    if (!Available(worker) && shutdown_.load(std::memory_order_acquire)) return nullptr;
   }
 }
 
@@ -111,9 +126,11 @@ void RunQueues::Shutdown() {
   // has finished (its size is visible) before workers may exit on empty.
   closed_.store(true, std::memory_order_release);
   for (int i = 0; i < num_queues_; ++i) TsanVisibleMutexLock l(&queues_[i].mu);
-  TsanVisibleMutexLock l(&idle_mu_);
   shutdown_.store(true, std::memory_order_release);
-  idle_cv_.SignalAll();
+  for (int i = 0; i < num_queues_; ++i) {
+    TsanVisibleMutexLock l(&queues_[i].sleep_mu);
+    queues_[i].cv.SignalAll();
+  }
 }
 
 }  // namespace scheduler
