@@ -50,6 +50,9 @@ ABSL_FLAG(double, max_ref_share, 1.5,
 ABSL_FLAG(double, max_queue_load, 1.25,
           "learned policies: a queue whose State total is above this x the mean is not chosen "
           "while another is (0 = off, the paper's rule)");
+ABSL_FLAG(double, txn_delay_us, 0,
+          "embedded engine: wall time a transaction holds its locks / read set before commit "
+          "(models interactive round trips; 0 = none)");
 ABSL_FLAG(int, show_learned, 0, "print the N learned references with the most Phase I aborts");
 ABSL_FLAG(double, retry_wait_us, -1,
           "engine: max wait for the conflicting record before a conflict abort is reported "
@@ -105,6 +108,7 @@ int RunBench(const std::vector<char*>& args) {
   c.show_learned = absl::GetFlag(FLAGS_show_learned);
   c.max_ref_share = absl::GetFlag(FLAGS_max_ref_share);
   c.max_queue_load = absl::GetFlag(FLAGS_max_queue_load);
+  c.txn_delay_us = absl::GetFlag(FLAGS_txn_delay_us);
   c.backend = absl::GetFlag(FLAGS_backend);
   c.conninfo = absl::GetFlag(FLAGS_conninfo);
   for (const auto& kv : std::vector<std::pair<const char*, std::string>>{

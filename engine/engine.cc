@@ -152,6 +152,9 @@ scheduler::ExecResult EngineExecutor::Run(absl::FunctionRef<absl::Status(Tx&)> p
     ++stats_.failed;
     return scheduler::ExecResult::Failed(std::move(s));
   }
+  if (options_.txn_delay_ns > 0) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(options_.txn_delay_ns));
+  }
   scheduler::AbortCause c = tx_->Commit();
   if (c != scheduler::AbortCause::kNone) {
     ++stats_.conflicts[static_cast<size_t>(c)];

@@ -104,6 +104,14 @@ struct ExecutorOptions {
   // lock), so an immediate retry does not collide with the same in-flight
   // transaction again and again while it is descheduled. 0 = off.
   int64_t obstacle_wait_ns = 1000000;
+  // After a transaction's operations succeed and before it commits, the
+  // worker sleeps this long, holding what the transaction holds (2PL locks,
+  // an OCC read set that may go stale). Models the wall time a transaction
+  // spends beyond its CPU: client round trips of an interactive transaction,
+  // a slower engine. Workers sleep, so more transactions are in flight than
+  // there are cores: how a 2-core machine shows the contention of a larger
+  // one. 0 = off.
+  int64_t txn_delay_ns = 0;
   // Record the (record, version) pairs each committed transaction read and
   // wrote (tests: serializability checks). Costs a little per operation.
   bool record_footprint = false;

@@ -34,7 +34,7 @@ const std::vector<std::string>& SettingKeys() {
       "backend", "conninfo", "workload", "protocol", "policy", "queues", "threads", "clients",
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
-      "progress", "sample", "show_learned", "max_ref_share", "max_queue_load"};
+      "progress", "sample", "show_learned", "max_ref_share", "max_queue_load", "txn_delay_us"};
   return k;
 }
 
@@ -68,6 +68,7 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
   if (key == "max_attempts") return Num(key, v, &c->max_attempts);
   if (key == "progress") return Dbl(key, v, &c->progress_s);
   if (key == "sample") return Dbl(key, v, &c->sample_s);
+  if (key == "txn_delay_us") return Dbl(key, v, &c->txn_delay_us);
   if (key == "max_queue_load") return Dbl(key, v, &c->max_queue_load);
   if (key == "max_ref_share") return Dbl(key, v, &c->max_ref_share);
   if (key == "show_learned") return Num(key, v, &c->show_learned);
@@ -129,6 +130,7 @@ absl::Status Validate(const BenchConfig& c) {
   if (c.max_queue_load != 0 && c.max_queue_load < 1) {
     return absl::InvalidArgumentError("max_queue_load must be 0 (off) or >= 1");
   }
+  if (c.txn_delay_us < 0) return absl::InvalidArgumentError("txn_delay_us must be >= 0");
   if (c.max_ref_share < 0) return absl::InvalidArgumentError("max_ref_share must be >= 0");
   if (c.clients < 0) return absl::InvalidArgumentError("clients must be >= 0");
   return absl::OkStatus();

@@ -52,6 +52,9 @@ struct BenchConfig {
   // ExecutorOptions::obstacle_wait_ns). -1 = the engine default (1 ms);
   // 0 = the paper's immediate retry.
   double retry_wait_us = -1;
+  // Embedded engine: wall time a transaction holds its locks / read set
+  // before commit (engine ExecutorOptions::txn_delay_ns); 0 = none.
+  double txn_delay_us = 0;
   int max_attempts = 0;            // 0 = retry conflict aborts until commit
   double progress_s = 1;           // progress line period (0 = silent)
   double sample_s = 0.5;           // timeline sample period

@@ -11,6 +11,7 @@
 
 #include <time.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -65,6 +66,7 @@ class EngineBackend : public Backend {
     for (int i = 0; i < c.queues; ++i) {
       engine::ExecutorOptions eo;
       if (c.retry_wait_us >= 0) eo.obstacle_wait_ns = static_cast<int64_t>(c.retry_wait_us * 1000);
+      eo.txn_delay_ns = static_cast<int64_t>(c.txn_delay_us * 1000);
       auto ex = inst->db->NewExecutor(i, eo);
       if (!ex.ok()) return ex.status();
       inst->executors.push_back(std::move(*ex));
@@ -423,6 +425,44 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   return m;
 }
 
+void Runner::NameReferences(const BenchConfig& c, const ExtractionPolicy& policy,
+                            std::vector<history::History::TopEntry>* entries) {
+  // The History keeps no texts on the hot path; name the references by
+  // extracting (with texts) a sample of freshly generated transactions.
+  auto wl = factory_(c);
+  if (!wl.ok()) return;
+  auto ex = ExtractorFor(**wl);
+  if (!ex.ok()) return;
+  absl::flat_hash_map<uint64_t, std::string> names;
+  for (const auto& e : *entries) names[e.ref.value()];
+  workloads::Rng rng(c.seed ^ 0x5bd1e995ULL);
+  std::vector<workloads::SqlStatement> sql;
+  std::vector<ParamValue> params;
+  size_t found = 0;
+  for (int i = 0; i < 20000 && found < names.size(); ++i) {
+    std::unique_ptr<workloads::WorkloadTxn> t = (*wl)->Next(rng);
+    sql.clear();
+    t->AppendSql(&sql);
+    for (const auto& s : sql) {
+      params.clear();
+      for (const auto& p : s.params) params.push_back(ParamValue{p.text, p.is_null});
+      RefVec ids;
+      std::vector<std::string> texts;
+      if (!(*ex)->Extract(s.tmpl, policy, ParamSpan(params), &ids, &texts).ok()) continue;
+      for (size_t j = 0; j < ids.size() && j < texts.size(); ++j) {
+        auto it = names.find(ids[j].value());
+        if (it != names.end() && it->second.empty()) {
+          it->second = texts[j];
+          ++found;
+        }
+      }
+    }
+  }
+  for (auto& e : *entries) {
+    if (e.text.empty()) e.text = names[e.ref.value()];
+  }
+}
+
 absl::StatusOr<BenchResult> Runner::Run(const BenchConfig& c, const LearnedHistory* learned,
                                         LearnedHistory* learned_out) {
   absl::Status st = Validate(c);
@@ -468,6 +508,7 @@ absl::StatusOr<BenchResult> Runner::Run(const BenchConfig& c, const LearnedHisto
       // entries are sorted by aborts, most first (TopByAborts).
       const size_t k = std::min(hist->entries.size(), static_cast<size_t>(std::max(0, c.show_learned)));
       r.top_learned.assign(hist->entries.begin(), hist->entries.begin() + k);
+      if (k > 0) NameReferences(c, base.extraction, &r.top_learned);
     }
     if (learned_out != nullptr && hist != nullptr) *learned_out = *hist;
     for (int i = 0; i < c.repeat; ++i) {

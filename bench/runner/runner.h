@@ -178,6 +178,9 @@ class Runner {
   struct RunSpec;
   absl::StatusOr<RunMetrics> RunOnce(const BenchConfig& c, const RunSpec& spec);
   absl::StatusOr<std::shared_ptr<RefExtractor>> ExtractorFor(const workloads::Workload& w);
+  // Fills the texts of `entries` from a sample of generated transactions.
+  void NameReferences(const BenchConfig& c, const ExtractionPolicy& policy,
+                      std::vector<history::History::TopEntry>* entries);
 
   std::unique_ptr<Backend> backend_;
   WorkloadFactory factory_;
