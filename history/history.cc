@@ -60,6 +60,8 @@ void History::Add(RefId ref, uint64_t aborts, uint64_t commits) {
           init)) {
     entries_.fetch_add(1, std::memory_order_relaxed);
   }
+  // After the change: a reader that saw the old epoch re-reads.
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 bool History::Get(RefId ref, Counts* out) const { return map_.find(ref, *out); }
@@ -107,6 +109,7 @@ void History::Regenerate() {
   }
   texts_.clear();
   regenerations_.fetch_add(1, std::memory_order_relaxed);
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 int64_t History::ApproxBytes() const {

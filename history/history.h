@@ -107,9 +107,23 @@ class History {
   // first, then RefId). Takes the table's locks for the scan: admin use only.
   std::vector<TopEntry> TopByAborts(size_t k) const;
 
-  void Freeze() { frozen_.store(true, std::memory_order_release); }
-  void Unfreeze() { frozen_.store(false, std::memory_order_release); }
+  void Freeze() {
+    epoch_.fetch_add(1, std::memory_order_acq_rel);
+    frozen_.store(true, std::memory_order_release);
+  }
+  void Unfreeze() {
+    frozen_.store(false, std::memory_order_release);
+    epoch_.fetch_add(1, std::memory_order_acq_rel);
+  }
   bool frozen() const { return frozen_.load(std::memory_order_acquire); }
+  // Changes whenever counters may change outside Record while frozen: bumped
+  // by Freeze, Unfreeze, Regenerate and Add (which ignores the freeze). A
+  // counter read while frozen() stays exact for as long as frozen() holds
+  // and epoch() is unchanged (the Schedule's read cache keeps such reads
+  // indefinitely in Phase II); read epoch() before the counters. (A Record
+  // that passed its frozen() check just before Freeze may still land; such
+  // a straggler can go unseen by a cached read.)
+  int64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
 
   // Empties the table (counters and texts) and shrinks it back to its initial
   // capacity. Concurrent records and reads proceed (they briefly wait on the
@@ -145,6 +159,7 @@ class History {
   std::atomic<int64_t> entries_{0};
   alignas(64) std::atomic<int64_t> records_{0};  // written on every Record
   std::atomic<bool> frozen_{false};
+  std::atomic<int64_t> epoch_{0};
   std::atomic<int64_t> regenerations_{0};
   std::atomic<int64_t> ignored_frozen_{0};
   std::atomic<int64_t> dropped_full_{0};

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <iterator>
+#include <memory>
 
 #include "absl/container/inlined_vector.h"
 #include "common/clock.h"
@@ -13,11 +15,13 @@ namespace corral {
 namespace scheduler {
 namespace {
 
-// Per-thread scratch, grown to the largest queue count a thread has seen.
+// Per-thread scratch, grown to the largest queue count (and reference count)
+// a thread has seen.
 struct Scratch {
   std::vector<double> scores;
   std::vector<uint64_t> row;
   std::vector<int64_t> totals;
+  std::vector<double> weights;
   void Fit(int n) {
     if (static_cast<int>(scores.size()) < n) {
       scores.resize(n);
@@ -25,22 +29,46 @@ struct Scratch {
       totals.resize(n);
     }
   }
+  double* Weights(size_t k) {
+    if (weights.size() < k) weights.resize(std::max<size_t>(k, 16));
+    return weights.data();
+  }
 };
 thread_local Scratch tls_scratch;
 
-// Per-thread History read cache (see Schedule's constructor).
+// This thread's latest learned Place: what it recorded in the State, so that
+// Unplace takes back exactly that.
+struct LastPlace {
+  const void* owner = nullptr;  // Schedule
+  const Txn* txn = nullptr;
+  int32_t queue = -1;
+  bool partial = false;          // scoring-only: `tracked` + `untracked`
+  std::vector<RefId> tracked;    // references given a row
+  int64_t untracked = 0;         // references counted in the total only
+};
+thread_local LastPlace tls_last;
+
+// Per-thread History read cache (see Schedule's constructor). A slot is
+// valid when its key matches and either it was read while the History was
+// frozen at the current epoch, or (not frozen) it is younger than
+// weight_cache_ns.
 struct WeightCache {
-  static constexpr int kSize = 1024;
+  static constexpr int kSize = 4096;  // 32 bytes each: 128 KiB per thread
+  static constexpr uint64_t kUnknown = ~uint64_t{0};  // aborts of a miss
   struct Slot {
     uint64_t key = 0;
-    int64_t stamp = 0;
-    history::History::Counts counts;
-    bool known = false;
+    int64_t stamp = INT64_MIN;  // read time, or epoch (frozen read)
+    uint64_t aborts = 0;        // kUnknown: not in the History
+    uint64_t commits = 0;
   };
   uint64_t owner = 0;  // Schedule instance
   int64_t generation = -1;  // History regenerations seen
   Slot slots[kSize];
+  // Bit i set: slot i was read while frozen (its stamp is an epoch, not a
+  // time); a bitmap keeps Slot at 32 bytes.
+  uint64_t frozen_bits[kSize / 64] = {};
 };
+thread_local std::unique_ptr<WeightCache> tls_cache;
 std::atomic<uint64_t> next_instance{1};
 
 constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
@@ -49,11 +77,12 @@ constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 
 Schedule::Schedule(const history::History* history, state::State* state, const Policy& policy,
                    uint64_t seed, int64_t weight_cache_ns, double max_ref_share,
-                   double max_queue_load)
+                   double max_queue_load, bool state_scoring_only)
     : history_(history),
       weight_cache_ns_(weight_cache_ns),
       max_ref_share_(max_ref_share),
       max_queue_load_(max_queue_load),
+      state_scoring_only_(state_scoring_only),
       instance_(next_instance.fetch_add(1)),
       state_(state),
       num_queues_(state->num_queues()),
@@ -96,42 +125,69 @@ QueueId Schedule::DecideWith(const Policy& p, absl::Span<const RefId> refs,
   return QueueId(static_cast<int32_t>(r % static_cast<uint64_t>(num_queues_)));
 }
 
-double Schedule::Weight(RefId r, Weighting w, int64_t now) const {
+Schedule::ReadMode Schedule::ReadModeNow() const {
+  ReadMode m;
+  // epoch before frozen before the counters (see History::epoch()).
+  m.epoch = history_->epoch();
+  m.frozen = history_->frozen();
+  m.cached = m.frozen || weight_cache_ns_ > 0;
+  if (m.cached && !m.frozen) m.now = MonoNanos();
+  if (max_ref_share_ > 0) m.records = history_->records();
+  return m;
+}
+
+double Schedule::Weight(RefId r, Weighting w, const ReadMode& m) const {
   history::History::Counts counts;
-  bool known;
-  if (weight_cache_ns_ <= 0) {
-    known = history_->Get(r, &counts);
-  } else {
-    known = CachedCounts(r, now, &counts);
-  }
+  const bool known = m.cached ? CachedCounts(r, m, &counts) : history_->Get(r, &counts);
   if (!known) return 0.0;
-  if (max_ref_share_ > 0) {
-    const int64_t records = history_->records();
-    if (records >= kMinRecordsForShare &&
-        static_cast<double>(counts.aborts + counts.commits) * num_queues_ >
-            max_ref_share_ * static_cast<double>(records)) {
-      return 0.0;  // broad: see the header
-    }
+  if (max_ref_share_ > 0 && m.records >= kMinRecordsForShare &&
+      static_cast<double>(counts.aborts + counts.commits) * num_queues_ >
+          max_ref_share_ * static_cast<double>(m.records)) {
+    return 0.0;  // broad: see the header
   }
   return history::History::WeightOf(counts, w);
 }
 
-bool Schedule::CachedCounts(RefId r, int64_t now, history::History::Counts* out) const {
-  static thread_local WeightCache c;  // one per thread, built on first use
+bool Schedule::CachedCounts(RefId r, const ReadMode& m, history::History::Counts* out) const {
+  if (tls_cache == nullptr) tls_cache = std::make_unique<WeightCache>();
+  WeightCache& c = *tls_cache;
   const int64_t gen = history_->regenerations();
   if (c.owner != instance_ || c.generation != gen) {
     for (auto& slot : c.slots) slot.stamp = INT64_MIN;
+    std::fill(std::begin(c.frozen_bits), std::end(c.frozen_bits), 0);
     c.owner = instance_;
     c.generation = gen;
   }
-  WeightCache::Slot& slot = c.slots[Mix64(r.value()) & (WeightCache::kSize - 1)];
-  if (slot.stamp == INT64_MIN || slot.key != r.value() || now - slot.stamp > weight_cache_ns_) {
-    slot.key = r.value();
-    slot.stamp = now;
-    slot.known = history_->Get(r, &slot.counts);
+  const size_t i = Mix64(r.value()) & (WeightCache::kSize - 1);
+  WeightCache::Slot& slot = c.slots[i];
+  uint64_t& bits = c.frozen_bits[i / 64];
+  const uint64_t bit = uint64_t{1} << (i % 64);
+  bool valid = slot.stamp != INT64_MIN && slot.key == r.value();
+  if (valid) {
+    if (m.frozen) {
+      valid = (bits & bit) != 0 && slot.stamp == m.epoch;
+    } else {
+      valid = (bits & bit) == 0 && m.now - slot.stamp <= weight_cache_ns_;
+    }
   }
-  *out = slot.counts;
-  return slot.known;
+  if (!valid) {
+    history::History::Counts got;
+    const bool known = history_->Get(r, &got);
+    slot.key = r.value();
+    slot.aborts = known ? got.aborts : WeightCache::kUnknown;
+    slot.commits = got.commits;
+    if (m.frozen) {
+      slot.stamp = m.epoch;
+      bits |= bit;
+    } else {
+      slot.stamp = m.now;
+      bits &= ~bit;
+    }
+  }
+  if (slot.aborts == WeightCache::kUnknown) return false;
+  out->aborts = slot.aborts;
+  out->commits = slot.commits;
+  return true;
 }
 
 int Schedule::PickQueue(const double* scores) const {
@@ -170,86 +226,127 @@ int Schedule::PickQueue(const double* scores) const {
   return chosen;
 }
 
+Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefId> refs,
+                                          double* w) const {
+  const ReadMode m = ReadModeNow();
+  WeightSummary ws;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (history::RefSeenBefore(refs, i)) {
+      w[i] = -1;  // already counted
+      continue;
+    }
+    ++ws.distinct;
+    w[i] = Weight(refs[i], p.weighting, m);
+    if (w[i] > ws.best) {
+      ws.best = w[i];
+      ws.lead = i;
+      ws.tied = 1;
+    } else if (w[i] == ws.best && w[i] > 0) {
+      ++ws.tied;
+    }
+  }
+  return ws;
+}
+
+void Schedule::Score(const Policy& p, absl::Span<const RefId> refs, const double* w, double best,
+                     double* scores) const {
+  const int n = num_queues_;
+  uint64_t* row = tls_scratch.row.data();
+  std::fill(scores, scores + n, 0.0);
+  if (p.aggregation == Aggregation::kSum) {
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (w[i] <= 0 || !state_->ReadRow(refs[i], row)) continue;
+      for (int q = 0; q < n; ++q) scores[q] += w[i] * static_cast<double>(row[q]);
+    }
+  } else if (best > 0) {
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (w[i] != best || !state_->ReadRow(refs[i], row)) continue;
+      for (int q = 0; q < n; ++q) scores[q] = std::max(scores[q], best * static_cast<double>(row[q]));
+    }
+  }
+}
+
 QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
                                 std::vector<double>* scores_out) const {
   const int n = num_queues_;
   Scratch& s = tls_scratch;
   s.Fit(n);
+  double* w = s.Weights(refs.size());
+  const WeightSummary ws = Weights(p, refs, w);
   double* scores = s.scores.data();
-  uint64_t* row = s.row.data();
-  std::fill(scores, scores + n, 0.0);
-  const int64_t now = weight_cache_ns_ > 0 ? MonoNanos() : 0;
-
-  if (p.aggregation == Aggregation::kSum) {
-    for (size_t i = 0; i < refs.size(); ++i) {
-      if (history::RefSeenBefore(refs, i)) continue;  // counts once
-      const double w = Weight(refs[i], p.weighting, now);
-      if (w <= 0 || !state_->ReadRow(refs[i], row)) continue;
-      for (int q = 0; q < n; ++q) scores[q] += w * static_cast<double>(row[q]);
-    }
-  } else {
-    absl::InlinedVector<double, 16> weights(refs.size());
-    double best = 0;
-    for (size_t i = 0; i < refs.size(); ++i) {
-      weights[i] = Weight(refs[i], p.weighting, now);
-      best = std::max(best, weights[i]);
-    }
-    if (best > 0) {
-      for (size_t i = 0; i < refs.size(); ++i) {
-        if (weights[i] != best || !state_->ReadRow(refs[i], row)) continue;
-        for (int q = 0; q < n; ++q) {
-          scores[q] = std::max(scores[q], best * static_cast<double>(row[q]));
-        }
-      }
-    }
-  }
+  Score(p, refs, w, ws.best, scores);
   if (scores_out != nullptr) scores_out->assign(scores, scores + n);
   return QueueId(PickQueue(scores));
 }
 
-QueueId Schedule::PlaceLearned(const Policy& p, absl::Span<const RefId> refs) {
-  if (p.aggregation == Aggregation::kMax && !refs.empty()) {
-    const int64_t now = weight_cache_ns_ > 0 ? MonoNanos() : 0;
-    absl::InlinedVector<double, 16> weights(refs.size());
-    double best = 0;
-    size_t lead = 0;
-    int tied = 0;  // distinct references with the top weight
+QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
+  const absl::Span<const RefId> refs = txn.refs;
+  const int n = num_queues_;
+  Scratch& s = tls_scratch;
+  s.Fit(n);
+  double* w = s.Weights(refs.size());
+  const WeightSummary ws = Weights(p, refs, w);
+
+  // What the State records: every reference, or (scoring-only) those with a
+  // weight > 0, the rest counted in the total only.
+  LastPlace& last = tls_last;
+  last.owner = this;
+  last.txn = &txn;
+  last.partial = state_scoring_only_;
+  absl::Span<const RefId> rec = refs;
+  size_t rec_lead = ws.lead;
+  int64_t untracked = 0;
+  if (state_scoring_only_) {
+    last.tracked.clear();
     for (size_t i = 0; i < refs.size(); ++i) {
-      if (history::RefSeenBefore(refs, i)) {
-        weights[i] = -1;  // already counted
-        continue;
-      }
-      const double w = Weight(refs[i], p.weighting, now);
-      weights[i] = w;
-      if (w > best) {
-        best = w;
-        lead = i;
-        tied = 1;
-      } else if (w == best && w > 0) {
-        ++tied;
-      }
+      if (w[i] <= 0) continue;
+      if (i == ws.lead) rec_lead = last.tracked.size();
+      last.tracked.push_back(refs[i]);
     }
-    if (tied <= 1) {
-      // One State operation on the lead reads its row, scores and records;
-      // no reference scores when best == 0 (every queue ties at 0).
-      const int n = num_queues_;
-      return state_->RecordChosen(refs, lead, [&](const state::State::RowView& row) {
-        Scratch& s = tls_scratch;
-        s.Fit(n);
-        double* scores = s.scores.data();
-        if (best > 0 && !row.empty()) {
-          for (int q = 0; q < n; ++q) scores[q] = best * static_cast<double>(row[q]);
-        } else {
-          std::fill(scores, scores + n, 0.0);
-        }
-        return QueueId(PickQueue(scores));
-      });
-    }
-    // Several references share the top weight: the general path.
+    rec = last.tracked;
+    untracked = ws.distinct - static_cast<int64_t>(last.tracked.size());
+    last.untracked = untracked;
   }
-  const QueueId q = DecideLearned(p, refs, nullptr);
-  state_->Record(refs, q);
+
+  QueueId q;
+  if (p.aggregation == Aggregation::kMax && ws.tied <= 1 && !rec.empty()) {
+    // One State operation on the lead reads its row, scores and records; no
+    // reference scores when best == 0 (every queue ties at 0).
+    const double best = ws.best;
+    q = state_->RecordChosen(
+        rec, rec_lead,
+        [&](const state::State::RowView& row) {
+          double* scores = tls_scratch.scores.data();
+          if (best > 0 && !row.empty()) {
+            for (int i = 0; i < n; ++i) scores[i] = best * static_cast<double>(row[i]);
+          } else {
+            std::fill(scores, scores + n, 0.0);
+          }
+          return QueueId(PickQueue(scores));
+        },
+        untracked);
+  } else {
+    // Sum, several references sharing the top weight, or nothing to record
+    // a row for.
+    double* scores = s.scores.data();
+    Score(p, refs, w, ws.best, scores);
+    q = QueueId(PickQueue(scores));
+    state_->Record(rec, q, untracked);
+  }
+  last.queue = q.value();
   return q;
+}
+
+void Schedule::Unplace(const Txn& txn, QueueId q) {
+  LastPlace& last = tls_last;
+  if (last.owner == this && last.txn == &txn && last.queue == q.value()) {
+    last.txn = nullptr;
+    if (last.partial) {
+      state_->Unrecord(last.tracked, q, last.untracked);
+      return;
+    }
+  }
+  state_->Unrecord(txn.refs, q);
 }
 
 QueueId Schedule::Place(Txn& txn) {
@@ -261,7 +358,7 @@ QueueId Schedule::Place(Txn& txn, bool* state_recorded) {
   const Policy p = policy();
   const bool learned = p.kind == PolicyKind::kLearned;
   const QueueId q =
-      learned ? PlaceLearned(p, txn.refs) : DecideWith(p, txn.refs, txn.partition_key, nullptr);
+      learned ? PlaceLearned(p, txn) : DecideWith(p, txn.refs, txn.partition_key, nullptr);
   txn.queue = q;
   *state_recorded = learned;
   return q;

@@ -93,9 +93,23 @@ class Schedule {
   // halves the table operations per decision for recurring references).
   // Regenerate() invalidates it at once. 0 (default) reads the History every
   // time.
+  //
+  // `state_scoring_only` (learned policies): Place records State rows only
+  // for the references that can score under the current policy (History
+  // weight > 0 and not broad); the others still count in the queue's State
+  // total (State's `untracked`), so the default rule and the load bound see
+  // every reference. A reference that starts to score gets its row from its
+  // next placement on. Off by default (the paper's State, which DESIGN.md's
+  // worked examples assume); scheduler::Scheduler turns it on (a TPC-C
+  // NewOrder names ~60 references, of which a handful ever abort).
+  //
+  // While the History is frozen (experiment Phase II) its counters do not
+  // change, so the per-thread read cache is used whatever weight_cache_ns
+  // says and keeps a read for as long as the freeze lasts
+  // (History::epoch()).
   Schedule(const history::History* history, state::State* state, const Policy& policy,
            uint64_t seed, int64_t weight_cache_ns = 0, double max_ref_share = 0,
-           double max_queue_load = 0);
+           double max_queue_load = 0, bool state_scoring_only = false);
 
   // Below this many recorded attempts the broad-reference rule is not applied
   // (shares are meaningless in a History that has barely started).
@@ -115,8 +129,13 @@ class Schedule {
   // Decide, set txn.queue, and record the placement in the State.
   QueueId Place(Txn& txn);
   // As Place; *state_recorded says whether the State was updated (learned
-  // policies), i.e. whether State::Unrecord undoes it.
+  // policies), i.e. whether Unplace undoes it.
   QueueId Place(Txn& txn, bool* state_recorded);
+  // Takes back the State record of this thread's latest Place(txn) on `q`
+  // (the run queue refused it): exactly what was recorded, scoring-only
+  // rows and untracked totals included. For a txn this thread did not just
+  // place, falls back to State::Unrecord(txn.refs, q).
+  void Unplace(const Txn& txn, QueueId q);
 
  private:
   static uint32_t Pack(const Policy& p);
@@ -125,19 +144,42 @@ class Schedule {
                      std::vector<double>* scores_out) const;
   QueueId DecideLearned(const Policy& p, absl::Span<const RefId> refs,
                         std::vector<double>* scores_out) const;
-  QueueId PlaceLearned(const Policy& p, absl::Span<const RefId> refs);
+  QueueId PlaceLearned(const Policy& p, const Txn& txn);
+  // Weights of refs into w[i] (-1 for a repeated reference); returns the
+  // number of distinct references, the top weight, the first reference with
+  // it and how many distinct references share it (0 when best is 0).
+  struct WeightSummary {
+    int64_t distinct = 0;
+    double best = 0;
+    size_t lead = 0;
+    int tied = 0;
+  };
+  WeightSummary Weights(const Policy& p, absl::Span<const RefId> refs, double* w) const;
+  // Scores from weights (as Weights gives them) and State rows.
+  void Score(const Policy& p, absl::Span<const RefId> refs, const double* w, double best,
+             double* scores) const;
   // The winner among queues whose score is within 1e-9 (relative) of the
   // top: smallest State total, then lowest index.
   int PickQueue(const double* scores) const;
 
-  double Weight(RefId r, Weighting w, int64_t now) const;
-  // The per-thread cached History counters of `r` (weight_cache_ns_ > 0).
-  bool CachedCounts(RefId r, int64_t now, history::History::Counts* out) const;
+  // How a decision reads History counters (set once per decision).
+  struct ReadMode {
+    bool cached = false;     // through the per-thread cache
+    bool frozen = false;     // History frozen: cached reads never expire
+    int64_t now = 0;         // for cache staleness (not frozen)
+    int64_t epoch = 0;       // History::epoch() (frozen)
+    int64_t records = 0;     // History::records() (broad rule)
+  };
+  ReadMode ReadModeNow() const;
+  double Weight(RefId r, Weighting w, const ReadMode& m) const;
+  // The per-thread cached History counters of `r`.
+  bool CachedCounts(RefId r, const ReadMode& m, history::History::Counts* out) const;
 
   const history::History* const history_;
   const int64_t weight_cache_ns_;
   const double max_ref_share_;
   const double max_queue_load_;
+  const bool state_scoring_only_;
   const uint64_t instance_;  // identifies this Schedule in thread caches
   state::State* const state_;
   const int num_queues_;

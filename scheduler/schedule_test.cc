@@ -386,6 +386,130 @@ TEST(ScheduleTest, SumCountsADuplicateReferenceOnce) {
   EXPECT_DOUBLE_EQ(scores[1], 4.0);
 }
 
+// Scoring-only State: rows only for references with weight > 0 (not
+// broad); totals count every distinct reference.
+TEST(ScheduleTest, ScoringOnlyRecordsRowsOnlyForScoringReferences) {
+  for (const char* name : {"count-max-canonical-single", "count-sum-canonical-single",
+                           "fraction-max-canonical-single"}) {
+    history::History h;
+    auto st = MakeState(2);
+    h.Add(RefId(1), 3, 1);   // scores
+    h.Add(RefId(2), 0, 9);   // known, weight 0
+    Schedule s(&h, st.get(), P(name), 1, 0, 0, 0, /*state_scoring_only=*/true);
+    Txn t;
+    t.refs = {RefId(1), RefId(2), RefId(3), RefId(3)};  // RefId(3) unknown, twice
+    const QueueId q = s.Place(t);
+    uint64_t row[2];
+    ASSERT_TRUE(st->ReadRow(RefId(1), row)) << name;
+    EXPECT_EQ(row[q.value()], 1u) << name;
+    EXPECT_FALSE(st->ReadRow(RefId(2), row)) << name;
+    EXPECT_FALSE(st->ReadRow(RefId(3), row)) << name;
+    EXPECT_EQ(st->size(), 1) << name;
+    EXPECT_EQ(st->Total(q), 3) << name;  // three distinct references
+    EXPECT_EQ(st->Total(QueueId(1 - q.value())), 0) << name;
+    // Nothing scores: no row at all, totals still count.
+    Txn cold;
+    cold.refs = {RefId(7), RefId(8)};
+    const QueueId q2 = s.Place(cold);
+    EXPECT_EQ(q2, QueueId(1 - q.value())) << name;  // the default rule: smaller total
+    EXPECT_EQ(st->size(), 1) << name;
+    EXPECT_EQ(st->Total(q2), 2) << name;
+  }
+}
+
+TEST(ScheduleTest, ScoringOnlyLeavesOutBroadReferences) {
+  history::History h;
+  auto st = MakeState(4);
+  h.AddRecords(2000);
+  h.Add(RefId(1), 1000, 1000);  // in every record: broad under a 1.5 share cap
+  h.Add(RefId(2), 5, 5);
+  Schedule s(&h, st.get(), P("count-max-canonical-single"), 1, 0, 1.5, 0, true);
+  Txn t;
+  t.refs = {RefId(1), RefId(2)};
+  const QueueId q = s.Place(t);
+  uint64_t row[4];
+  EXPECT_FALSE(st->ReadRow(RefId(1), row));
+  ASSERT_TRUE(st->ReadRow(RefId(2), row));
+  EXPECT_EQ(st->Total(q), 2);
+}
+
+// References that cannot score never change a decision, so with the same
+// History, scoring-only and full State place every transaction alike (the
+// totals, which count every reference, agree too).
+TEST(ScheduleTest, ScoringOnlyPlacesLikeTheFullState) {
+  for (const char* name : {"count-max-canonical-single", "fraction-max-canonical-single",
+                           "count-sum-canonical-single", "fraction-sum-canonical-single"}) {
+    history::History h;
+    for (int r = 0; r < 60; ++r) h.Add(RefId(100 + r), r % 3 == 0 ? 0 : r % 7, 10);
+    auto full_st = MakeState(4), part_st = MakeState(4);
+    Schedule full(&h, full_st.get(), P(name), 1, 0, 0, 1.25, false);
+    Schedule part(&h, part_st.get(), P(name), 1, 0, 0, 1.25, true);
+    uint64_t x = 12345;
+    int64_t partial_rows_smaller = 0;
+    for (int i = 0; i < 3000; ++i) {
+      Txn a, b;
+      for (int j = 0; j < 5; ++j) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        a.refs.push_back(RefId(100 + (x >> 33) % 80));  // 20 of 80 unknown
+      }
+      b.refs = a.refs;
+      ASSERT_EQ(full.Place(a), part.Place(b)) << name << " txn " << i;
+    }
+    for (int q = 0; q < 4; ++q) EXPECT_EQ(full_st->Total(QueueId(q)), part_st->Total(QueueId(q))) << name;
+    partial_rows_smaller = full_st->size() - part_st->size();
+    EXPECT_GT(partial_rows_smaller, 0) << name;
+  }
+}
+
+// Unplace takes back exactly what the latest Place recorded.
+TEST(ScheduleTest, UnplaceUndoesAScoringOnlyPlace) {
+  history::History h;
+  auto st = MakeState(2);
+  h.Add(RefId(1), 3, 1);
+  st->Set(RefId(1), {0, 4});
+  Schedule s(&h, st.get(), P("count-sum-canonical-single"), 1, 0, 0, 0, true);
+  Txn t;
+  t.refs = {RefId(1), RefId(2), RefId(3)};
+  const QueueId q = s.Place(t);
+  EXPECT_EQ(q, QueueId(1));
+  EXPECT_EQ(st->Total(q), 7);
+  s.Unplace(t, q);
+  EXPECT_EQ(st->Total(QueueId(0)), 0);
+  EXPECT_EQ(st->Total(QueueId(1)), 4);
+  uint64_t row[2];
+  ASSERT_TRUE(st->ReadRow(RefId(1), row));
+  EXPECT_EQ(row[1], 4u);
+}
+
+// Frozen History: the read cache keeps reads while frozen, and a change
+// through Add (which ignores the freeze), Unfreeze or Regenerate is seen at
+// once, whatever weight_cache_ns says.
+TEST(ScheduleTest, FrozenHistoryReadsStayExact) {
+  history::History h;
+  auto st = MakeState(2);
+  h.Add(RefId::Of("a"), 1, 0);
+  h.Add(RefId::Of("b"), 2, 0);
+  st->Set(RefId::Of("a"), {1, 0});
+  st->Set(RefId::Of("b"), {0, 1});
+  Schedule s(&h, st.get(), P("count-max-canonical-single"), 1);
+  const RefVec refs = {RefId::Of("a"), RefId::Of("b")};
+  h.Freeze();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(s.Decide(refs), QueueId(1));
+  h.RecordAbort({RefId::Of("a")});  // ignored: frozen
+  h.RecordAbort({RefId::Of("a")});
+  EXPECT_EQ(s.Decide(refs), QueueId(1));
+  h.Add(RefId::Of("a"), 10, 0);  // a now outweighs b
+  EXPECT_EQ(s.Decide(refs), QueueId(0));
+  h.Unfreeze();
+  for (int i = 0; i < 20; ++i) h.RecordAbort({RefId::Of("b")});  // b: 22 > a: 11
+  EXPECT_EQ(s.Decide(refs), QueueId(1));
+  h.Freeze();
+  EXPECT_EQ(s.Decide(refs), QueueId(1));
+  h.Regenerate();
+  h.Add(RefId::Of("a"), 1, 0);
+  EXPECT_EQ(s.Decide(refs), QueueId(0));  // b unknown now
+}
+
 }  // namespace
 }  // namespace scheduler
 }  // namespace corral

@@ -27,7 +27,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
   s->schedule_ =
       std::make_unique<Schedule>(s->history_.get(), s->state_.get(), options.policy,
                                  options.seed, options.weight_cache_ns, options.max_ref_share,
-                                 options.max_queue_load);
+                                 options.max_queue_load, options.state_scoring_only);
   if (!executors.empty()) {
     RunQueues::Options qo;
     qo.num_queues = options.num_queues;
@@ -77,7 +77,7 @@ absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
   absl::Status st = queues_->TryPush(q, &txn);
   // Refused (full or stopped meanwhile): the placement did not happen, so its
   // State counts are taken back.
-  if (!st.ok() && recorded && txn != nullptr) state_->Unrecord(txn->refs, q);
+  if (!st.ok() && recorded && txn != nullptr) schedule_->Unplace(*txn, q);
   return st;
 }
 

@@ -58,6 +58,9 @@ class Scheduler {
     // Bounded-load rule of the Schedule: a queue whose State total is above
     // max_queue_load x the mean is not chosen while another is. 0 = off.
     double max_queue_load = 1.25;
+    // Schedule's scoring-only State: rows only for references that can score
+    // (History weight > 0, not broad); totals still count every reference.
+    bool state_scoring_only = true;
     history::History::Options history;
     state::State::Options state;  // its num_queues is overridden by num_queues
     bool stealing = true;

@@ -65,12 +65,21 @@ TEST(SchedulerTest, RoutingOnlyForTheProxy) {
   history::History::Counts c;
   ASSERT_TRUE(s->history().Get(t.refs[0], &c));
   EXPECT_EQ(c.aborts, 2u);
-  // The learned affinity now keeps w_id=3 on its queue.
+  // The learned affinity now keeps w_id=3 on one queue. (Scoring-only State,
+  // the default: w_id=3 got no row while it could not score, so its first
+  // scoring placement picks the queue by the default rule.)
+  QueueId home(-1);
   for (int i = 0; i < 10; ++i) {
     Txn u;
     u.refs = {RefId::Of("w_id=3"), RefId(100 + i)};
-    EXPECT_EQ(s->Route(u), q);
+    const QueueId got = s->Route(u);
+    if (i == 0) home = got;
+    EXPECT_EQ(got, home);
   }
+  uint64_t row[4];
+  ASSERT_TRUE(s->state().ReadRow(RefId::Of("w_id=3"), row));
+  EXPECT_EQ(row[home.value()], 10u);
+  EXPECT_FALSE(s->state().ReadRow(RefId(100), row));  // never scored: no row
   s->history().Freeze();
   s->ReportOutcome(t, Outcome::kCommitted);
   ASSERT_TRUE(s->history().Get(t.refs[0], &c));
@@ -86,6 +95,7 @@ TEST(SchedulerTest, ConcurrentStressExactCounts) {
   o.num_queues = kQueues;
   o.policy = ParsePolicy("count-sum-canonical-single").value();
   o.stealing = true;
+  o.state_scoring_only = false;  // rows for every reference: exact counts below
   std::vector<FakeExecutor> execs(kQueues);
   std::vector<Executor*> ptrs;
   for (auto& e : execs) ptrs.push_back(&e);
@@ -157,6 +167,9 @@ TEST(SchedulerTest, ConcurrentStressExactCounts) {
   state::State::Info info;
   ASSERT_TRUE(s->state().Get(shared, &info));
   EXPECT_EQ(info.total, static_cast<uint64_t>(total));
+  int64_t totals = 0;
+  for (int q = 0; q < kQueues; ++q) totals += s->state().Total(QueueId(q));
+  EXPECT_EQ(totals, 2 * total);  // two distinct references per placement
   EXPECT_TRUE(absl::IsFailedPrecondition(s->Submit(std::make_unique<Txn>())));
 }
 
@@ -231,6 +244,7 @@ TEST(SchedulerTest, RefusedSubmitLeavesNoStateCounts) {
   o.queue_capacity = 1;
   auto s = Scheduler::Create(o, {&e0, &e1}).value();  // not started: nothing is popped
   const RefId r = RefId::Of("k=1");
+  s->history().Add(r, 1, 0);  // r scores (has a row); k=2 counts in the totals only
   int accepted = 0, refused = 0;
   for (int i = 0; i < 6; ++i) {
     auto t = std::make_unique<Txn>();

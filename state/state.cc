@@ -138,11 +138,15 @@ void State::RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_
   }
 }
 
-void State::Record(absl::Span<const RefId> refs, QueueId q) {
+void State::Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked) {
   const int qi = q.value();
-  if (qi < 0 || qi >= num_queues_ || refs.empty()) return;
+  if (qi < 0 || qi >= num_queues_) return;
+  if (refs.empty()) {
+    if (untracked != 0) totals_[qi].fetch_add(untracked, std::memory_order_relaxed);
+    return;
+  }
   const int64_t window = clock_->NowNanos() / options_.rate_window_ns;
-  int64_t added = 0;
+  int64_t added = untracked;
   bool inserted = false;
   RecordRest(refs, refs.size(), qi, window, &added, &inserted);
   totals_[qi].fetch_add(added, std::memory_order_relaxed);
@@ -150,11 +154,12 @@ void State::Record(absl::Span<const RefId> refs, QueueId q) {
 }
 
 QueueId State::RecordChosen(absl::Span<const RefId> refs, size_t lead,
-                            absl::FunctionRef<QueueId(const RowView&)> choose) {
+                            absl::FunctionRef<QueueId(const RowView&)> choose,
+                            int64_t untracked) {
   const int64_t window = clock_->NowNanos() / options_.rate_window_ns;
   const int n = num_queues_;
   QueueId chosen(-1);
-  int64_t added = 0;
+  int64_t added = untracked;
   bool inserted = false;
   const bool held = map_.update_fn(refs[lead], [&](Entry& e) {
     chosen = choose(RowView(e.counts.data(), n));
@@ -170,10 +175,10 @@ QueueId State::RecordChosen(absl::Span<const RefId> refs, size_t lead,
   return chosen;
 }
 
-void State::Unrecord(absl::Span<const RefId> refs, QueueId q) {
+void State::Unrecord(absl::Span<const RefId> refs, QueueId q, int64_t untracked) {
   const int qi = q.value();
   if (qi < 0 || qi >= num_queues_) return;
-  int64_t removed = 0;
+  int64_t removed = untracked;
   for (size_t i = 0; i < refs.size(); ++i) {
     if (history::RefSeenBefore(refs, i)) continue;
     map_.update_fn(refs[i], [&](Entry& e) {

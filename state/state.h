@@ -125,7 +125,13 @@ class State {
   // After `q` was chosen for a transaction: counts[r][q]++ and T++ for every
   // r in refs, R updated, totals[q] += refs.size(). May run an eviction pass.
   // Duplicate references in `refs` count once.
-  void Record(absl::Span<const RefId> refs, QueueId q);
+  //
+  // `untracked` (all three recording calls): references of the transaction
+  // that get no row (the Schedule's scoring-only mode leaves out references
+  // that cannot score) but still count in totals[q], so the default rule and
+  // the load bound see every reference. Untracked counts are never evicted:
+  // totals = sum over held rows + untracked placements.
+  void Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked = 0);
   // Decide-and-record: calls `choose` once with refs[lead]'s row (empty when
   // not held) under that reference's bucket locks, then records the queue it
   // returns for every distinct reference of `refs` as Record() does. `choose`
@@ -133,12 +139,13 @@ class State {
   // Total()/ReadTotals()). A returned queue outside [0, num_queues) records
   // nothing. Returns what `choose` returned. `lead` < refs.size().
   QueueId RecordChosen(absl::Span<const RefId> refs, size_t lead,
-                       absl::FunctionRef<QueueId(const RowView&)> choose);
+                       absl::FunctionRef<QueueId(const RowView&)> choose,
+                       int64_t untracked = 0);
   // Takes back one Record(refs, q) whose placement did not happen (the run
   // queue refused the transaction): counts[r][q]--, T-- and totals[q]-- for
   // every distinct r still held with counts[r][q] > 0; Q recomputed. The
-  // arrival stays in R (the reference was seen).
-  void Unrecord(absl::Span<const RefId> refs, QueueId q);
+  // arrival stays in R (the reference was seen). totals[q] -= untracked.
+  void Unrecord(absl::Span<const RefId> refs, QueueId q, int64_t untracked = 0);
   // Sets a reference's row outright (tests, loading tables); T = sum of the
   // row, R is left as is (0 for a new entry). Ignores the bound.
   void Set(RefId ref, absl::Span<const uint64_t> counts);
