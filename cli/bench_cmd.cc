@@ -53,6 +53,8 @@ ABSL_FLAG(double, max_queue_load, 1.25,
 ABSL_FLAG(double, txn_delay_us, 0,
           "embedded engine: wall time a transaction holds its locks / read set before commit "
           "(models interactive round trips; 0 = none)");
+ABSL_FLAG(std::string, insert_refs, "foreign-keys",
+          "which INSERT columns yield references: foreign-keys (columns in a foreign-key class) | all");
 ABSL_FLAG(int, show_learned, 0, "print the N learned references with the most Phase I aborts");
 ABSL_FLAG(double, retry_wait_us, -1,
           "engine: max wait for the conflicting record before a conflict abort is reported "
@@ -114,7 +116,8 @@ int RunBench(const std::vector<char*>& args) {
   for (const auto& kv : std::vector<std::pair<const char*, std::string>>{
            {"policy", absl::GetFlag(FLAGS_policy)},
            {"mode", absl::GetFlag(FLAGS_mode)},
-           {"skew_phases", absl::GetFlag(FLAGS_skew_phases)}}) {
+           {"skew_phases", absl::GetFlag(FLAGS_skew_phases)},
+           {"insert_refs", absl::GetFlag(FLAGS_insert_refs)}}) {
     absl::Status st = bench::ApplySetting(&c, kv.first, kv.second);
     if (!st.ok()) {
       std::fprintf(stderr, "corral bench: --%s: %s\n", kv.first, std::string(st.message()).c_str());

@@ -519,6 +519,7 @@ class Compiler {
       if (items == nullptr) continue;
       int conj = NewConj();
       for (size_t i = 0; i < items->items().size() && i < cols.size(); ++i) {
+        if (!schema_.InsertColumnYieldsRef(table, cols[i])) continue;
         ValueSrc v;
         if (!ValueOf(items->items()[i], &v)) continue;
         plan_->conjs[conj].eqs.push_back(AddColumnPred(table, cols[i], std::move(v)));

@@ -13,7 +13,9 @@
 //    w_id=5`, `i_id=2 AND w_id=5`); further IN lists of the same conjunction
 //    are left out under All.
 //  - UPDATE `SET col = const|$n`: each its own reference in both groupings.
-//  - INSERT (col, ...) VALUES (...), (...): col=value per column; under All
+//  - INSERT (col, ...) VALUES (...), (...): col=value per column (only the
+//    foreign-key-class columns when the Schema says InsertRefs::kForeignKeys
+//    and the table has such columns); under All
 //    one conjunction per row. Without a column list, the schema's column order.
 //  - `SELECT f(args)`, `SELECT * FROM f(args)`, `CALL p(args)` for functions
 //    the schema knows: argument i yields `<param name>=<value>` (named

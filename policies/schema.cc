@@ -92,6 +92,12 @@ TypeClass TypeClassOfTypeName(absl::string_view t) {
 
 bool Schema::HasTable(absl::string_view table) const { return tables_.contains(table); }
 
+bool Schema::InsertColumnYieldsRef(absl::string_view table, absl::string_view column) const {
+  if (insert_refs_ == InsertRefs::kAll) return true;
+  if (table_has_classes_.find(table) == table_has_classes_.end()) return true;
+  return class_of_.find(absl::StrCat(table, ".", column)) != class_of_.end();
+}
+
 bool Schema::HasColumn(absl::string_view table, absl::string_view column) const {
   auto it = tables_.find(table);
   if (it == tables_.end()) return false;
@@ -426,6 +432,8 @@ absl::StatusOr<std::shared_ptr<const Schema>> SchemaBuilder::Build() const {
   }
   for (const auto& mp : mappings_) s->mapping_[mp.first] = mp.second;
   for (const FunctionDef& f : functions_) s->functions_[f.name] = f;
+  for (const auto& kv : s->class_of_) s->table_has_classes_[kv.first.substr(0, kv.first.find('.'))] = true;
+  s->insert_refs_ = insert_refs_;
   return std::shared_ptr<const Schema>(std::move(s));
 }
 

@@ -55,9 +55,21 @@ struct FunctionDef {
   std::vector<FunctionParamDef> params;  // the arguments a call passes, in order
 };
 
+// Which INSERT column/value pairs yield references (RefExtractor).
+enum class InsertRefs {
+  kAll,          // every column (DESIGN.md "References"; the default)
+  kForeignKeys,  // in a table that has foreign-key classes, only its columns
+                 // that belong to one (they name existing rows: the data an
+                 // insert can contend on); tables without any keep all
+};
+
 class Schema {
  public:
   bool HasTable(absl::string_view table) const;
+  InsertRefs insert_refs() const { return insert_refs_; }
+  // Whether `INSERT INTO table (column, ...)` yields a reference for column
+  // under insert_refs().
+  bool InsertColumnYieldsRef(absl::string_view table, absl::string_view column) const;
   bool HasColumn(absl::string_view table, absl::string_view column) const;
   // Columns of a table in declaration order (empty if unknown).
   std::vector<std::string> ColumnsOf(absl::string_view table) const;
@@ -94,6 +106,8 @@ class Schema {
   absl::flat_hash_map<std::string, std::string> class_of_;  // "table.column" -> class name
   absl::flat_hash_map<std::string, std::string> mapping_;   // "table.column" or "column" -> name
   absl::flat_hash_map<std::string, FunctionDef> functions_;
+  absl::flat_hash_map<std::string, bool> table_has_classes_;  // table -> has FK-class columns
+  InsertRefs insert_refs_ = InsertRefs::kAll;
 };
 
 class SchemaBuilder {
@@ -117,9 +131,17 @@ class SchemaBuilder {
   // A bad line gives an error naming its line number.
   absl::Status AddMappingText(absl::string_view text);
 
+  // Which INSERT columns yield references (default kAll). Why kForeignKeys
+  // exists: auto-extracted TPC-C INSERTs yield ol_number=1..15,
+  // ol_quantity=1..10, o_all_local=1, values shared by most NewOrders that
+  // name no existing data; under Count they outrank w_id=k and route
+  // NewOrders of every warehouse to one queue (measured, bench/RESULTS.md).
+  void SetInsertRefs(InsertRefs mode) { insert_refs_ = mode; }
+
   absl::StatusOr<std::shared_ptr<const Schema>> Build() const;
 
  private:
+  InsertRefs insert_refs_ = InsertRefs::kAll;
   struct Fk {
     std::string table;
     std::vector<std::string> columns;

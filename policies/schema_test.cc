@@ -2,11 +2,13 @@
 // collisions, the mapping file.
 #include "policies/schema.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "policies/ref_extractor.h"
 
 namespace corral {
 namespace {
@@ -162,6 +164,44 @@ TEST(Schema, FunctionsAndAlterTable) {
   EXPECT_EQ(pay->params[1].type, TypeClass::kNumeric);
   ASSERT_NE((*s)->FindFunction("deliver"), nullptr);
   EXPECT_EQ((*s)->FindFunction("deliver")->params[1].type, TypeClass::kText);
+}
+
+}  // namespace
+}  // namespace corral
+
+namespace corral {
+namespace {
+
+std::vector<std::string> InsertRefTexts(InsertRefs mode, const std::string& sql) {
+  SchemaBuilder b;
+  b.SetInsertRefs(mode);
+  EXPECT_TRUE(b.AddDdl(ReadFile("schemas/tpcc.sql")).ok());
+  auto s = b.Build();
+  EXPECT_TRUE(s.ok()) << s.status();
+  RefExtractor ex(*s);
+  RefVec ids;
+  std::vector<std::string> texts;
+  absl::Status st = ex.Extract(sql, {RefNaming::kCanonical, RefGrouping::kSingle}, {}, &ids, &texts);
+  EXPECT_TRUE(st.ok()) << st;
+  std::sort(texts.begin(), texts.end());
+  return texts;
+}
+
+// Under kForeignKeys an INSERT yields only the columns that name existing
+// rows (foreign-key classes): the order line's order and item, not its line
+// number or quantity. WHERE and SET references are not affected.
+TEST(SchemaTest, InsertForeignKeysOnly) {
+  const std::string ins =
+      "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, "
+      "ol_quantity, ol_amount, ol_dist_info) VALUES (3001, 4, 2, 7, 555, 2, 5, 12.5, 'abc')";
+  EXPECT_EQ(InsertRefTexts(InsertRefs::kForeignKeys, ins),
+            (std::vector<std::string>{"d_id=4", "i_id=555", "o_id=3001", "w_id=2"}));
+  std::vector<std::string> all = InsertRefTexts(InsertRefs::kAll, ins);
+  EXPECT_NE(std::find(all.begin(), all.end(), "ol_number=7"), all.end());
+  EXPECT_NE(std::find(all.begin(), all.end(), "ol_quantity=5"), all.end());
+  const std::string upd = "UPDATE stock SET s_quantity = 6 WHERE s_i_id = 2 AND s_w_id = 5";
+  EXPECT_EQ(InsertRefTexts(InsertRefs::kForeignKeys, upd),
+            (std::vector<std::string>{"i_id=2", "s_quantity=6", "w_id=5"}));
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ const std::vector<std::string>& SettingKeys() {
       "backend", "conninfo", "workload", "protocol", "policy", "queues", "threads", "clients",
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
-      "progress", "sample", "show_learned", "max_ref_share", "max_queue_load", "txn_delay_us"};
+      "progress", "sample", "show_learned", "max_ref_share", "max_queue_load", "txn_delay_us",
+      "insert_refs"};
   return k;
 }
 
@@ -68,6 +69,13 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
   if (key == "max_attempts") return Num(key, v, &c->max_attempts);
   if (key == "progress") return Dbl(key, v, &c->progress_s);
   if (key == "sample") return Dbl(key, v, &c->sample_s);
+  if (key == "insert_refs") {
+    std::string m = absl::AsciiStrToLower(v);
+    if (m == "all") c->insert_refs = InsertRefs::kAll;
+    else if (m == "foreign-keys" || m == "foreign_keys" || m == "fk") c->insert_refs = InsertRefs::kForeignKeys;
+    else return Bad(key, v, "all | foreign-keys");
+    return absl::OkStatus();
+  }
   if (key == "txn_delay_us") return Dbl(key, v, &c->txn_delay_us);
   if (key == "max_queue_load") return Dbl(key, v, &c->max_queue_load);
   if (key == "max_ref_share") return Dbl(key, v, &c->max_ref_share);

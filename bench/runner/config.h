@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "bench/workloads/workload.h"
+#include "policies/schema.h"
 
 namespace corral {
 namespace bench {
@@ -62,6 +63,10 @@ struct BenchConfig {
   // Learned policies: a reference in more than max_ref_share / queues of the
   // transactions never routes (scheduler/schedule.h); 0 = the paper's rule.
   double max_ref_share = 1.5;
+  // Which INSERT columns yield references (policies/schema.h InsertRefs):
+  // "foreign-keys" (default here: the references the paper hand-labelled)
+  // or "all" (DESIGN.md's extraction rule).
+  InsertRefs insert_refs = InsertRefs::kForeignKeys;
   // Learned policies: a queue whose State total is above max_queue_load x the
   // mean is not chosen while another is (scheduler/schedule.h); 0 = off.
   double max_queue_load = 1.25;            // report the N references with most Phase I aborts

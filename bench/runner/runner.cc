@@ -96,7 +96,7 @@ double Pct(uint64_t a, uint64_t b) { return a + b == 0 ? 0.0 : static_cast<doubl
 
 std::unique_ptr<Backend> MakeEngineBackend() { return std::make_unique<EngineBackend>(); }
 
-absl::StatusOr<std::shared_ptr<const Schema>> LoadSchemaFile(const std::string& path) {
+absl::StatusOr<std::shared_ptr<const Schema>> LoadSchemaFile(const std::string& path, InsertRefs insert_refs) {
   std::vector<std::string> candidates = {path};
   if (const char* d = std::getenv("BUILD_WORKSPACE_DIRECTORY")) candidates.push_back(absl::StrCat(d, "/", path));
   if (const char* d = std::getenv("TEST_SRCDIR")) candidates.push_back(absl::StrCat(d, "/corral/", path));
@@ -105,6 +105,7 @@ absl::StatusOr<std::shared_ptr<const Schema>> LoadSchemaFile(const std::string& 
   for (const auto& p : candidates) {
     if (ReadFile(p, &text)) {
       SchemaBuilder b;
+      b.SetInsertRefs(insert_refs);
       absl::Status st = b.AddDdl(text);
       if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(p, ": ", st.message()));
       return b.Build();
@@ -131,14 +132,16 @@ struct Runner::RunSpec {
 Runner::Runner(std::unique_ptr<Backend> backend, WorkloadFactory factory)
     : backend_(std::move(backend)), factory_(std::move(factory)) {}
 
-absl::StatusOr<std::shared_ptr<RefExtractor>> Runner::ExtractorFor(const workloads::Workload& w) {
-  std::string file = w.schema_file();
-  auto it = extractors_.find(file);
+absl::StatusOr<std::shared_ptr<RefExtractor>> Runner::ExtractorFor(const workloads::Workload& w,
+                                                                   InsertRefs insert_refs) {
+  const std::string file = w.schema_file();
+  const std::string key = absl::StrCat(file, insert_refs == InsertRefs::kAll ? "|all" : "|fk");
+  auto it = extractors_.find(key);
   if (it != extractors_.end()) return it->second;
-  auto schema = LoadSchemaFile(file);
+  auto schema = LoadSchemaFile(file, insert_refs);
   if (!schema.ok()) return schema.status();
   auto ex = std::make_shared<RefExtractor>(*schema);
-  extractors_[file] = ex;
+  extractors_[key] = ex;
   return ex;
 }
 
@@ -197,7 +200,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
 
   std::shared_ptr<RefExtractor> extractor;
   if (spec.extract) {
-    auto ex = ExtractorFor(w);
+    auto ex = ExtractorFor(w, c.insert_refs);
     if (!ex.ok()) return ex.status();
     extractor = *ex;
   }
@@ -431,7 +434,7 @@ void Runner::NameReferences(const BenchConfig& c, const ExtractionPolicy& policy
   // extracting (with texts) a sample of freshly generated transactions.
   auto wl = factory_(c);
   if (!wl.ok()) return;
-  auto ex = ExtractorFor(**wl);
+  auto ex = ExtractorFor(**wl, c.insert_refs);
   if (!ex.ok()) return;
   absl::flat_hash_map<uint64_t, std::string> names;
   for (const auto& e : *entries) names[e.ref.value()];

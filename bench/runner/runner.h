@@ -177,7 +177,8 @@ class Runner {
  private:
   struct RunSpec;
   absl::StatusOr<RunMetrics> RunOnce(const BenchConfig& c, const RunSpec& spec);
-  absl::StatusOr<std::shared_ptr<RefExtractor>> ExtractorFor(const workloads::Workload& w);
+  absl::StatusOr<std::shared_ptr<RefExtractor>> ExtractorFor(const workloads::Workload& w,
+                                                             InsertRefs insert_refs);
   // Fills the texts of `entries` from a sample of generated transactions.
   void NameReferences(const BenchConfig& c, const ExtractionPolicy& policy,
                       std::vector<history::History::TopEntry>* entries);
@@ -189,7 +190,8 @@ class Runner {
 
 // Reads and builds the schema of a DDL file; searched relative to the
 // working directory, $BUILD_WORKSPACE_DIRECTORY and $TEST_SRCDIR/corral.
-absl::StatusOr<std::shared_ptr<const Schema>> LoadSchemaFile(const std::string& path);
+absl::StatusOr<std::shared_ptr<const Schema>> LoadSchemaFile(const std::string& path,
+                                                             InsertRefs insert_refs = InsertRefs::kAll);
 
 // Human-readable report (the end of `corral bench`).
 void PrintReport(const BenchResult& r, std::FILE* out);
