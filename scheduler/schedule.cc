@@ -77,12 +77,13 @@ constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 
 Schedule::Schedule(const history::History* history, state::State* state, const Policy& policy,
                    uint64_t seed, int64_t weight_cache_ns, double max_ref_share,
-                   double max_queue_load, bool state_scoring_only)
+                   double max_queue_load, bool state_scoring_only, bool lead_seeds_rows)
     : history_(history),
       weight_cache_ns_(weight_cache_ns),
       max_ref_share_(max_ref_share),
       max_queue_load_(max_queue_load),
       state_scoring_only_(state_scoring_only),
+      lead_seeds_rows_(lead_seeds_rows),
       instance_(next_instance.fetch_add(1)),
       state_(state),
       num_queues_(state->num_queues()),
@@ -300,6 +301,10 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
     last.tracked.clear();
     for (size_t i = 0; i < refs.size(); ++i) {
       if (w[i] <= 0) continue;
+      // A row is created only by a transaction its reference leads (top
+      // weight): a reference first seen beside a heavier one would otherwise
+      // inherit that one's queue for good (header: "Lead-seeded rows").
+      if (lead_seeds_rows_ && w[i] < ws.best && !state_->Contains(refs[i])) continue;
       if (i == ws.lead) rec_lead = last.tracked.size();
       last.tracked.push_back(refs[i]);
     }

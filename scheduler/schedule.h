@@ -39,6 +39,17 @@
 // that queue carries more than its share, so no set of references can starve
 // the other executors. 0 = off (the paper's rule).
 //
+// Lead-seeded rows (`lead_seeds_rows`, with state_scoring_only): a missing
+// State row of a scoring reference is created only by a transaction the
+// reference leads (its weight is the top one); beside a heavier reference, a
+// reference without a row stays without one (counted in the queue total
+// only). Why: with the paper's rule the first
+// transaction that names a reference fixes its queue. A remote TPC-C payment
+// (home w_id=2, customer's w_id=5) goes to w_id=5's queue and, if w_id=2 had
+// no row yet, gives it one there; every later w_id=2 transaction follows, and
+// two warehouses share one queue for the whole run (measured: one of 8
+// queues with 66 commits, another with twice the mean).
+//
 // Baselines: Original = uniform random queue (a seeded, thread-safe
 // generator: deterministic for a single deciding thread), Hard Partition =
 // Txn::partition_key mod queues. Baselines ignore History and State.
@@ -109,7 +120,8 @@ class Schedule {
   // (History::epoch()).
   Schedule(const history::History* history, state::State* state, const Policy& policy,
            uint64_t seed, int64_t weight_cache_ns = 0, double max_ref_share = 0,
-           double max_queue_load = 0, bool state_scoring_only = false);
+           double max_queue_load = 0, bool state_scoring_only = false,
+           bool lead_seeds_rows = false);
 
   // Below this many recorded attempts the broad-reference rule is not applied
   // (shares are meaningless in a History that has barely started).
@@ -180,6 +192,7 @@ class Schedule {
   const double max_ref_share_;
   const double max_queue_load_;
   const bool state_scoring_only_;
+  const bool lead_seeds_rows_;
   const uint64_t instance_;  // identifies this Schedule in thread caches
   state::State* const state_;
   const int num_queues_;

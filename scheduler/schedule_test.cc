@@ -513,3 +513,39 @@ TEST(ScheduleTest, FrozenHistoryReadsStayExact) {
 }  // namespace
 }  // namespace scheduler
 }  // namespace corral
+
+namespace corral {
+namespace scheduler {
+namespace {
+
+// A remote payment names its home warehouse (w_id=2, no row yet) beside a
+// heavier warehouse (w_id=5, row on queue 3). With lead-seeded rows w_id=2
+// gets no row there, so its own next transaction is placed by the default
+// rule instead of following w_id=5 to queue 3 for good.
+TEST(ScheduleTest, LeadSeededRowsDoNotInheritAHeavierReferencesQueue) {
+  for (bool seeded : {false, true}) {
+    history::History h;
+    h.Add(RefId::Of("w_id=5"), 50, 100);
+    h.Add(RefId::Of("w_id=2"), 40, 100);
+    auto st = MakeState(4);
+    st->Set(RefId::Of("w_id=5"), {0, 0, 0, 6});
+    st->Set(RefId::Of("w_id=9"), {2, 0, 3, 0});  // totals 2, 0, 3, 6
+    Schedule s(&h, st.get(), P("count-max-canonical-single"), 1, 0, 0, 0, true, seeded);
+    Txn remote;
+    remote.refs = {RefId::Of("w_id=2"), RefId::Of("w_id=5")};
+    EXPECT_EQ(s.Place(remote), QueueId(3));
+    EXPECT_EQ(st->Contains(RefId::Of("w_id=2")), !seeded);
+    EXPECT_EQ(st->Total(QueueId(3)), 8);  // both references count in the total
+    Txn home;
+    home.refs = {RefId::Of("w_id=2")};
+    EXPECT_EQ(s.Place(home), seeded ? QueueId(1) : QueueId(3)) << "seeded=" << seeded;
+    // The lead created its own row on the queue it was placed on.
+    uint64_t row[4];
+    ASSERT_TRUE(st->ReadRow(RefId::Of("w_id=2"), row));
+    EXPECT_EQ(row[seeded ? 1 : 3], seeded ? 1u : 2u);
+  }
+}
+
+}  // namespace
+}  // namespace scheduler
+}  // namespace corral

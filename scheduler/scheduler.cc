@@ -27,7 +27,8 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
   s->schedule_ =
       std::make_unique<Schedule>(s->history_.get(), s->state_.get(), options.policy,
                                  options.seed, options.weight_cache_ns, options.max_ref_share,
-                                 options.max_queue_load, options.state_scoring_only);
+                                 options.max_queue_load, options.state_scoring_only,
+                                 options.lead_seeds_rows);
   if (!executors.empty()) {
     RunQueues::Options qo;
     qo.num_queues = options.num_queues;

@@ -61,6 +61,9 @@ class Scheduler {
     // Schedule's scoring-only State: rows only for references that can score
     // (History weight > 0, not broad); totals still count every reference.
     bool state_scoring_only = true;
+    // With it: a State row is created only by a transaction its reference
+    // leads (Schedule, "Lead-seeded rows").
+    bool lead_seeds_rows = true;
     history::History::Options history;
     state::State::Options state;  // its num_queues is overridden by num_queues
     bool stealing = true;

@@ -138,6 +138,8 @@ void State::RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_
   }
 }
 
+bool State::Contains(RefId ref) const { return map_.contains(ref); }
+
 void State::Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked) {
   const int qi = q.value();
   if (qi < 0 || qi >= num_queues_) return;

@@ -153,6 +153,8 @@ class State {
   // Copies State[ref][0..num_queues) into `row` (which must hold num_queues
   // values); false (row untouched) when the reference is not held.
   bool ReadRow(RefId ref, uint64_t* row) const;
+  // Whether the reference has a row.
+  bool Contains(RefId ref) const;
   bool Get(RefId ref, Info* out) const;
   int64_t Total(QueueId q) const {
     return totals_[q.value()].load(std::memory_order_relaxed);
