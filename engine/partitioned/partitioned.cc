@@ -722,6 +722,7 @@ void Partition::Execute(Entry* e, const std::vector<Op>& ops, bool undo) {
       if (undo) e->undo.push_back({local, val_[local], ver_[local]});
       if (record_) e->hist.push_back({e->txn->id, op.key, ver_[local], false});
       val_[local] += op.delta;
+      if (op.wrap != 0 && val_[local] < op.floor) val_[local] += op.wrap;
       ++ver_[local];
       if (record_) e->hist.push_back({e->txn->id, op.key, ver_[local], true});
     }

@@ -74,13 +74,21 @@ model::ModelScheme ToModelScheme(Scheme s);
 // gives exact delays but burns the core.
 enum class StallMode { kSleep, kSpin };
 
+// kAdd: value += delta; then, when wrap != 0 and value < floor, value +=
+// wrap (TPC-C's stock update: s_quantity - q, plus 91 below 10). Either is
+// a read-modify-write (an X lock under locking, undone on abort).
 struct Op {
   enum Kind : uint8_t { kRead, kAdd };
   Kind kind = kRead;
   int64_t key = 0;
   int64_t delta = 0;
+  int64_t floor = 0;
+  int64_t wrap = 0;
   static Op Read(int64_t k) { return Op{kRead, k, 0}; }
   static Op Add(int64_t k, int64_t d) { return Op{kAdd, k, d}; }
+  static Op AddWrap(int64_t k, int64_t d, int64_t floor, int64_t wrap) {
+    return Op{kAdd, k, d, floor, wrap};
+  }
 };
 
 struct TxnResult {
