@@ -1,6 +1,8 @@
 #include "policies/model/model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 #include <cstdio>
 
 namespace corral {
@@ -162,6 +164,13 @@ std::string SelectorDecision::ToString() const {
   return std::string(buf) + " (" + reason + ") | " + params.ToString();
 }
 
+bool SchemeSelector::RegimeMoved(const ModelParams& p) const {
+  return std::abs(p.f - explored_at_.f) > opts_.regime_f ||
+         std::abs(p.abort_rate - explored_at_.abort_rate) > opts_.regime_other ||
+         std::abs(p.multi_round_share - explored_at_.multi_round_share) >
+             opts_.regime_other;
+}
+
 SelectorDecision SchemeSelector::Observe(const ModelParams& measured,
                                          ModelScheme current,
                                          double measured_tps) {
@@ -169,6 +178,56 @@ SelectorDecision SchemeSelector::Observe(const ModelParams& measured,
   d.params = measured;
   d.current = current;
   const int cur_i = static_cast<int>(current);
+  char buf[192];
+  // An exploration in progress: record this window, run the next scheme of
+  // the schedule, or (at its end) keep the measured winner.
+  if (!explore_.empty()) {
+    if (measured_tps > 0) {
+      explore_tps_[cur_i] += measured_tps;
+      explore_pred_[cur_i] += Throughput(current, measured);
+      ++explore_n_[cur_i];
+    }
+    ++explore_pos_;
+    for (int i = 0; i < kNumModelSchemes; ++i) {
+      d.correction[i] = correction_[i];
+      d.predicted[i] = correction_[i] * Throughput(static_cast<ModelScheme>(i), measured);
+    }
+    d.best = current;
+    if (explore_pos_ < explore_.size()) {
+      d.chosen = explore_[explore_pos_];
+      d.switch_now = d.chosen != current;
+      std::snprintf(buf, sizeof(buf), "explore: window %zu of %zu", explore_pos_ + 1,
+                    explore_.size());
+      d.reason = buf;
+      return d;
+    }
+    const ModelScheme a = explore_[0], b = explore_[1];
+    const int ai = static_cast<int>(a), bi = static_cast<int>(b);
+    double mean[kNumModelSchemes] = {0, 0, 0, 0};
+    for (int i : {ai, bi}) {
+      if (explore_n_[i] > 0) {
+        mean[i] = explore_tps_[i] / explore_n_[i];
+        if (explore_pred_[i] > 0) correction_[i] = explore_tps_[i] / explore_pred_[i];
+        d.correction[i] = correction_[i];
+        d.predicted[i] = correction_[i] * Throughput(static_cast<ModelScheme>(i), measured);
+      }
+    }
+    if (a == ModelScheme::kSpeculation || b == ModelScheme::kSpeculation) {
+      correction_[static_cast<int>(ModelScheme::kLocalSpeculation)] =
+          correction_[static_cast<int>(ModelScheme::kSpeculation)];
+    }
+    d.best = mean[ai] >= mean[bi] ? a : b;
+    d.chosen = d.best;
+    d.switch_now = d.chosen != current;
+    std::snprintf(buf, sizeof(buf), "explored: %s %.0f vs %s %.0f measured, keep %s",
+                  ModelSchemeName(a), mean[ai], ModelSchemeName(b), mean[bi],
+                  ModelSchemeName(d.chosen));
+    d.reason = buf;
+    explore_.clear();
+    hold_ = opts_.hold_windows;
+    streak_ = 0;
+    return d;
+  }
   if (measured_tps > 0 && opts_.feedback > 0) {
     const double raw = Throughput(current, measured);
     if (raw > 0) {
@@ -186,19 +245,59 @@ SelectorDecision SchemeSelector::Observe(const ModelParams& measured,
     d.predicted[i] =
         correction_[i] * Throughput(static_cast<ModelScheme>(i), measured);
   }
+  auto considered = [&](int i) {
+    return i != static_cast<int>(ModelScheme::kLocalSpeculation) || opts_.allow_local_only;
+  };
   int best = static_cast<int>(current);
   for (int i = 0; i < kNumModelSchemes; ++i) {
-    if (i == static_cast<int>(ModelScheme::kLocalSpeculation) &&
-        !opts_.allow_local_only) {
-      continue;  // MP speculation dominates local-only in the model
-    }
+    if (!considered(i)) continue;  // MP speculation dominates local-only in the model
     if (d.predicted[i] > d.predicted[best]) best = i;
+  }
+  int second = -1;
+  for (int i = 0; i < kNumModelSchemes; ++i) {
+    if (!considered(i) || i == best) continue;
+    if (second < 0 || d.predicted[i] > d.predicted[second]) second = i;
   }
   d.best = static_cast<ModelScheme>(best);
   d.chosen = current;
+  if (hold_ > 0) {
+    --hold_;
+    if (RegimeMoved(measured)) hold_ = 0;
+  }
+  if (hold_ > 0) {
+    streak_ = 0;
+    d.reason = "hold: measured winner of the last exploration";
+    return d;
+  }
+  // Close predictions: measure instead of trusting the model.
+  if (opts_.explore_margin > 0 && measured_tps > 0 && second >= 0 &&
+      d.predicted[best] > 0 &&
+      d.predicted[second] >= (1 - opts_.explore_margin) * d.predicted[best]) {
+    ModelScheme a = static_cast<ModelScheme>(best), b = static_cast<ModelScheme>(second);
+    if (b == current) std::swap(a, b);  // start on the running scheme
+    const int w = std::max(1, opts_.explore_windows);
+    explore_.clear();
+    for (int r = 0; r < 2 * w; ++r) {  // A B B A A B B A ... (w pairs of each)
+      explore_.push_back((r % 4 == 0 || r % 4 == 3) ? a : b);
+    }
+    explore_pos_ = 0;
+    for (int i = 0; i < kNumModelSchemes; ++i) {
+      explore_tps_[i] = explore_pred_[i] = 0;
+      explore_n_[i] = 0;
+    }
+    explored_at_ = measured;
+    streak_ = 0;
+    d.chosen = explore_[0];
+    d.switch_now = d.chosen != current;
+    std::snprintf(buf, sizeof(buf), "explore: %s %.0f vs %s %.0f predicted (within %.0f%%)",
+                  ModelSchemeName(a), d.predicted[static_cast<int>(a)],
+                  ModelSchemeName(b), d.predicted[static_cast<int>(b)],
+                  100 * opts_.explore_margin);
+    d.reason = buf;
+    return d;
+  }
   const double cur = d.predicted[static_cast<int>(current)];
   const double gain = cur > 0 ? d.predicted[best] / cur - 1 : 0;
-  char buf[128];
   if (d.best == current || gain <= opts_.min_gain) {
     streak_ = 0;
     std::snprintf(buf, sizeof(buf), "stay: best gain %.1f%% <= %.1f%%",

@@ -64,11 +64,14 @@
 //  * tsp_lock_us: where the SP time under locks is measured directly it
 //    replaces (1 + l) tspS.
 // Selector: SchemeSelector adds hysteresis (gain > min_gain for
-// `consecutive` windows) and model-error feedback (SelectorOptions).
+// `consecutive` windows), model-error feedback, and exploration of the
+// runner-up when the model's two best predictions are close, keeping the
+// measured winner (SelectorOptions).
 #ifndef CORRAL_POLICIES_MODEL_MODEL_H_
 #define CORRAL_POLICIES_MODEL_MODEL_H_
 
 #include <string>
+#include <vector>
 
 namespace corral {
 namespace model {
@@ -126,6 +129,22 @@ struct SelectorOptions {
   // predicted throughput is tracked (EWMA with this weight) and multiplies
   // that scheme's later predictions (1 for a scheme never run). 0: off.
   double feedback = 0.5;
+  // Exploration (only with measured_tps > 0): when the runner-up's
+  // corrected prediction is within explore_margin of the best one (the
+  // model cannot separate them: its errors on this box are 10-30%), the
+  // selector runs both, explore_windows windows each in the balanced order
+  // A B B A (A B B A A B B A ... for more), then keeps the one with the
+  // higher mean measured throughput and sets both corrections to measured /
+  // predicted over those windows. It then holds that choice for
+  // hold_windows windows (no model-driven switch) unless the workload
+  // moves (f by more than regime_f, abort rate or multi-round share by more
+  // than regime_other), and explores again after the hold only if the two
+  // are still close. 0 turns exploration off.
+  double explore_margin = 0.25;
+  int explore_windows = 2;
+  int hold_windows = 50;
+  double regime_f = 0.1;
+  double regime_other = 0.05;
 };
 
 // What the selector chose and why.
@@ -155,10 +174,20 @@ class SchemeSelector {
                            double measured_tps = 0);
 
  private:
+  bool RegimeMoved(const ModelParams& p) const;
   SelectorOptions opts_;
   double correction_[kNumModelSchemes] = {1, 1, 1, 1};
   ModelScheme candidate_ = ModelScheme::kBlocking;
   int streak_ = 0;
+  // Exploration: the schedule (scheme per window), the position reached,
+  // and per scheme the sum of measured throughputs and raw predictions.
+  std::vector<ModelScheme> explore_;
+  size_t explore_pos_ = 0;
+  double explore_tps_[kNumModelSchemes] = {0, 0, 0, 0};
+  double explore_pred_[kNumModelSchemes] = {0, 0, 0, 0};
+  int explore_n_[kNumModelSchemes] = {0, 0, 0, 0};
+  int hold_ = 0;                 // windows left in the hold after exploring
+  ModelParams explored_at_;      // the workload exploration measured
 };
 
 }  // namespace model

@@ -192,8 +192,14 @@ TEST(SelectorTest, HysteresisNeedsTwoWindows) {
   }
 }
 
+SelectorOptions NoExploration() {
+  SelectorOptions o;
+  o.explore_margin = 0;
+  return o;
+}
+
 TEST(SelectorTest, FeedbackCorrectsAnOptimisticModel) {
-  SchemeSelector sel(SelectorOptions{});
+  SchemeSelector sel(NoExploration());  // the feedback alone
   ModelParams p = At(0.5);  // model: speculation > locking > blocking
   EXPECT_FALSE(sel.Observe(p, ModelScheme::kBlocking).switch_now);
   SelectorDecision d = sel.Observe(p, ModelScheme::kBlocking);
@@ -223,6 +229,73 @@ TEST(SelectorTest, InterruptedStreakRestarts) {
   EXPECT_FALSE(sel.Observe(lo, ModelScheme::kBlocking).switch_now);  // reset
   EXPECT_FALSE(sel.Observe(hi, ModelScheme::kBlocking).switch_now);
   EXPECT_TRUE(sel.Observe(hi, ModelScheme::kBlocking).switch_now);
+}
+
+// Close predictions: the selector measures both (A B B A), keeps the
+// measured winner against the model, and holds it.
+TEST(SelectorTest, ExploresCloseSchemesAndKeepsTheMeasuredWinner) {
+  ModelParams p = At(0.5);
+  const double spec = SpeculationThroughput(p), lock = LockingThroughput(p);
+  ASSERT_GT(spec, lock);
+  SelectorOptions o;
+  o.explore_margin = 1 - 0.99 * lock / spec;  // just wide enough
+  SchemeSelector sel(o);
+  SelectorDecision d = sel.Observe(p, ModelScheme::kBlocking, 1000);
+  ASSERT_TRUE(d.switch_now);
+  EXPECT_EQ(d.chosen, ModelScheme::kSpeculation);  // best first
+  EXPECT_NE(d.reason.find("explore"), std::string::npos);
+  // Reality: locking measures 1.3x the model's speculation figure,
+  // speculation only 0.8x of its own.
+  auto tps = [&](ModelScheme s) {
+    return s == ModelScheme::kLocking ? 1.3 * spec : 0.8 * spec;
+  };
+  std::vector<ModelScheme> ran;
+  ModelScheme cur = d.chosen;
+  for (int i = 0; i < 4; ++i) {
+    ran.push_back(cur);
+    d = sel.Observe(p, cur, tps(cur));
+    if (d.switch_now) cur = d.chosen;
+  }
+  EXPECT_EQ(ran, (std::vector<ModelScheme>{ModelScheme::kSpeculation, ModelScheme::kLocking,
+                                           ModelScheme::kLocking, ModelScheme::kSpeculation}));
+  EXPECT_EQ(d.chosen, ModelScheme::kLocking);
+  EXPECT_TRUE(d.switch_now);
+  EXPECT_NE(d.reason.find("keep locking"), std::string::npos);
+  EXPECT_NEAR(d.correction[3], 1.3 * spec / lock, 1e-6);
+  // Held: the model (which still prefers speculation) does not switch back.
+  for (int i = 0; i < 10; ++i) {
+    d = sel.Observe(p, ModelScheme::kLocking, tps(ModelScheme::kLocking));
+    EXPECT_FALSE(d.switch_now) << d.ToString();
+  }
+}
+
+TEST(SelectorTest, FarApartPredictionsDoNotExplore) {
+  SchemeSelector sel(SelectorOptions{});
+  ModelParams p = At(0.5);
+  p.tmp_net_us = 2000;  // long stall: blocking far behind the others
+  p.tsp_lock_us = 500;  // locking far behind speculation
+  SelectorDecision d = sel.Observe(p, ModelScheme::kBlocking, 100);
+  EXPECT_EQ(d.reason.find("explore"), std::string::npos) << d.ToString();
+}
+
+TEST(SelectorTest, HoldEndsWhenTheWorkloadMoves) {
+  ModelParams p = At(0.5);
+  SelectorOptions o;
+  o.explore_margin = 0.99;  // always close
+  o.explore_windows = 1;
+  SchemeSelector sel(o);
+  SelectorDecision d = sel.Observe(p, ModelScheme::kSpeculation, 1000);  // explore
+  ModelScheme cur = d.chosen;
+  d = sel.Observe(p, cur, 1000);
+  if (d.switch_now) cur = d.chosen;
+  d = sel.Observe(p, cur, 1000);  // explored
+  ASSERT_NE(d.reason.find("explored"), std::string::npos);
+  if (d.switch_now) cur = d.chosen;
+  d = sel.Observe(p, cur, 1000);
+  EXPECT_NE(d.reason.find("hold"), std::string::npos);
+  ModelParams q = At(0.05);  // f moved by 0.45
+  d = sel.Observe(q, cur, 1000);
+  EXPECT_EQ(d.reason.find("hold"), std::string::npos) << d.ToString();
 }
 
 }  // namespace
