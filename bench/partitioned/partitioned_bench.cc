@@ -10,6 +10,11 @@
 //       per cell: the selector phase (model + selector switching at
 //       quiescent points), then interleaved slices of the three fixed
 //       schemes; loss of the chosen scheme vs the best -> selector.csv
+//   partitioned_bench --mode=tpcc --remote_grid=0,0.01,0.1,0.5
+//       TPC-C partitioned by warehouse (engine/partitioned/tpcc.h): per
+//       remote probability every fixed scheme (throughput, MP share, model
+//       prediction, consistency check after the run) -> tpcc.csv, and a
+//       selector cell as above, checked too -> tpcc_selector.csv
 //
 // Throughputs of one run are compared with each other only.
 #include <sys/resource.h>
@@ -30,9 +35,10 @@
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
 #include "engine/partitioned/partitioned.h"
+#include "engine/partitioned/tpcc.h"
 #include "policies/model/model.h"
 
-ABSL_FLAG(std::string, mode, "sweep", "sweep | selector");
+ABSL_FLAG(std::string, mode, "sweep", "sweep | selector | tpcc");
 ABSL_FLAG(std::string, variant, "base", "base | conflict | abort | multiround");
 ABSL_FLAG(std::string, schemes, "blocking,speculation,locking", "schemes");
 ABSL_FLAG(std::string, f_grid, "0,0.05,0.1,0.2,0.3,0.5,0.75,1", "MP fractions");
@@ -51,6 +57,16 @@ ABSL_FLAG(double, cores, -1,
           "model: CPU budget shared by partitions + coordinator; -1: the CPU "
           "share the process actually got during the run (getrusage / wall); "
           "0: no cap (the paper's separate machines)");
+ABSL_FLAG(int, select_windows, 16, "selector: windows of the selection phase");
+ABSL_FLAG(int, reps, 5, "selector: interleaved comparison rounds per cell");
+ABSL_FLAG(int, slice_ms, 200, "selector: length of one comparison slice");
+ABSL_FLAG(double, explore_margin, 0.25,
+          "selector: explore the runner-up when within this of the best (0: off)");
+ABSL_FLAG(std::string, remote_grid, "0,0.01,0.1,0.5",
+          "tpcc: remote probability (per order line and per payment)");
+ABSL_FLAG(int, warehouses, 2, "tpcc: warehouses (warehouse w on partition (w-1) % 2)");
+ABSL_FLAG(std::string, mix, "45,43,4,4,4",
+          "tpcc: NewOrder,Payment,OrderStatus,Delivery,StockLevel percent");
 ABSL_FLAG(std::string, out_dir, "bench/partitioned/out", "CSV output folder");
 
 namespace corral {
@@ -284,13 +300,106 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Per cell, on one engine and one client population: (1) the selector
-// phase: start on blocking, every window measure the parameters, evaluate
-// the model and let the selector switch (hysteresis: > 5% for 2 windows);
-// (2) the comparison: `reps` rounds of slices of every fixed scheme and of
-// the selector's final choice, interleaved so that the machine's load
-// (shared 2-core box) hits them alike; medians per scheme. Loss = 1 -
-// selector / best fixed.
+// One selector cell on a running engine (clients already submitting):
+// (1) the selection phase: start on blocking, every window measure the
+// parameters, evaluate the model and let the selector decide (hysteresis,
+// feedback, exploration of close runner-ups); (2) the comparison: `reps`
+// rounds of one slice of each fixed scheme, the order rotated every round
+// (round r starts with scheme r mod 3) so that every scheme takes every
+// position and the machine's load hits them alike. The selector ends on one
+// fixed scheme, so its throughput is that scheme's slices.
+//
+// Loss rules (all reported): raw = 1 - median(chosen) / median(best), best
+// the scheme with the highest median; paired = 1 - median over rounds of
+// chosen / best in the same round; counted = raw when the chosen scheme was
+// slower than the best in every one of the `reps` rounds (a sign test: with
+// equal schemes that happens with probability 2^-reps, 3% at 5 rounds), 0
+// otherwise (the slices overlap: a tie within this machine's noise).
+struct Cell {
+  double fixed[3] = {0, 0, 0};
+  int best = 0;
+  Scheme chosen = Scheme::kBlocking;
+  double raw = 0, paired = 0, counted = 0;
+  int rounds_lost = 0, switches = 0;
+  double phase_tps = 0;
+  std::string last;
+};
+
+Cell EvaluateCell(PartitionedEngine* eng) {
+  Cell c;
+  model::SelectorOptions so;
+  so.explore_margin = absl::GetFlag(FLAGS_explore_margin);
+  model::SchemeSelector sel(so);
+  Sleep(absl::GetFlag(FLAGS_warmup_ms));
+  eng->TakeWindow();
+  std::vector<double> phase;
+  for (int i = 0; i < absl::GetFlag(FLAGS_select_windows); ++i) {
+    const double c0 = CpuSeconds();
+    Sleep(absl::GetFlag(FLAGS_window_ms));
+    Window win = eng->TakeWindow();
+    g_cores = (CpuSeconds() - c0) / win.seconds;
+    phase.push_back(win.throughput());
+    model::SelectorDecision dec =
+        sel.Observe(ForModel(win.params), ToModelScheme(eng->scheme()),
+                    win.throughput());
+    c.last = dec.reason + " | " + dec.ToString();
+    if (dec.switch_now) {
+      if (!eng->SwitchScheme(FromModel(dec.chosen)).ok()) std::abort();
+      ++c.switches;
+      eng->TakeWindow();
+    }
+  }
+  c.phase_tps = Median(phase);
+  c.chosen = eng->scheme();
+  const int reps = absl::GetFlag(FLAGS_reps);
+  std::vector<double> tp[3];
+  for (int r = 0; r < reps; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      const int s = (r + k) % 3;
+      tp[s].push_back(Slice(eng, static_cast<Scheme>(s), absl::GetFlag(FLAGS_slice_ms)));
+    }
+  }
+  for (int s = 0; s < 3; ++s) c.fixed[s] = Median(tp[s]);
+  c.best = static_cast<int>(std::max_element(c.fixed, c.fixed + 3) - c.fixed);
+  const int ch = static_cast<int>(c.chosen);
+  c.raw = c.fixed[c.best] > 0 ? std::max(0.0, 1 - c.fixed[ch] / c.fixed[c.best]) : 0;
+  std::vector<double> ratio;
+  for (int r = 0; r < reps; ++r) {
+    ratio.push_back(tp[c.best][r] > 0 ? tp[ch][r] / tp[c.best][r] : 1);
+    if (tp[ch][r] < tp[c.best][r]) ++c.rounds_lost;
+  }
+  c.paired = std::max(0.0, 1 - Median(ratio));
+  c.counted = c.rounds_lost == reps ? c.raw : 0;
+  for (char& x : c.last) {
+    if (x == ',') x = ';';
+  }
+  return c;
+}
+
+const char* kCellHeader =
+    "blocking,speculation,locking,best,best_tps,adaptive_tps,loss,paired_loss,"
+    "rounds_lost,counted_loss,final_scheme,switches,selection_phase_tps,last_decision";
+
+std::string CellCsv(const Cell& c) {
+  char line[1600];
+  std::snprintf(line, sizeof(line), "%.0f,%.0f,%.0f,%s,%.0f,%.0f,%.4f,%.4f,%d,%.4f,%s,%d,%.0f,%s",
+                c.fixed[0], c.fixed[1], c.fixed[2], SchemeName(static_cast<Scheme>(c.best)),
+                c.fixed[c.best], c.fixed[static_cast<int>(c.chosen)], c.raw, c.paired,
+                c.rounds_lost, c.counted, SchemeName(c.chosen), c.switches, c.phase_tps,
+                c.last.c_str());
+  return line;
+}
+
+void PrintLosses(const char* what, std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return;
+  int over5 = 0;
+  for (double x : v) over5 += x > 0.05 ? 1 : 0;
+  std::printf("%s loss vs best fixed: median %.1f%% p90 %.1f%% worst %.1f%% (>5%%: %d of %zu)\n",
+              what, 100 * v[v.size() / 2], 100 * v[(v.size() * 9) / 10 < v.size() ? (v.size() * 9) / 10 : v.size() - 1],
+              100 * v.back(), over5, v.size());
+}
+
 int Selector() {
   const std::string path = absl::GetFlag(FLAGS_out_dir) + "/selector.csv";
   std::ofstream out(path);
@@ -298,11 +407,8 @@ int Selector() {
     std::fprintf(stderr, "cannot write %s\n", path.c_str());
     return 1;
   }
-  out << "f,abort,mr,blocking,speculation,locking,best,best_tps,adaptive_tps,"
-         "loss,final_scheme,switches,selection_phase_tps,last_decision\n";
-  std::vector<double> losses;
-  const int slice = absl::GetFlag(FLAGS_duration_ms) / 3;
-  const int reps = 3;
+  out << "f,abort,mr," << kCellHeader << "\n";
+  std::vector<double> raw, paired, counted;
   for (double mr : Grid(absl::GetFlag(FLAGS_mr_grid))) {
     for (double a : Grid(absl::GetFlag(FLAGS_abort_grid))) {
       for (double f : Grid(absl::GetFlag(FLAGS_f_grid))) {
@@ -312,71 +418,156 @@ int Selector() {
         w.mr = mr;
         auto eng = PartitionedEngine::Create(Options(Scheme::kBlocking)).value();
         Driver d(eng.get(), absl::GetFlag(FLAGS_clients), w);
-        model::SchemeSelector sel(model::SelectorOptions{});
         d.Start();
-        Sleep(absl::GetFlag(FLAGS_warmup_ms));
-        eng->TakeWindow();
-        int switches = 0;
-        std::string last;
-        std::vector<double> phase;
-        for (int i = 0; i < 12; ++i) {
-          const double c0 = CpuSeconds();
-          Sleep(absl::GetFlag(FLAGS_window_ms));
-          Window win = eng->TakeWindow();
-          g_cores = (CpuSeconds() - c0) / win.seconds;
-          phase.push_back(win.throughput());
-          model::SelectorDecision dec =
-              sel.Observe(ForModel(win.params), ToModelScheme(eng->scheme()),
-                          win.throughput());
-          last = dec.ToString();
-          if (dec.switch_now) {
-            if (!eng->SwitchScheme(FromModel(dec.chosen)).ok()) return 1;
-            ++switches;
-            eng->TakeWindow();
-          }
-        }
-        const Scheme chosen = eng->scheme();
-        std::vector<double> tp[3];
-        for (int r = 0; r < reps; ++r) {
-          for (int s = 0; s < 3; ++s) {
-            tp[s].push_back(Slice(eng.get(), static_cast<Scheme>(s), slice));
-          }
-        }
+        Cell c = EvaluateCell(eng.get());
         d.Stop();
         eng->Drain();
-        double fixed[3];
-        for (int s = 0; s < 3; ++s) fixed[s] = Median(tp[s]);
-        const int best = static_cast<int>(
-            std::max_element(fixed, fixed + 3) - fixed);
-        const double adaptive = fixed[static_cast<int>(chosen)];
-        const double loss = std::max(0.0, 1 - adaptive / fixed[best]);
-        losses.push_back(loss);
-        for (char& ch : last) {
-          if (ch == ',') ch = ';';
-        }
-        char line[1200];
-        std::snprintf(line, sizeof(line),
-                      "%.3f,%.3f,%.3f,%.0f,%.0f,%.0f,%s,%.0f,%.0f,%.4f,%s,%d,"
-                      "%.0f,%s",
-                      f, a, mr, fixed[0], fixed[1], fixed[2],
-                      SchemeName(static_cast<Scheme>(best)), fixed[best],
-                      adaptive, loss, SchemeName(chosen), switches,
-                      Median(phase), last.c_str());
+        raw.push_back(c.raw);
+        paired.push_back(c.paired);
+        counted.push_back(c.counted);
+        char head[64];
+        std::snprintf(head, sizeof(head), "%.3f,%.3f,%.3f,", f, a, mr);
+        const std::string line = head + CellCsv(c);
         out << line << "\n";
-        std::printf("%s\n", line);
+        std::printf("%s\n", line.c_str());
         std::fflush(stdout);
       }
     }
   }
-  std::sort(losses.begin(), losses.end());
-  if (!losses.empty()) {
-    std::printf("selector loss vs best fixed: median %.1f%% worst %.1f%% over "
-                "%zu cells\n",
-                100 * losses[losses.size() / 2], 100 * losses.back(),
-                losses.size());
-  }
+  PrintLosses("raw (medians)", raw);
+  PrintLosses("paired (median of per-round ratios)", paired);
+  PrintLosses("counted (sign test over rounds)", counted);
   std::printf("wrote %s\n", path.c_str());
   return 0;
+}
+
+// ---------------------------------------------------------------- TPC-C
+
+workloads::TpccParams TpccParamsFor(double remote) {
+  workloads::TpccParams p;
+  p.warehouses = absl::GetFlag(FLAGS_warehouses);
+  p.remote_item_prob = remote;
+  p.remote_payment_prob = remote;
+  p.mix = Grid(absl::GetFlag(FLAGS_mix));
+  return p;
+}
+
+struct TpccSetup {
+  std::unique_ptr<PartitionedTpcc> tpcc;
+  std::unique_ptr<PartitionedEngine> eng;
+};
+
+TpccSetup MakeTpcc(double remote, Scheme s) {
+  TpccSetup t;
+  t.tpcc = std::make_unique<PartitionedTpcc>(TpccParamsFor(remote), 2);
+  PartitionedOptions o = Options(s);
+  o.keys_per_partition = t.tpcc->keys_per_partition();
+  t.eng = PartitionedEngine::Create(o).value();
+  absl::Status st = t.tpcc->Load(t.eng.get());
+  if (!st.ok()) {
+    std::fprintf(stderr, "load: %s\n", st.ToString().c_str());
+    std::abort();
+  }
+  return t;
+}
+
+int Tpcc() {
+  const std::string dir = absl::GetFlag(FLAGS_out_dir);
+  std::ofstream out(dir + "/tpcc.csv"), sel_out(dir + "/tpcc_selector.csv");
+  if (!out || !sel_out) {
+    std::fprintf(stderr, "cannot write to %s\n", dir.c_str());
+    return 1;
+  }
+  out << "remote,scheme,measured_tps,model_tps,err,mp_share,new_orders_tps,user_aborts,"
+         "reexec,sysabort,tsp,tspS,tmp,tmpC,stall,cores,check\n";
+  sel_out << "remote,mp_share," << kCellHeader << ",check\n";
+  int failures = 0;
+  std::vector<double> raw, counted;
+  for (double remote : Grid(absl::GetFlag(FLAGS_remote_grid))) {
+    // Fixed schemes: speculation and locking first (their tspS and l
+    // calibrate the others' predictions, as in the sweep).
+    const Scheme order[3] = {Scheme::kSpeculation, Scheme::kLocking, Scheme::kBlocking};
+    Window wins[3];
+    double cores[3] = {0, 0, 0}, no_tps[3] = {0, 0, 0};
+    std::string check[3];
+    for (int k = 0; k < 3; ++k) {
+      const int s = static_cast<int>(order[k]);
+      TpccSetup t = MakeTpcc(remote, order[k]);
+      TpccDriver d(t.eng.get(), t.tpcc.get(), absl::GetFlag(FLAGS_clients), 1 + k);
+      d.Start();
+      Sleep(absl::GetFlag(FLAGS_warmup_ms));
+      t.eng->TakeWindow();
+      const int64_t no0 = t.tpcc->committed_new_orders();
+      const double c0 = CpuSeconds();
+      Sleep(absl::GetFlag(FLAGS_duration_ms));
+      wins[s] = t.eng->TakeWindow();
+      no_tps[s] = (t.tpcc->committed_new_orders() - no0) / wins[s].seconds;
+      cores[s] = (CpuSeconds() - c0) / wins[s].seconds;
+      d.Stop();
+      t.eng->Drain();
+      absl::Status st = t.tpcc->Check(t.eng.get());
+      if (st.ok() && t.eng->protocol_errors() != 0) st = absl::InternalError("protocol errors");
+      check[s] = st.ok() ? "ok" : st.ToString();
+      if (!st.ok()) ++failures;
+    }
+    model::ModelParams calib = wins[static_cast<int>(Scheme::kSpeculation)].params;
+    const model::ModelParams& lk = wins[static_cast<int>(Scheme::kLocking)].params;
+    if (lk.tsp_lock_us > 0 && calib.tsp_spec_us > 0) {
+      calib.lock_overhead = std::max(0.0, lk.tsp_lock_us / calib.tsp_spec_us - 1);
+    }
+    double mp_share = 0;
+    for (int s = 0; s < 3; ++s) {
+      Window& w = wins[s];
+      if (s != static_cast<int>(Scheme::kSpeculation)) w.params.tsp_spec_us = calib.tsp_spec_us;
+      w.params.lock_overhead = calib.lock_overhead;
+      g_cores = cores[s];
+      model::ModelParams p = ForModel(w.params);
+      const double pred =
+          model::Throughput(ToModelScheme(static_cast<Scheme>(s)), p) * (1 - p.abort_rate);
+      const double meas = w.throughput();
+      const double share = w.committed > 0 ? double(w.mp_committed) / w.committed : 0;
+      mp_share = std::max(mp_share, share);
+      char line[768];
+      std::snprintf(line, sizeof(line),
+                    "%.3f,%s,%.0f,%.0f,%.4f,%.4f,%.0f,%lld,%lld,%lld,%.2f,%.2f,%.2f,%.2f,%.2f,"
+                    "%.2f,%s",
+                    remote, SchemeName(static_cast<Scheme>(s)), meas, pred,
+                    meas > 0 ? pred / meas - 1 : 0, share, no_tps[s], (long long)w.aborted,
+                    (long long)w.reexecuted, (long long)w.system_aborts, p.tsp_us,
+                    p.tsp_spec_us, p.tmp_us, p.tmp_cpu_us, p.StallUs(), p.cores,
+                    check[s].c_str());
+      out << line << "\n";
+      std::printf("%s\n", line);
+      std::fflush(stdout);
+    }
+    // The selector cell, on one engine, checked afterwards.
+    TpccSetup t = MakeTpcc(remote, Scheme::kBlocking);
+    TpccDriver d(t.eng.get(), t.tpcc.get(), absl::GetFlag(FLAGS_clients), 9);
+    d.Start();
+    Cell c = EvaluateCell(t.eng.get());
+    d.Stop();
+    t.eng->Drain();
+    absl::Status st = t.tpcc->Check(t.eng.get());
+    if (st.ok() && t.eng->protocol_errors() != 0) st = absl::InternalError("protocol errors");
+    if (!st.ok()) ++failures;
+    raw.push_back(c.raw);
+    counted.push_back(c.counted);
+    std::string chk = st.ok() ? "ok" : st.ToString();
+    for (char& x : chk) {
+      if (x == ',') x = ';';
+    }
+    char head[64];
+    std::snprintf(head, sizeof(head), "%.3f,%.4f,", remote, mp_share);
+    const std::string line = head + CellCsv(c) + "," + chk;
+    sel_out << line << "\n";
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+  PrintLosses("tpcc selector raw", raw);
+  PrintLosses("tpcc selector counted", counted);
+  std::printf("consistency check failures: %d\nwrote %s/tpcc.csv, %s/tpcc_selector.csv\n",
+              failures, dir.c_str(), dir.c_str());
+  return failures == 0 ? 0 : 3;
 }
 
 }  // namespace
@@ -390,6 +581,7 @@ int main(int argc, char** argv) {
   const std::string mode = absl::GetFlag(FLAGS_mode);
   if (mode == "sweep") return corral::partitioned::Sweep();
   if (mode == "selector") return corral::partitioned::Selector();
+  if (mode == "tpcc") return corral::partitioned::Tpcc();
   std::fprintf(stderr, "unknown --mode %s\n", mode.c_str());
   return 2;
 }
