@@ -7,35 +7,34 @@ namespace history {
 
 History::History(const Options& options)
     : options_(options),
-      map_(static_cast<size_t>(std::max<int64_t>(options.initial_capacity, 16))),
+      index_(static_cast<size_t>(std::max<int64_t>(options.initial_capacity, 16)), sizeof(Node)),
       texts_(options.keep_texts ? 64 : 1) {}
 
-void History::RecordOne(RefId ref, bool committed, const TextProvider* texts, size_t i) {
-  auto bump = [committed](Counts& c) {
-    if (committed) {
-      ++c.commits;
-    } else {
-      ++c.aborts;
-    }
+bool History::RecordOne(RefId ref, bool committed, const TextProvider* texts, size_t i) {
+  auto bump = [committed](Node* n) {
+    (committed ? n->commits : n->aborts).fetch_add(1, std::memory_order_relaxed);
   };
-  // Fast path: the reference is known (no allocation, bucket locks only).
-  if (map_.update_fn(ref, bump)) return;
-  if (options_.max_entries > 0 &&
-      entries_.load(std::memory_order_relaxed) >= options_.max_entries) {
-    if (options_.on_full == OnFull::kDropNew) {
-      dropped_full_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    Regenerate();
+  // Fast path: the reference is known (lock-free lookup, one atomic add).
+  if (RefNode* n = index_.Find(ref.value())) {
+    bump(static_cast<Node*>(n));
+    return true;
   }
-  Counts init;
-  bump(init);
-  if (map_.upsert(ref, bump, init)) {
-    entries_.fetch_add(1, std::memory_order_relaxed);
-    if (texts != nullptr && options_.keep_texts && *texts) {
-      texts_.insert(ref, (*texts)(i));
-    }
+  if (options_.max_entries > 0 && index_.size() >= options_.max_entries) {
+    if (options_.on_full == OnFull::kRegenerate) return false;
+    dropped_full_.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
+  auto [n, inserted] = index_.FindOrInsert(ref.value(), [committed](RefNode* fresh) {
+    Node* node = static_cast<Node*>(fresh);
+    new (&node->aborts) std::atomic<uint64_t>(committed ? 0 : 1);
+    new (&node->commits) std::atomic<uint64_t>(committed ? 1 : 0);
+  });
+  if (!inserted) {
+    bump(static_cast<Node*>(n));
+    return true;
+  }
+  if (texts != nullptr && options_.keep_texts && *texts) texts_.insert(ref, (*texts)(i));
+  return true;
 }
 
 void History::Record(absl::Span<const RefId> refs, bool committed, const TextProvider* texts) {
@@ -44,27 +43,72 @@ void History::Record(absl::Span<const RefId> refs, bool committed, const TextPro
     return;
   }
   records_.fetch_add(1, std::memory_order_relaxed);
-  for (size_t i = 0; i < refs.size(); ++i) {
-    if (!RefSeenBefore(refs, i)) RecordOne(refs[i], committed, texts, i);
+  size_t i = 0;
+  while (i < refs.size()) {
+    {
+      ReaderDomain::Guard g(index_.domain());
+      for (; i < refs.size(); ++i) {
+        if (RefSeenBefore(refs, i)) continue;
+        if (!RecordOne(refs[i], committed, texts, i)) break;
+      }
+    }
+    // Full under OnFull::kRegenerate: regenerate outside the guard, go on.
+    if (i < refs.size()) Regenerate();
   }
 }
 
 void History::Add(RefId ref, uint64_t aborts, uint64_t commits) {
-  Counts init{aborts, commits};
-  if (map_.upsert(
-          ref,
-          [aborts, commits](Counts& c) {
-            c.aborts += aborts;
-            c.commits += commits;
-          },
-          init)) {
-    entries_.fetch_add(1, std::memory_order_relaxed);
+  {
+    ReaderDomain::Guard g(index_.domain());
+    auto [n, inserted] = index_.FindOrInsert(ref.value(), [&](RefNode* fresh) {
+      Node* node = static_cast<Node*>(fresh);
+      new (&node->aborts) std::atomic<uint64_t>(aborts);
+      new (&node->commits) std::atomic<uint64_t>(commits);
+    });
+    if (!inserted) {
+      Node* node = static_cast<Node*>(n);
+      node->aborts.fetch_add(aborts, std::memory_order_relaxed);
+      node->commits.fetch_add(commits, std::memory_order_relaxed);
+    }
   }
   // After the change: a reader that saw the old epoch re-reads.
   epoch_.fetch_add(1, std::memory_order_acq_rel);
 }
 
-bool History::Get(RefId ref, Counts* out) const { return map_.find(ref, *out); }
+bool History::Get(RefId ref, Counts* out) const {
+  ReaderDomain::Guard g(index_.domain());
+  const Node* n = static_cast<const Node*>(index_.Find(ref.value()));
+  if (n == nullptr) return false;
+  out->aborts = n->aborts.load(std::memory_order_relaxed);
+  out->commits = n->commits.load(std::memory_order_relaxed);
+  return true;
+}
+
+void History::PrefetchBuckets(absl::Span<const RefId> refs) const {
+  ReaderDomain::Guard g(index_.domain());
+  for (RefId r : refs) index_.PrefetchBucket(r.value());
+}
+
+void History::PrefetchNodes(absl::Span<const RefId> refs) const {
+  ReaderDomain::Guard g(index_.domain());
+  for (RefId r : refs) index_.PrefetchNode(r.value(), 1);
+}
+
+void History::GetMany(absl::Span<const RefId> refs, Counts* out, bool* known) const {
+  ReaderDomain::Guard g(index_.domain());
+  for (RefId r : refs) index_.PrefetchBucket(r.value());
+  for (RefId r : refs) index_.PrefetchNode(r.value(), 1);
+  for (size_t i = 0; i < refs.size(); ++i) {
+    const Node* n = static_cast<const Node*>(index_.Find(refs[i].value()));
+    known[i] = n != nullptr;
+    if (n == nullptr) {
+      out[i] = Counts();
+      continue;
+    }
+    out[i].aborts = n->aborts.load(std::memory_order_relaxed);
+    out[i].commits = n->commits.load(std::memory_order_relaxed);
+  }
+}
 
 double History::WeightOf(const Counts& c, Weighting w) {
   if (w == Weighting::kCount) return static_cast<double>(c.aborts);
@@ -74,7 +118,7 @@ double History::WeightOf(const Counts& c, Weighting w) {
 
 double History::Weight(RefId ref, Weighting w, bool* known) const {
   Counts c;
-  const bool found = map_.find(ref, c);
+  const bool found = Get(ref, &c);
   if (known != nullptr) *known = found;
   return found ? WeightOf(c, w) : 0.0;
 }
@@ -82,9 +126,16 @@ double History::Weight(RefId ref, Weighting w, bool* known) const {
 std::vector<History::TopEntry> History::TopByAborts(size_t k) const {
   std::vector<TopEntry> all;
   {
-    auto lt = const_cast<Map&>(map_).lock_table();
-    all.reserve(lt.size());
-    for (const auto& kv : lt) all.push_back(TopEntry{kv.first, kv.second, {}});
+    ReaderDomain::Guard g(index_.domain());
+    all.reserve(static_cast<size_t>(std::max<int64_t>(index_.size(), 0)));
+    index_.ForEach([&](const RefNode* rn) {
+      const Node* n = static_cast<const Node*>(rn);
+      const uint64_t k = n->key.load(std::memory_order_relaxed);
+      all.push_back(TopEntry{RefId(RefIndex::IdOf(k)),
+                             Counts{n->aborts.load(std::memory_order_relaxed),
+                                    n->commits.load(std::memory_order_relaxed)},
+                             {}});
+    });
   }
   auto better = [](const TopEntry& a, const TopEntry& b) {
     if (a.counts.aborts != b.counts.aborts) return a.counts.aborts > b.counts.aborts;
@@ -99,24 +150,16 @@ std::vector<History::TopEntry> History::TopByAborts(size_t k) const {
 }
 
 void History::Regenerate() {
-  {
-    auto lt = map_.lock_table();
-    lt.clear();
-    entries_.store(0, std::memory_order_relaxed);
-    records_.store(0, std::memory_order_relaxed);
-    // Shrinks back to the initial capacity, releasing the grown buckets.
-    lt.reserve(static_cast<size_t>(std::max<int64_t>(options_.initial_capacity, 16)));
-  }
+  // Serializes regenerations (a table-full record and an admin call may race).
+  std::lock_guard<std::mutex> l(regen_mu_);
+  index_.Clear();  // waits for readers of the old table to leave
+  records_.store(0, std::memory_order_relaxed);
   texts_.clear();
   regenerations_.fetch_add(1, std::memory_order_relaxed);
   epoch_.fetch_add(1, std::memory_order_acq_rel);
 }
 
-int64_t History::ApproxBytes() const {
-  // Buckets hold (key, value) pairs plus a partial-key byte and occupancy flag.
-  const int64_t slot = sizeof(RefId) + sizeof(Counts) + 2;
-  return static_cast<int64_t>(map_.bucket_count() * map_.slot_per_bucket()) * slot;
-}
+int64_t History::ApproxBytes() const { return index_.ApproxBytes(); }
 
 }  // namespace history
 }  // namespace corral

@@ -3,11 +3,14 @@
 // Every attempt of a scheduled transaction reports its outcome here: a commit
 // adds one commit to each of the transaction's references, a conflict abort
 // one abort. The Schedule reads the counters to weight references (Count:
-// aborts; Fraction: aborts / (aborts + commits)). The table is a libcuckoo map
-// (fine-grained bucket locks, no global lock); a read may be slightly stale
-// with respect to concurrent records (the paper's choice), but an update is
-// never torn or lost (counters are updated inside libcuckoo's upsert, under
-// the key's bucket locks).
+// aborts; Fraction: aborts / (aborts + commits)). The table is a RefIndex
+// (history/ref_index.h: lock-free lookups, striped latches for inserts; it
+// replaced libcuckoo for a measured reason, bench/RESULTS.md "Scheduler
+// decisions"). Each counter is an atomic incremented in place, so an update
+// is never torn or lost; a read may be slightly stale with respect to
+// concurrent records, and may see a record's abort before its neighbour's
+// commit count (the paper's accepted staleness). GetMany reads a whole
+// transaction's references with their cache misses overlapped.
 //
 // Lifecycle knobs: Freeze() makes the table read-only (experiment Phase II:
 // records are ignored and counted as such); Regenerate() empties it (the
@@ -28,12 +31,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
 #include "common/ids.h"
+#include "history/ref_index.h"
 #include "history/ref_table.h"
 #include "libcuckoo/cuckoohash_map.hh"
 #include "policies/policy.h"
@@ -98,6 +103,14 @@ class History {
 
   // Current counters of `ref`; false when it is not in the table.
   bool Get(RefId ref, Counts* out) const;
+  // Get for every refs[i] into out[i] / known[i], with all lookups'
+  // cache misses overlapped (prefetched before any is used).
+  void GetMany(absl::Span<const RefId> refs, Counts* out, bool* known) const;
+  // Starts loading refs' table lines without waiting for them: buckets, then
+  // (once the bucket words are in) nodes. A caller that touches several
+  // tables calls every table's PrefetchBuckets before any PrefetchNodes.
+  void PrefetchBuckets(absl::Span<const RefId> refs) const;
+  void PrefetchNodes(absl::Span<const RefId> refs) const;
   // weight(ref) under `w`: Count = aborts, Fraction = aborts/(aborts+commits);
   // 0 when unknown (or no attempt recorded). Sets *known when given.
   double Weight(RefId ref, Weighting w, bool* known = nullptr) const;
@@ -131,7 +144,7 @@ class History {
   // dropped with the old one.
   void Regenerate();
 
-  int64_t size() const { return entries_.load(std::memory_order_relaxed); }
+  int64_t size() const { return index_.size(); }
   // Transaction attempts recorded (Record calls not ignored) since the last
   // Regenerate, plus AddRecords: the denominator of a reference's share of
   // the load, attempts(r) / records().
@@ -142,27 +155,31 @@ class History {
   // Records ignored because frozen, and new references not added because full.
   int64_t ignored_frozen() const { return ignored_frozen_.load(std::memory_order_relaxed); }
   int64_t dropped_full() const { return dropped_full_.load(std::memory_order_relaxed); }
-  // Rough bytes held by the counter table (buckets, not texts).
+  // Rough bytes held by the counter table (buckets and nodes, not texts).
   int64_t ApproxBytes() const;
 
  private:
-  using Map = libcuckoo::cuckoohash_map<RefId, Counts, RefTableHash, std::equal_to<RefId>,
-                                        std::allocator<std::pair<const RefId, Counts>>,
-                                        kRefTableSlots>;
+  struct Node : RefNode {
+    std::atomic<uint64_t> aborts{0};
+    std::atomic<uint64_t> commits{0};
+  };
+  static_assert(sizeof(Node) == 32, "History node: half a cache line");
   using TextMap = libcuckoo::cuckoohash_map<RefId, std::string, RefTableHash>;
 
-  void RecordOne(RefId ref, bool committed, const TextProvider* texts, size_t i);
+  // Records refs[i]; false when the table is full and must regenerate first
+  // (OnFull::kRegenerate; the caller leaves its reader guard to do that).
+  bool RecordOne(RefId ref, bool committed, const TextProvider* texts, size_t i);
 
   const Options options_;
-  Map map_;
+  RefIndex index_;
   TextMap texts_;
-  std::atomic<int64_t> entries_{0};
   alignas(64) std::atomic<int64_t> records_{0};  // written on every Record
   std::atomic<bool> frozen_{false};
   std::atomic<int64_t> epoch_{0};
   std::atomic<int64_t> regenerations_{0};
   std::atomic<int64_t> ignored_frozen_{0};
   std::atomic<int64_t> dropped_full_{0};
+  std::mutex regen_mu_;
 };
 
 }  // namespace history

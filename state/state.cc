@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -54,8 +56,9 @@ State::State(const Options& options, const Clock* clock)
       num_queues_(options.num_queues),
       clock_(clock),
       bound_(options.max_entries),
-      map_(1 << 10),
+      index_(1 << 10, NodeBytes(options.num_queues)),
       totals_(new std::atomic<int64_t>[options.num_queues]) {
+  static_assert(sizeof(Node) == 64, "State node header: one cache line");
   for (int q = 0; q < num_queues_; ++q) totals_[q].store(0, std::memory_order_relaxed);
   // Fold's decay for g empty windows, precomputed (std::pow was ~15% of a
   // decision's instructions when references recur less often than a window).
@@ -65,61 +68,131 @@ State::State(const Options& options, const Clock* clock)
 namespace {
 constexpr uint32_t kCountMax = std::numeric_limits<uint32_t>::max();
 uint32_t Saturate(uint64_t v) { return v > kCountMax ? kCountMax : static_cast<uint32_t>(v); }
+constexpr auto kRelaxed = std::memory_order_relaxed;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 }  // namespace
 
-void State::Fold(Entry& e, int64_t window) const {
-  if (window <= e.window) return;
-  const double a = options_.rate_alpha;
-  e.rate = (1 - a) * e.rate + a * e.cur;
-  const int64_t gap = window - e.window - 1;  // empty windows in between
-  if (gap >= 64) {
-    e.rate = 0;  // (1 - a)^64 is negligible for any useful alpha
-  } else if (gap > 0) {
-    e.rate *= decay_[gap];
+void State::LockNode(Node* n) {
+  for (int spins = 0;; ++spins) {
+    if (n->latch.load(kRelaxed) == 0 && n->latch.exchange(1, std::memory_order_acquire) == 0) return;
+    if (spins < 64) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
   }
-  e.cur = 0;
-  e.window = window;
 }
 
-double State::RateAt(const Entry& e, int64_t window) const {
-  Entry copy;
-  copy.rate = e.rate;
-  copy.cur = e.cur;
-  copy.window = e.window;
-  Fold(copy, window);
+State::Node* State::FindLocked(RefId r) const {
+  for (;;) {
+    Node* n = static_cast<Node*>(index_.Find(r.value()));
+    if (n == nullptr) return nullptr;
+    LockNode(n);
+    if (n->dead.load(kRelaxed) == 0) return n;
+    // Being erased (or erased since the lookup): look again.
+    UnlockNode(n);
+    CpuRelax();
+  }
+}
+
+void State::Prefetch(absl::Span<const RefId> refs) const {
+  const int lines = static_cast<int>((NodeBytes(num_queues_) + 63) / 64);
+  for (RefId r : refs) index_.PrefetchBucket(r.value());
+  for (RefId r : refs) index_.PrefetchNode(r.value(), std::min(lines, 2));
+}
+
+void State::PrefetchBuckets(absl::Span<const RefId> refs) const {
+  history::ReaderDomain::Guard g(index_.domain());
+  for (RefId r : refs) index_.PrefetchBucket(r.value());
+}
+
+void State::PrefetchNodes(absl::Span<const RefId> refs) const {
+  history::ReaderDomain::Guard g(index_.domain());
+  const int lines = static_cast<int>((NodeBytes(num_queues_) + 63) / 64);
+  for (RefId r : refs) index_.PrefetchNode(r.value(), std::min(lines, 2));
+}
+
+void State::Fold(double* rate, uint32_t* cur, int64_t* win, int64_t window) const {
+  if (window <= *win) return;
+  const double a = options_.rate_alpha;
+  *rate = (1 - a) * *rate + a * *cur;
+  const int64_t gap = window - *win - 1;  // empty windows in between
+  if (gap >= 64) {
+    *rate = 0;  // (1 - a)^64 is negligible for any useful alpha
+  } else if (gap > 0) {
+    *rate *= decay_[gap];
+  }
+  *cur = 0;
+  *win = window;
+}
+
+double State::RateAt(const Node& n, int64_t window) const {
+  double rate = n.rate.load(kRelaxed);
+  uint32_t cur = n.cur.load(kRelaxed);
+  int64_t win = n.window.load(kRelaxed);
+  Fold(&rate, &cur, &win, window);
   // R over completed windows; the current partial window counts when it is
   // already busier (makes a brand-new hot entry visible at once).
-  const double per_window = std::max(copy.rate, static_cast<double>(copy.cur));
+  const double per_window = std::max(rate, static_cast<double>(cur));
   return per_window * 1e9 / static_cast<double>(options_.rate_window_ns);
 }
 
-int64_t State::Bump(Entry& e, int qi, int64_t window) const {
-  ++e.total;
-  Fold(e, window);
-  ++e.cur;
-  uint32_t& c = e.counts[qi];
+int64_t State::Bump(Node* n, int qi, int64_t window) const {
+  n->total.store(n->total.load(kRelaxed) + 1, kRelaxed);
+  double rate = n->rate.load(kRelaxed);
+  uint32_t cur = n->cur.load(kRelaxed);
+  int64_t win = n->window.load(kRelaxed);
+  Fold(&rate, &cur, &win, window);
+  n->rate.store(rate, kRelaxed);
+  n->cur.store(cur + 1, kRelaxed);
+  n->window.store(win, kRelaxed);
+  std::atomic<uint32_t>* counts = n->counts();
+  const uint32_t c = counts[qi].load(kRelaxed);
   if (c == kCountMax) return 0;
-  ++c;
-  if (e.max_queue < 0 || c > e.counts[e.max_queue] ||
-      (c == e.counts[e.max_queue] && qi < e.max_queue)) {
-    e.max_queue = qi;
+  counts[qi].store(c + 1, kRelaxed);
+  const int32_t mq = n->max_queue.load(kRelaxed);
+  if (mq < 0 || c + 1 > counts[mq].load(kRelaxed) ||
+      (c + 1 == counts[mq].load(kRelaxed) && qi < mq)) {
+    n->max_queue.store(qi, kRelaxed);
   }
   return 1;
 }
 
 void State::InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* inserted) {
-  Entry fresh;
-  fresh.counts.assign(num_queues_, 0);
-  fresh.seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
-  fresh.window = window;
-  const int64_t got = Bump(fresh, qi, window);
-  int64_t raced = 0;
-  if (map_.upsert(r, [&](Entry& e) { raced = Bump(e, qi, window); }, std::move(fresh))) {
-    entries_.fetch_add(1, std::memory_order_relaxed);
-    *inserted = true;
-    *added += got;
-  } else {
-    *added += raced;
+  for (;;) {
+    int64_t got = 0;
+    auto [rn, fresh] = index_.FindOrInsert(r.value(), [&](history::RefNode* x) {
+      Node* n = static_cast<Node*>(x);
+      new (&n->latch) std::atomic<uint32_t>(0);
+      new (&n->max_queue) std::atomic<int32_t>(-1);
+      new (&n->total) std::atomic<uint64_t>(0);
+      new (&n->seq) std::atomic<uint64_t>(next_seq_.fetch_add(1, kRelaxed));
+      new (&n->rate) std::atomic<double>(0);
+      new (&n->window) std::atomic<int64_t>(window);
+      new (&n->cur) std::atomic<uint32_t>(0);
+      new (&n->dead) std::atomic<uint32_t>(0);
+      std::atomic<uint32_t>* counts = n->counts();
+      for (int q = 0; q < num_queues_; ++q) new (&counts[q]) std::atomic<uint32_t>(0);
+      got = Bump(n, qi, window);  // not yet published: no latch needed
+    });
+    if (fresh) {
+      *inserted = true;
+      *added += got;
+      return;
+    }
+    Node* n = static_cast<Node*>(rn);
+    LockNode(n);
+    if (n->dead.load(kRelaxed) == 0) {
+      *added += Bump(n, qi, window);
+      UnlockNode(n);
+      return;
+    }
+    UnlockNode(n);  // erased meanwhile: insert afresh
   }
 }
 
@@ -129,30 +202,32 @@ void State::RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_
     if (i == skip || history::RefSeenBefore(refs, i)) continue;
     const RefId r = refs[i];
     if (skip < refs.size() && r == refs[skip]) continue;
-    int64_t got = 0;
-    if (map_.update_fn(r, [&](Entry& e) { got = Bump(e, qi, window); })) {
-      *added += got;
+    if (Node* n = FindLocked(r)) {
+      *added += Bump(n, qi, window);
+      UnlockNode(n);
     } else {
       InsertOrBump(r, qi, window, added, inserted);
     }
   }
 }
 
-bool State::Contains(RefId ref) const { return map_.contains(ref); }
-
 void State::Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked) {
   const int qi = q.value();
   if (qi < 0 || qi >= num_queues_) return;
   if (refs.empty()) {
-    if (untracked != 0) totals_[qi].fetch_add(untracked, std::memory_order_relaxed);
+    if (untracked != 0) totals_[qi].fetch_add(untracked, kRelaxed);
     return;
   }
   const int64_t window = clock_->NowNanos() / options_.rate_window_ns;
   int64_t added = untracked;
   bool inserted = false;
-  RecordRest(refs, refs.size(), qi, window, &added, &inserted);
-  totals_[qi].fetch_add(added, std::memory_order_relaxed);
-  if (inserted && bound_ > 0 && entries_.load(std::memory_order_relaxed) > bound_) MaybeEvict();
+  {
+    history::ReaderDomain::Guard g(index_.domain());
+    Prefetch(refs);
+    RecordRest(refs, refs.size(), qi, window, &added, &inserted);
+  }
+  totals_[qi].fetch_add(added, kRelaxed);
+  if (inserted && bound_ > 0 && index_.size() > bound_) MaybeEvict();
 }
 
 QueueId State::RecordChosen(absl::Span<const RefId> refs, size_t lead,
@@ -163,17 +238,24 @@ QueueId State::RecordChosen(absl::Span<const RefId> refs, size_t lead,
   QueueId chosen(-1);
   int64_t added = untracked;
   bool inserted = false;
-  const bool held = map_.update_fn(refs[lead], [&](Entry& e) {
-    chosen = choose(RowView(e.counts.data(), n));
-    if (chosen.value() >= 0 && chosen.value() < n) added += Bump(e, chosen.value(), window);
-  });
-  if (!held) chosen = choose(RowView());
-  const int qi = chosen.value();
-  if (qi < 0 || qi >= n) return chosen;
-  if (!held) InsertOrBump(refs[lead], qi, window, &added, &inserted);
-  RecordRest(refs, lead, qi, window, &added, &inserted);
-  totals_[qi].fetch_add(added, std::memory_order_relaxed);
-  if (inserted && bound_ > 0 && entries_.load(std::memory_order_relaxed) > bound_) MaybeEvict();
+  {
+    history::ReaderDomain::Guard g(index_.domain());
+    Prefetch(refs);
+    Node* node = FindLocked(refs[lead]);
+    if (node != nullptr) {
+      chosen = choose(RowView(node->counts(), n));
+      if (chosen.value() >= 0 && chosen.value() < n) added += Bump(node, chosen.value(), window);
+      UnlockNode(node);
+    } else {
+      chosen = choose(RowView());
+    }
+    const int qi = chosen.value();
+    if (qi < 0 || qi >= n) return chosen;
+    if (node == nullptr) InsertOrBump(refs[lead], qi, window, &added, &inserted);
+    RecordRest(refs, lead, qi, window, &added, &inserted);
+  }
+  totals_[chosen.value()].fetch_add(added, kRelaxed);
+  if (inserted && bound_ > 0 && index_.size() > bound_) MaybeEvict();
   return chosen;
 }
 
@@ -181,96 +263,132 @@ void State::Unrecord(absl::Span<const RefId> refs, QueueId q, int64_t untracked)
   const int qi = q.value();
   if (qi < 0 || qi >= num_queues_) return;
   int64_t removed = untracked;
-  for (size_t i = 0; i < refs.size(); ++i) {
-    if (history::RefSeenBefore(refs, i)) continue;
-    map_.update_fn(refs[i], [&](Entry& e) {
-      if (e.counts[qi] == 0) return;
-      --e.counts[qi];
-      if (e.total > 0) --e.total;
-      ++removed;
-      if (e.max_queue != qi) return;
-      int best = -1;
-      for (int j = 0; j < num_queues_; ++j) {
-        if (e.counts[j] > 0 && (best < 0 || e.counts[j] > e.counts[best])) best = j;
+  {
+    history::ReaderDomain::Guard g(index_.domain());
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (history::RefSeenBefore(refs, i)) continue;
+      Node* e = FindLocked(refs[i]);
+      if (e == nullptr) continue;
+      std::atomic<uint32_t>* counts = e->counts();
+      const uint32_t c = counts[qi].load(kRelaxed);
+      if (c > 0) {
+        counts[qi].store(c - 1, kRelaxed);
+        const uint64_t t = e->total.load(kRelaxed);
+        if (t > 0) e->total.store(t - 1, kRelaxed);
+        ++removed;
+        if (e->max_queue.load(kRelaxed) == qi) {
+          int best = -1;
+          for (int j = 0; j < num_queues_; ++j) {
+            const uint32_t v = counts[j].load(kRelaxed);
+            if (v > 0 && (best < 0 || v > counts[best].load(kRelaxed))) best = j;
+          }
+          e->max_queue.store(best, kRelaxed);
+        }
       }
-      e.max_queue = best;
-    });
+      UnlockNode(e);
+    }
   }
-  totals_[qi].fetch_sub(removed, std::memory_order_relaxed);
+  totals_[qi].fetch_sub(removed, kRelaxed);
 }
 
-void State::Set(RefId ref, absl::Span<const uint64_t> counts) {
+void State::Set(RefId ref, absl::Span<const uint64_t> counts_in) {
   std::vector<int64_t> delta(num_queues_, 0);
-  auto assign = [&](Entry& e) {
-    e.total = 0;
-    e.max_queue = -1;
+  auto assign = [&](Node* e) {
+    std::atomic<uint32_t>* counts = e->counts();
+    uint64_t total = 0;
+    int32_t mq = -1;
     for (int q = 0; q < num_queues_; ++q) {
-      const uint32_t v = Saturate(q < static_cast<int>(counts.size()) ? counts[q] : 0);
-      delta[q] += static_cast<int64_t>(v) - static_cast<int64_t>(e.counts[q]);
-      e.counts[q] = v;
-      e.total += v;
-      if (v > 0 && (e.max_queue < 0 || v > e.counts[e.max_queue])) e.max_queue = q;
+      const uint32_t v = Saturate(q < static_cast<int>(counts_in.size()) ? counts_in[q] : 0);
+      delta[q] += static_cast<int64_t>(v) - static_cast<int64_t>(counts[q].load(kRelaxed));
+      counts[q].store(v, kRelaxed);
+      total += v;
+      if (v > 0 && (mq < 0 || v > counts[mq].load(kRelaxed))) mq = q;
     }
+    e->total.store(total, kRelaxed);
+    e->max_queue.store(mq, kRelaxed);
   };
-  Entry fresh;
-  fresh.counts.assign(num_queues_, 0);
-  fresh.seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
-  fresh.window = clock_->NowNanos() / options_.rate_window_ns;
-  if (!map_.update_fn(ref, assign)) {
-    assign(fresh);
-    if (map_.upsert(ref, assign, std::move(fresh))) {
-      entries_.fetch_add(1, std::memory_order_relaxed);
+  const int64_t window = clock_->NowNanos() / options_.rate_window_ns;
+  {
+    history::ReaderDomain::Guard g(index_.domain());
+    for (;;) {
+      if (Node* e = FindLocked(ref)) {
+        assign(e);
+        UnlockNode(e);
+        break;
+      }
+      auto [rn, fresh] = index_.FindOrInsert(ref.value(), [&](history::RefNode* x) {
+        Node* n = static_cast<Node*>(x);
+        new (&n->latch) std::atomic<uint32_t>(0);
+        new (&n->max_queue) std::atomic<int32_t>(-1);
+        new (&n->total) std::atomic<uint64_t>(0);
+        new (&n->seq) std::atomic<uint64_t>(next_seq_.fetch_add(1, kRelaxed));
+        new (&n->rate) std::atomic<double>(0);
+        new (&n->window) std::atomic<int64_t>(window);
+        new (&n->cur) std::atomic<uint32_t>(0);
+        new (&n->dead) std::atomic<uint32_t>(0);
+        std::atomic<uint32_t>* counts = n->counts();
+        for (int q = 0; q < num_queues_; ++q) new (&counts[q]) std::atomic<uint32_t>(0);
+        assign(n);
+      });
+      if (fresh) break;
+      (void)rn;  // inserted by another thread meanwhile: assign under its latch
     }
   }
-  for (int q = 0; q < num_queues_; ++q) totals_[q].fetch_add(delta[q], std::memory_order_relaxed);
+  for (int q = 0; q < num_queues_; ++q) totals_[q].fetch_add(delta[q], kRelaxed);
+}
+
+bool State::Contains(RefId ref) const {
+  history::ReaderDomain::Guard g(index_.domain());
+  return index_.Find(ref.value()) != nullptr;
 }
 
 bool State::ReadRow(RefId ref, uint64_t* row) const {
-  const int n = num_queues_;
-  return map_.find_fn(ref, [row, n](const Entry& e) {
-    for (int q = 0; q < n; ++q) row[q] = e.counts[q];
-  });
+  history::ReaderDomain::Guard g(index_.domain());
+  const Node* e = static_cast<const Node*>(index_.Find(ref.value()));
+  if (e == nullptr) return false;
+  const std::atomic<uint32_t>* counts = e->counts();
+  for (int q = 0; q < num_queues_; ++q) row[q] = counts[q].load(kRelaxed);
+  return true;
 }
 
 bool State::Get(RefId ref, Info* out) const {
   const int64_t window = clock_->NowNanos() / options_.rate_window_ns;
-  return map_.find_fn(ref, [&](const Entry& e) {
-    out->counts.assign(e.counts.begin(), e.counts.end());
-    out->total = e.total;
-    out->max_queue = QueueId(e.max_queue);
-    out->rate_per_s = RateAt(e, window);
-  });
+  history::ReaderDomain::Guard g(index_.domain());
+  Node* e = FindLocked(ref);
+  if (e == nullptr) return false;
+  const std::atomic<uint32_t>* counts = e->counts();
+  out->counts.resize(num_queues_);
+  for (int q = 0; q < num_queues_; ++q) out->counts[q] = counts[q].load(kRelaxed);
+  out->total = e->total.load(kRelaxed);
+  out->max_queue = QueueId(e->max_queue.load(kRelaxed));
+  out->rate_per_s = RateAt(*e, window);
+  UnlockNode(e);
+  return true;
 }
 
 void State::ReadTotals(int64_t* out) const {
-  for (int q = 0; q < num_queues_; ++q) out[q] = totals_[q].load(std::memory_order_relaxed);
+  for (int q = 0; q < num_queues_; ++q) out[q] = totals_[q].load(kRelaxed);
 }
 
 int64_t State::BytesPerEntry() const {
-  // A bucket slot holds the key, the Entry and a partial-key byte; cuckoo
-  // tables run between half and ~95% full, so count a slot and a half.
-  const int64_t slot = sizeof(RefId) + sizeof(Entry) + 2;
-  const int64_t heap = num_queues_ > 8 ? num_queues_ * static_cast<int64_t>(sizeof(uint32_t)) : 0;
-  return slot * 3 / 2 + heap;
+  // A node (64-byte aligned) plus one to two bucket words (the index doubles
+  // when it holds more nodes than buckets).
+  const int64_t node = static_cast<int64_t>((NodeBytes(num_queues_) + 63) / 64 * 64);
+  return node + 16;
 }
 
-int64_t State::ApproxBytes() const {
-  const int64_t slot = sizeof(RefId) + sizeof(Entry) + 2;
-  const int64_t heap = num_queues_ > 8 ? num_queues_ * static_cast<int64_t>(sizeof(uint32_t)) : 0;
-  return static_cast<int64_t>(map_.bucket_count() * map_.slot_per_bucket()) * slot +
-         size() * heap;
-}
+int64_t State::ApproxBytes() const { return index_.ApproxBytes(); }
 
 void State::MaybeEvict() {
   if (!evict_mu_.TryLock()) return;  // another thread is evicting
   const int64_t target = static_cast<int64_t>(static_cast<double>(bound_) * options_.evict_to);
-  if (entries_.load(std::memory_order_relaxed) > bound_) EvictPass(std::max<int64_t>(target, 0));
+  if (index_.size() > bound_) EvictPass(std::max<int64_t>(target, 0));
   evict_mu_.Unlock();
 }
 
 int64_t State::EvictTo(int64_t target) {
   TsanVisibleMutexLock l(&evict_mu_);
-  if (entries_.load(std::memory_order_relaxed) <= target) return 0;
+  if (index_.size() <= target) return 0;
   return EvictPass(std::max<int64_t>(target, 0));
 }
 
@@ -278,20 +396,23 @@ int64_t State::EvictPass(int64_t target) {
   const int64_t window = clock_->NowNanos() / options_.rate_window_ns;
   std::vector<Candidate>& cand = scratch_;
   cand.clear();
-  // (entries_, not map_.size(): libcuckoo sums its per-lock counters unlocked.)
-  cand.reserve(static_cast<size_t>(std::max<int64_t>(entries_.load(std::memory_order_relaxed), 0)) + 64);
+  cand.reserve(static_cast<size_t>(std::max<int64_t>(index_.size(), 0)) + 64);
   int64_t held = 0;
   {
-    // The whole table is locked only while the candidates are copied out;
-    // ranking and erasing run with records proceeding.
-    auto lt = map_.lock_table();
-    held = static_cast<int64_t>(lt.size());
-    if (held <= target) return 0;
-    for (const auto& kv : lt) {
-      const Entry& e = kv.second;
-      cand.push_back(Candidate{kv.first, RateAt(e, window), e.total, e.seq, e.max_queue, false, 0});
-    }
+    // Inserts and erases wait while the candidates are copied out; updates of
+    // held entries go on. Ranking and erasing run with records proceeding.
+    history::ReaderDomain::Guard g(index_.domain());
+    index_.ForEach([&](history::RefNode* rn) {
+      Node* e = static_cast<Node*>(rn);
+      LockNode(e);
+      cand.push_back(Candidate{RefId(history::RefIndex::IdOf(e->key.load(kRelaxed))),
+                               RateAt(*e, window), e->total.load(kRelaxed), e->seq.load(kRelaxed),
+                               e->max_queue.load(kRelaxed), false, 0});
+      UnlockNode(e);
+    });
+    held = static_cast<int64_t>(cand.size());
   }
+  if (held <= target) return 0;
   const int64_t need = held - target;
 
   if (options_.eviction == EvictionMode::kDirect) {
@@ -345,20 +466,28 @@ int64_t State::EvictPass(int64_t target) {
   int64_t forced = 0;
   int64_t evicted = 0;
   std::vector<int64_t> removed(num_queues_, 0);
-  for (int64_t i = 0; i < need; ++i) {
-    const Candidate& c = cand[i];
-    // Erased under the key's bucket locks with its counts as they are now
-    // (records may have landed since the scan), so totals stay exact.
-    const bool erased = map_.erase_fn(c.ref, [&](Entry& e) {
-      for (int q = 0; q < num_queues_; ++q) removed[q] += static_cast<int64_t>(e.counts[q]);
-      return true;
-    });
-    if (!erased) continue;
-    ++evicted;
-    if (c.is_protected) ++forced;
+  {
+    history::ReaderDomain::Guard g(index_.domain());
+    for (int64_t i = 0; i < need; ++i) {
+      const Candidate& c = cand[i];
+      // Erased with its counts as they are now (records may have landed since
+      // the scan), under its latch, so totals stay exact.
+      const bool erased = index_.Erase(c.ref.value(), [&](history::RefNode* rn) {
+        Node* e = static_cast<Node*>(rn);
+        LockNode(e);
+        const std::atomic<uint32_t>* counts = e->counts();
+        for (int q = 0; q < num_queues_; ++q) removed[q] += static_cast<int64_t>(counts[q].load(kRelaxed));
+        e->dead.store(1, kRelaxed);
+        UnlockNode(e);
+        return true;
+      });
+      if (!erased) continue;
+      ++evicted;
+      if (c.is_protected) ++forced;
+    }
   }
+  index_.Reclaim();  // victims' nodes become reusable once no reader holds them
   for (int q = 0; q < num_queues_; ++q) totals_[q].fetch_sub(removed[q], std::memory_order_relaxed);
-  entries_.fetch_sub(evicted, std::memory_order_relaxed);
   evictions_.fetch_add(evicted, std::memory_order_relaxed);
   forced_evictions_.fetch_add(forced, std::memory_order_relaxed);
   passes_.fetch_add(1, std::memory_order_relaxed);

@@ -6,8 +6,12 @@
 // fixed windows of a Clock), T (the transactions seen with it) and Q (the
 // queue with the largest count, lowest index on ties). Per-queue totals (the
 // sum of the counts over all held references) feed the Schedule's default
-// rule. The table is a libcuckoo map: Record and reads take only the key's
-// bucket locks.
+// rule. The table is a RefIndex (history/ref_index.h; it replaced libcuckoo
+// for a measured reason, bench/RESULTS.md "Scheduler decisions"): a node per
+// reference holds the entry and its row, updated under the node's own spin
+// latch (on the node's first line); ReadRow is lock-free (each count is read
+// atomically; a row read during a concurrent record may include part of it,
+// a staleness the scoring accepts).
 //
 // Memory is bounded (max entries and/or max bytes). When an insert takes the
 // table over the bound, one eviction pass brings it down to a low-water mark:
@@ -32,15 +36,18 @@
 //
 // Hot path (Schedule::Place): RecordChosen() decides and records in one table
 // operation on the deciding reference (its row is read and incremented under
-// the same bucket locks), then one update per other distinct reference.
+// the node's latch), then one update per other distinct reference. Record and
+// RecordChosen first prefetch every reference's bucket and node lines, so
+// their cache misses overlap.
 // A reference named twice in one call counts once. Per-queue counts are held
 // as 32-bit values (a compact row keeps more of the table in cache) and
 // saturate at 2^32 - 1; the API reads them as 64-bit.
 //
-// Thread safety: all methods are thread-safe. An eviction pass locks the
-// whole table while it copies out the candidates' ranks (one pass at a time;
-// others skip it); the chosen victims are then erased one by one under their
-// own bucket locks, so records proceed during ranking and erasing.
+// Thread safety: all methods are thread-safe. An eviction pass holds the
+// index's insert latches while it copies out the candidates' ranks (one pass
+// at a time; others skip it; updates of held entries go on); the chosen
+// victims are then erased one by one, and their nodes reused after a grace
+// period (no reader still holds them).
 #ifndef CORRAL_STATE_STATE_H_
 #define CORRAL_STATE_STATE_H_
 
@@ -58,8 +65,8 @@
 #include "absl/types/span.h"
 #include "common/clock.h"
 #include "common/ids.h"
+#include "history/ref_index.h"
 #include "history/ref_table.h"
-#include "libcuckoo/cuckoohash_map.hh"
 
 namespace corral {
 namespace state {
@@ -105,13 +112,13 @@ class State {
   class RowView {
    public:
     RowView() = default;
-    RowView(const uint32_t* counts, int n) : counts_(counts), n_(n) {}
+    RowView(const std::atomic<uint32_t>* counts, int n) : counts_(counts), n_(n) {}
     bool empty() const { return n_ == 0; }
     int size() const { return n_; }
-    uint64_t operator[](int q) const { return counts_[q]; }
+    uint64_t operator[](int q) const { return counts_[q].load(std::memory_order_relaxed); }
 
    private:
-    const uint32_t* counts_ = nullptr;
+    const std::atomic<uint32_t>* counts_ = nullptr;
     int n_ = 0;
   };
 
@@ -150,6 +157,12 @@ class State {
   // row, R is left as is (0 for a new entry). Ignores the bound.
   void Set(RefId ref, absl::Span<const uint64_t> counts);
 
+  // Starts loading refs' table lines (see History::PrefetchBuckets); Record
+  // and RecordChosen prefetch by themselves, these let a caller overlap them
+  // with other work.
+  void PrefetchBuckets(absl::Span<const RefId> refs) const;
+  void PrefetchNodes(absl::Span<const RefId> refs) const;
+
   // Copies State[ref][0..num_queues) into `row` (which must hold num_queues
   // values); false (row untouched) when the reference is not held.
   bool ReadRow(RefId ref, uint64_t* row) const;
@@ -166,7 +179,7 @@ class State {
   // admin). Returns the number of entries evicted.
   int64_t EvictTo(int64_t target);
 
-  int64_t size() const { return entries_.load(std::memory_order_relaxed); }
+  int64_t size() const { return index_.size(); }
   int64_t max_entries() const { return bound_; }
   int64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
   int64_t forced_evictions() const { return forced_evictions_.load(std::memory_order_relaxed); }
@@ -177,30 +190,46 @@ class State {
   int64_t ApproxBytes() const;
 
  private:
-  struct Entry {
-    absl::InlinedVector<uint32_t, 8> counts;  // saturating
-    uint64_t total = 0;       // T
-    uint64_t seq = 0;         // first-seen order (direct delete)
-    double rate = 0;          // smoothed arrivals per window, completed windows
-    int64_t window = 0;       // window index of `cur`
-    uint32_t cur = 0;         // arrivals in the current window
-    int32_t max_queue = -1;   // Q
+  // One reference's entry: the first cache line holds the index header, the
+  // latch and the scalars; the per-queue counts follow (num_queues 32-bit
+  // saturating counts). Fields are atomics written under `latch` (readers
+  // may read them without it).
+  struct Node : history::RefNode {
+    std::atomic<uint32_t> latch{0};
+    std::atomic<int32_t> max_queue{-1};  // Q
+    std::atomic<uint64_t> total{0};      // T
+    std::atomic<uint64_t> seq{0};        // first-seen order (direct delete)
+    std::atomic<double> rate{0};         // smoothed arrivals per window
+    std::atomic<int64_t> window{0};      // window index of `cur`
+    std::atomic<uint32_t> cur{0};        // arrivals in the current window
+    std::atomic<uint32_t> dead{0};       // erased (set under latch)
+    std::atomic<uint32_t>* counts() { return reinterpret_cast<std::atomic<uint32_t>*>(this + 1); }
+    const std::atomic<uint32_t>* counts() const {
+      return reinterpret_cast<const std::atomic<uint32_t>*>(this + 1);
+    }
   };
-  using Map = libcuckoo::cuckoohash_map<RefId, Entry, history::RefTableHash, std::equal_to<RefId>,
-                                        std::allocator<std::pair<const RefId, Entry>>,
-                                        history::kRefTableSlots>;
+  static size_t NodeBytes(int num_queues) {
+    return sizeof(Node) + sizeof(std::atomic<uint32_t>) * static_cast<size_t>(num_queues);
+  }
 
   State(const Options& options, const Clock* clock);
-  // One arrival of e's reference on queue qi; returns 1 when counts[qi] grew
-  // (0 when saturated), for the totals.
-  int64_t Bump(Entry& e, int qi, int64_t window) const;
-  // Records refs[i] (i != skip, first occurrences only) on qi.
+  static void LockNode(Node* n);
+  static void UnlockNode(Node* n) { n->latch.store(0, std::memory_order_release); }
+  // The live node of r, latched; null when r is not held. Inside a guard.
+  Node* FindLocked(RefId r) const;
+  // One arrival of n's reference on queue qi (n latched or unpublished);
+  // returns 1 when counts[qi] grew (0 when saturated), for the totals.
+  int64_t Bump(Node* n, int qi, int64_t window) const;
+  // Records refs[i] (i != skip, first occurrences only) on qi. Inside a guard.
   void RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_t window,
                   int64_t* added, bool* inserted);
-  // Inserts (or bumps, if a racing thread inserted it) a reference.
+  // Inserts (or bumps, if it is held) a reference. Inside a guard.
   void InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* inserted);
-  void Fold(Entry& e, int64_t window) const;
-  double RateAt(const Entry& e, int64_t window) const;  // per second
+  // Starts loading refs' buckets, then their nodes. Inside a guard.
+  void Prefetch(absl::Span<const RefId> refs) const;
+  // Smoothing of R: folds completed windows into rate (values, not atomics).
+  void Fold(double* rate, uint32_t* cur, int64_t* win, int64_t window) const;
+  double RateAt(const Node& n, int64_t window) const;  // per second
   void MaybeEvict();
   int64_t EvictPass(int64_t target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(evict_mu_);
 
@@ -208,10 +237,9 @@ class State {
   const int num_queues_;
   const Clock* const clock_;
   int64_t bound_ = 0;  // effective max entries (0 = unbounded)
-  mutable Map map_;
+  mutable history::RefIndex index_;
   std::unique_ptr<std::atomic<int64_t>[]> totals_;
   double decay_[64];  // (1 - rate_alpha)^g for g empty windows
-  std::atomic<int64_t> entries_{0};
   std::atomic<uint64_t> next_seq_{0};
   std::atomic<int64_t> evictions_{0};
   std::atomic<int64_t> forced_evictions_{0};
