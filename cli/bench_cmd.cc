@@ -47,7 +47,7 @@ ABSL_FLAG(bool, stealing, true, "idle workers steal from other queues");
 ABSL_FLAG(double, max_ref_share, 1.5,
           "learned policies: a reference in more than this / queues of the transactions never "
           "routes (0 = the paper's rule, every reference scores)");
-ABSL_FLAG(double, max_queue_load, 1.25,
+ABSL_FLAG(double, max_queue_load, 0,
           "learned policies: a queue whose State total is above this x the mean is not chosen "
           "while another is (0 = off, the paper's rule)");
 ABSL_FLAG(double, txn_delay_us, 0,

@@ -22,8 +22,6 @@ struct Scratch {
   std::vector<uint64_t> row;
   std::vector<int64_t> totals;
   std::vector<double> weights;
-  std::vector<history::History::Counts> counts;  // GetMany
-  std::unique_ptr<bool[]> known;                  // GetMany
   void Fit(int n) {
     if (static_cast<int>(scores.size()) < n) {
       scores.resize(n);
@@ -142,11 +140,7 @@ Schedule::ReadMode Schedule::ReadModeNow() const {
 double Schedule::Weight(RefId r, Weighting w, const ReadMode& m) const {
   history::History::Counts counts;
   const bool known = m.cached ? CachedCounts(r, m, &counts) : history_->Get(r, &counts);
-  return known ? WeightOf(counts, w, m) : 0.0;
-}
-
-double Schedule::WeightOf(const history::History::Counts& counts, Weighting w,
-                          const ReadMode& m) const {
+  if (!known) return 0.0;
   if (max_ref_share_ > 0 && m.records >= kMinRecordsForShare &&
       static_cast<double>(counts.aborts + counts.commits) * num_queues_ >
           max_ref_share_ * static_cast<double>(m.records)) {
@@ -197,7 +191,7 @@ bool Schedule::CachedCounts(RefId r, const ReadMode& m, history::History::Counts
   return true;
 }
 
-int Schedule::PickQueue(const double* scores) const {
+int Schedule::PickQueue(const double* scores, bool advance) const {
   const int n = num_queues_;
   Scratch& s = tls_scratch;
   s.Fit(n);
@@ -220,14 +214,33 @@ int Schedule::PickQueue(const double* scores) const {
     if (ok(q)) top = std::max(top, scores[q]);
   }
   const double floor = top - top * 1e-9;  // ties within a relative 1e-9
+  // Among the tied queues, the smallest total; among equal totals, the first
+  // at or after a cursor that every placement advances, so deciders that
+  // read the same totals at once (the first transactions of a run) still
+  // spread over the queues, and a fresh State fills round-robin. Decide()
+  // reads the cursor without advancing it (it then agrees with the next
+  // Place). One deciding thread: deterministic.
+  const uint64_t cursor = advance ? tie_cursor_.fetch_add(1, std::memory_order_relaxed)
+                                  : tie_cursor_.load(std::memory_order_relaxed);
   int chosen = -1;
   int64_t chosen_total = 0;
+  int equal = 0;
   for (int q = 0; q < n; ++q) {
     if (scores[q] < floor || !ok(q)) continue;
     const int64_t t = totals[q];
     if (chosen < 0 || t < chosen_total) {
       chosen = q;
       chosen_total = t;
+      equal = 1;
+    } else if (t == chosen_total) {
+      ++equal;
+    }
+  }
+  if (equal > 1) {
+    const int start = static_cast<int>(cursor % static_cast<uint64_t>(n));
+    for (int i = 0; i < n; ++i) {
+      const int q = (start + i) % n;
+      if (scores[q] >= floor && ok(q) && totals[q] == chosen_total) return q;
     }
   }
   return chosen;
@@ -237,34 +250,13 @@ Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefI
                                           double* w) const {
   const ReadMode m = ReadModeNow();
   WeightSummary ws;
-  history::History::Counts* counts = nullptr;
-  bool* known = nullptr;
-  if (!m.cached) {
-    // One batch: every reference's History lookup overlaps the others' misses,
-    // and the State lines the placement will touch load meanwhile.
-    history_->PrefetchBuckets(refs);
-    if (p.aggregation == Aggregation::kMax) state_->PrefetchBuckets(refs);
-    if (p.aggregation == Aggregation::kMax) state_->PrefetchNodes(refs);
-    Scratch& s = tls_scratch;
-    if (s.counts.size() < refs.size()) {
-      s.counts.resize(std::max<size_t>(refs.size(), 16));
-      s.known.reset(new bool[s.counts.size()]);
-    }
-    counts = s.counts.data();
-    known = s.known.get();
-    history_->GetMany(refs, counts, known);
-  }
   for (size_t i = 0; i < refs.size(); ++i) {
     if (history::RefSeenBefore(refs, i)) {
       w[i] = -1;  // already counted
       continue;
     }
     ++ws.distinct;
-    if (m.cached) {
-      w[i] = Weight(refs[i], p.weighting, m);
-    } else {
-      w[i] = known[i] ? WeightOf(counts[i], p.weighting, m) : 0.0;
-    }
+    w[i] = Weight(refs[i], p.weighting, m);
     if (w[i] > ws.best) {
       ws.best = w[i];
       ws.lead = i;
@@ -304,7 +296,7 @@ QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
   double* scores = s.scores.data();
   Score(p, refs, w, ws.best, scores);
   if (scores_out != nullptr) scores_out->assign(scores, scores + n);
-  return QueueId(PickQueue(scores));
+  return QueueId(PickQueue(scores, /*advance=*/false));
 }
 
 QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
@@ -354,7 +346,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
           } else {
             std::fill(scores, scores + n, 0.0);
           }
-          return QueueId(PickQueue(scores));
+          return QueueId(PickQueue(scores, /*advance=*/true));
         },
         untracked);
   } else {
@@ -362,7 +354,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
     // a row for.
     double* scores = s.scores.data();
     Score(p, refs, w, ws.best, scores);
-    q = QueueId(PickQueue(scores));
+    q = QueueId(PickQueue(scores, /*advance=*/true));
     state_->Record(rec, q, untracked);
   }
   last.queue = q.value();

@@ -14,8 +14,11 @@
 //        score.
 // The highest-scoring queue wins. If no reference scores (all weights 0, or
 // no State rows) every queue ties at 0; ties (scores equal within a relative
-// 1e-9) go to the tied queue with the smallest State total (the "default"),
-// then to the lowest queue index, so a decision is deterministic.
+// 1e-9) go to the tied queue with the smallest State total (the "default");
+// among equal totals, to the first at or after a cursor that each placement
+// advances (concurrent first decisions, which all read zero totals, spread
+// instead of all taking queue 0; a fresh State fills round-robin). A single
+// deciding thread's decisions are deterministic.
 //
 // Broad references (learned policies, `max_ref_share` > 0): a reference found
 // in more than max_ref_share / queues of the transactions the History has
@@ -171,8 +174,9 @@ class Schedule {
   void Score(const Policy& p, absl::Span<const RefId> refs, const double* w, double best,
              double* scores) const;
   // The winner among queues whose score is within 1e-9 (relative) of the
-  // top: smallest State total, then lowest index.
-  int PickQueue(const double* scores) const;
+  // top: smallest State total, then the tie cursor.
+  // `advance`: a placement (moves the tie cursor); false for Decide().
+  int PickQueue(const double* scores, bool advance) const;
 
   // How a decision reads History counters (set once per decision).
   struct ReadMode {
@@ -184,8 +188,6 @@ class Schedule {
   };
   ReadMode ReadModeNow() const;
   double Weight(RefId r, Weighting w, const ReadMode& m) const;
-  // weight of counts that the History holds (0 when broad).
-  double WeightOf(const history::History::Counts& c, Weighting w, const ReadMode& m) const;
   // The per-thread cached History counters of `r`.
   bool CachedCounts(RefId r, const ReadMode& m, history::History::Counts* out) const;
 
@@ -200,6 +202,7 @@ class Schedule {
   const int num_queues_;
   std::atomic<uint32_t> policy_;
   mutable std::atomic<uint64_t> rng_;
+  mutable std::atomic<uint64_t> tie_cursor_{0};  // PickQueue's equal-total ties
 };
 
 }  // namespace scheduler

@@ -549,3 +549,28 @@ TEST(ScheduleTest, LeadSeededRowsDoNotInheritAHeavierReferencesQueue) {
 }  // namespace
 }  // namespace scheduler
 }  // namespace corral
+
+namespace corral {
+namespace scheduler {
+namespace {
+
+// Deciders that read the same totals (here: placements that add nothing to
+// them, as concurrent first transactions all read zeros) go to different
+// queues rather than all to queue 0.
+TEST(ScheduleTest, EqualTotalsRotateOverQueues) {
+  history::History h;
+  auto st = MakeState(8);
+  Schedule s(&h, st.get(), P("count-max-canonical-single"), 1);
+  std::vector<int> seen;
+  for (int i = 0; i < 8; ++i) {
+    Txn t;  // no references: nothing recorded, totals stay 0
+    const QueueId d = s.Decide(t.refs, 0);
+    EXPECT_EQ(s.Place(t), d);  // Decide agrees with the next Place
+    seen.push_back(t.queue.value());
+  }
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+}  // namespace
+}  // namespace scheduler
+}  // namespace corral

@@ -69,7 +69,7 @@ struct BenchConfig {
   InsertRefs insert_refs = InsertRefs::kForeignKeys;
   // Learned policies: a queue whose State total is above max_queue_load x the
   // mean is not chosen while another is (scheduler/schedule.h); 0 = off.
-  double max_queue_load = 1.25;            // report the N references with most Phase I aborts
+  double max_queue_load = 0;            // report the N references with most Phase I aborts
 };
 
 // Sets one field from its key (the names above; "threads" = "queues",

@@ -423,6 +423,14 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
     spec.save->entries = s->history().TopByAborts(static_cast<size_t>(s->history().size()) + 64);
     spec.save->records = s->history().records();
   }
+  if (spec.load != nullptr && c.show_learned > 0) {
+    const size_t k = std::min(spec.load->entries.size(), static_cast<size_t>(c.show_learned));
+    for (size_t i = 0; i < k; ++i) {
+      std::vector<uint64_t> row(static_cast<size_t>(nq));
+      if (!s->state().ReadRow(spec.load->entries[i].ref, row.data())) row.clear();
+      m.learned_rows.push_back(std::move(row));
+    }
+  }
   s.reset();
   m.check = inst->Check(w);
   return m;
@@ -573,12 +581,18 @@ void PrintReport(const BenchResult& r, std::FILE* out) {
   }
   if (!r.top_learned.empty()) {
     std::fprintf(out, "learned references with the most aborts (aborts / commits / fraction):\n");
-    for (const auto& e : r.top_learned) {
+    for (size_t i = 0; i < r.top_learned.size(); ++i) {
+      const auto& e = r.top_learned[i];
       const double n = static_cast<double>(e.counts.aborts + e.counts.commits);
-      std::fprintf(out, "  %-40s %9llu %9llu  %.3f\n",
+      std::string row;
+      if (!r.runs.empty() && i < r.runs.back().learned_rows.size()) {
+        row = r.runs.back().learned_rows[i].empty() ? "  (no State row)" : "  State row:";
+        for (uint64_t v : r.runs.back().learned_rows[i]) absl::StrAppend(&row, " ", v);
+      }
+      std::fprintf(out, "  %-32s %9llu %9llu  %.3f%s\n",
                    e.text.empty() ? absl::StrCat("#", e.ref.value()).c_str() : e.text.c_str(),
                    (unsigned long long)e.counts.aborts, (unsigned long long)e.counts.commits,
-                   n > 0 ? e.counts.aborts / n : 0.0);
+                   n > 0 ? e.counts.aborts / n : 0.0, row.c_str());
     }
   }
   for (size_t i = 0; i < r.runs.size(); ++i) {

@@ -107,6 +107,10 @@ struct TypeResult {
 
 // The measured window of one run.
 struct RunMetrics {
+  // State rows (per-queue counts) at the end of the run of the learned
+  // references BenchResult::top_learned names (show_learned), same order;
+  // empty for a reference without a row.
+  std::vector<std::vector<uint64_t>> learned_rows;
   double seconds = 0;
   uint64_t commits = 0;
   uint64_t conflict_aborts = 0;
