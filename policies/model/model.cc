@@ -264,13 +264,16 @@ SelectorDecision SchemeSelector::Observe(const ModelParams& measured,
     --hold_;
     if (RegimeMoved(measured)) hold_ = 0;
   }
-  if (hold_ > 0) {
+  // The hold only settles the explored pair: a third scheme the model puts
+  // ahead still goes through the normal rules below.
+  const bool in_pair = d.best == explored_[0] || d.best == explored_[1];
+  if (hold_ > 0 && in_pair) {
     streak_ = 0;
     d.reason = "hold: measured winner of the last exploration";
     return d;
   }
   // Close predictions: measure instead of trusting the model.
-  if (opts_.explore_margin > 0 && measured_tps > 0 && second >= 0 &&
+  if (opts_.explore_margin > 0 && measured_tps > 0 && second >= 0 && (hold_ == 0 || !in_pair) &&
       d.predicted[best] > 0 &&
       d.predicted[second] >= (1 - opts_.explore_margin) * d.predicted[best]) {
     ModelScheme a = static_cast<ModelScheme>(best), b = static_cast<ModelScheme>(second);
@@ -286,6 +289,9 @@ SelectorDecision SchemeSelector::Observe(const ModelParams& measured,
       explore_n_[i] = 0;
     }
     explored_at_ = measured;
+    explored_[0] = a;
+    explored_[1] = b;
+    hold_ = 0;
     streak_ = 0;
     d.chosen = explore_[0];
     d.switch_now = d.chosen != current;

@@ -136,12 +136,14 @@ struct SelectorOptions {
   // A B B A (A B B A A B B A ... for more), then keeps the one with the
   // higher mean measured throughput and sets both corrections to measured /
   // predicted over those windows. It then holds that choice for
-  // hold_windows windows (no model-driven switch) unless the workload
+  // hold_windows windows (no model-driven switch between the two; a third
+  // scheme the model puts ahead is still switched to by the normal
+  // hysteresis, and explored if close) unless the workload
   // moves (f by more than regime_f, abort rate or multi-round share by more
   // than regime_other), and explores again after the hold only if the two
   // are still close. 0 turns exploration off.
   double explore_margin = 0.25;
-  int explore_windows = 2;
+  int explore_windows = 3;
   int hold_windows = 50;
   double regime_f = 0.1;
   double regime_other = 0.05;
@@ -188,6 +190,7 @@ class SchemeSelector {
   int explore_n_[kNumModelSchemes] = {0, 0, 0, 0};
   int hold_ = 0;                 // windows left in the hold after exploring
   ModelParams explored_at_;      // the workload exploration measured
+  ModelScheme explored_[2] = {ModelScheme::kBlocking, ModelScheme::kBlocking};
 };
 
 }  // namespace model
