@@ -22,6 +22,8 @@ struct Scratch {
   std::vector<uint64_t> row;
   std::vector<int64_t> totals;
   std::vector<double> weights;
+  std::vector<history::History::Counts> counts;  // GetMany
+  std::unique_ptr<bool[]> known;                  // GetMany
   void Fit(int n) {
     if (static_cast<int>(scores.size()) < n) {
       scores.resize(n);
@@ -140,7 +142,11 @@ Schedule::ReadMode Schedule::ReadModeNow() const {
 double Schedule::Weight(RefId r, Weighting w, const ReadMode& m) const {
   history::History::Counts counts;
   const bool known = m.cached ? CachedCounts(r, m, &counts) : history_->Get(r, &counts);
-  if (!known) return 0.0;
+  return known ? WeightOf(counts, w, m) : 0.0;
+}
+
+double Schedule::WeightOf(const history::History::Counts& counts, Weighting w,
+                          const ReadMode& m) const {
   if (max_ref_share_ > 0 && m.records >= kMinRecordsForShare &&
       static_cast<double>(counts.aborts + counts.commits) * num_queues_ >
           max_ref_share_ * static_cast<double>(m.records)) {
@@ -250,13 +256,34 @@ Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefI
                                           double* w) const {
   const ReadMode m = ReadModeNow();
   WeightSummary ws;
+  history::History::Counts* counts = nullptr;
+  bool* known = nullptr;
+  if (!m.cached) {
+    // One batch: every reference's History lookup overlaps the others' misses,
+    // and the State lines the placement will touch load meanwhile.
+    history_->PrefetchBuckets(refs);
+    if (p.aggregation == Aggregation::kMax) state_->PrefetchBuckets(refs);
+    if (p.aggregation == Aggregation::kMax) state_->PrefetchNodes(refs);
+    Scratch& s = tls_scratch;
+    if (s.counts.size() < refs.size()) {
+      s.counts.resize(std::max<size_t>(refs.size(), 16));
+      s.known.reset(new bool[s.counts.size()]);
+    }
+    counts = s.counts.data();
+    known = s.known.get();
+    history_->GetMany(refs, counts, known);
+  }
   for (size_t i = 0; i < refs.size(); ++i) {
     if (history::RefSeenBefore(refs, i)) {
       w[i] = -1;  // already counted
       continue;
     }
     ++ws.distinct;
-    w[i] = Weight(refs[i], p.weighting, m);
+    if (m.cached) {
+      w[i] = Weight(refs[i], p.weighting, m);
+    } else {
+      w[i] = known[i] ? WeightOf(counts[i], p.weighting, m) : 0.0;
+    }
     if (w[i] > ws.best) {
       ws.best = w[i];
       ws.lead = i;

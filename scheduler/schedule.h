@@ -188,6 +188,8 @@ class Schedule {
   };
   ReadMode ReadModeNow() const;
   double Weight(RefId r, Weighting w, const ReadMode& m) const;
+  // weight of counts that the History holds (0 when broad).
+  double WeightOf(const history::History::Counts& c, Weighting w, const ReadMode& m) const;
   // The per-thread cached History counters of `r`.
   bool CachedCounts(RefId r, const ReadMode& m, history::History::Counts* out) const;
 

@@ -242,6 +242,7 @@ TEST(SchedulerTest, RefusedSubmitLeavesNoStateCounts) {
   Scheduler::Options o;
   o.num_queues = 2;
   o.queue_capacity = 1;
+  o.max_queue_load = 1.25;  // the second transaction goes to the other queue
   auto s = Scheduler::Create(o, {&e0, &e1}).value();  // not started: nothing is popped
   const RefId r = RefId::Of("k=1");
   s->history().Add(r, 1, 0);  // r scores (has a row); k=2 counts in the totals only
