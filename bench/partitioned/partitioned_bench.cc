@@ -346,6 +346,7 @@ Cell EvaluateCell(PartitionedEngine* eng) {
     if (dec.switch_now) {
       if (!eng->SwitchScheme(FromModel(dec.chosen)).ok()) std::abort();
       ++c.switches;
+      Sleep(30);  // settle, as Slice does: the next window has no transient
       eng->TakeWindow();
     }
   }
