@@ -174,6 +174,9 @@ class SchemeSelector {
   // window, for the model-error feedback.
   SelectorDecision Observe(const ModelParams& measured, ModelScheme current,
                            double measured_tps = 0);
+  // True between the start and the end of an exploration (the scheme now
+  // running is a trial, not a choice).
+  bool exploring() const { return !explore_.empty(); }
 
  private:
   bool RegimeMoved(const ModelParams& p) const;

@@ -243,6 +243,7 @@ TEST(SelectorTest, ExploresCloseSchemesAndKeepsTheMeasuredWinner) {
   SchemeSelector sel(o);
   SelectorDecision d = sel.Observe(p, ModelScheme::kBlocking, 1000);
   ASSERT_TRUE(d.switch_now);
+  EXPECT_TRUE(sel.exploring());
   EXPECT_EQ(d.chosen, ModelScheme::kSpeculation);  // best first
   EXPECT_NE(d.reason.find("explore"), std::string::npos);
   // Reality: locking measures 1.3x the model's speculation figure,
@@ -262,6 +263,7 @@ TEST(SelectorTest, ExploresCloseSchemesAndKeepsTheMeasuredWinner) {
   EXPECT_EQ(d.chosen, ModelScheme::kLocking);
   EXPECT_TRUE(d.switch_now);
   EXPECT_NE(d.reason.find("keep locking"), std::string::npos);
+  EXPECT_FALSE(sel.exploring());
   EXPECT_NEAR(d.correction[3], 1.3 * spec / lock, 1e-6);
   // Held: the model (which still prefers speculation) does not switch back.
   for (int i = 0; i < 10; ++i) {
