@@ -89,14 +89,10 @@ void History::PrefetchBuckets(absl::Span<const RefId> refs) const {
   for (RefId r : refs) index_.PrefetchBucket(r.value());
 }
 
-void History::PrefetchNodes(absl::Span<const RefId> refs) const {
-  ReaderDomain::Guard g(index_.domain());
-  for (RefId r : refs) index_.PrefetchNode(r.value(), 1);
-}
-
 void History::GetMany(absl::Span<const RefId> refs, Counts* out, bool* known) const {
   ReaderDomain::Guard g(index_.domain());
-  for (RefId r : refs) index_.PrefetchBucket(r.value());
+  // Bucket words are expected in flight already (PrefetchBuckets); the nodes
+  // load together here.
   for (RefId r : refs) index_.PrefetchNode(r.value(), 1);
   for (size_t i = 0; i < refs.size(); ++i) {
     const Node* n = static_cast<const Node*>(index_.Find(refs[i].value()));

@@ -104,13 +104,11 @@ class History {
   // Current counters of `ref`; false when it is not in the table.
   bool Get(RefId ref, Counts* out) const;
   // Get for every refs[i] into out[i] / known[i], with all lookups'
-  // cache misses overlapped (prefetched before any is used).
+  // node misses overlapped (all prefetched before any is used; call
+  // PrefetchBuckets first, and overlap other tables' loads in between).
   void GetMany(absl::Span<const RefId> refs, Counts* out, bool* known) const;
-  // Starts loading refs' table lines without waiting for them: buckets, then
-  // (once the bucket words are in) nodes. A caller that touches several
-  // tables calls every table's PrefetchBuckets before any PrefetchNodes.
+  // Starts loading refs' bucket words without waiting for them.
   void PrefetchBuckets(absl::Span<const RefId> refs) const;
-  void PrefetchNodes(absl::Span<const RefId> refs) const;
   // weight(ref) under `w`: Count = aborts, Fraction = aborts/(aborts+commits);
   // 0 when unknown (or no attempt recorded). Sets *known when given.
   double Weight(RefId ref, Weighting w, bool* known = nullptr) const;

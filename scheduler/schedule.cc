@@ -258,12 +258,11 @@ Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefI
   WeightSummary ws;
   history::History::Counts* counts = nullptr;
   bool* known = nullptr;
+  // One batch: every reference's History lookup overlaps the others' misses,
+  // and the State lines the placement will touch load meanwhile.
+  if (!m.cached) history_->PrefetchBuckets(refs);
+  state_->Prefetch(refs);  // its node loads wait for its buckets only
   if (!m.cached) {
-    // One batch: every reference's History lookup overlaps the others' misses,
-    // and the State lines the placement will touch load meanwhile.
-    history_->PrefetchBuckets(refs);
-    if (p.aggregation == Aggregation::kMax) state_->PrefetchBuckets(refs);
-    if (p.aggregation == Aggregation::kMax) state_->PrefetchNodes(refs);
     Scratch& s = tls_scratch;
     if (s.counts.size() < refs.size()) {
       s.counts.resize(std::max<size_t>(refs.size(), 16));

@@ -70,8 +70,12 @@
 // top-weight reference scores inside the State update of that reference
 // (State::RecordChosen: one table operation reads the row and records the
 // choice), so it costs k History reads + k State updates for k distinct
-// references. No allocation after a thread's first decision (thread-local
-// scratch sized by the queue count; Max keeps up to 16 weights inline).
+// references. Before any of them, a decision prefetches all k references'
+// History buckets and State buckets and nodes, then reads the History in one
+// batch (History::GetMany), so the k references' cache misses overlap
+// instead of queueing one behind another. No allocation after a thread's
+// first decision (thread-local scratch sized by the queue and reference
+// counts).
 //
 //   Schedule s(&history, &state, *ParsePolicy("count-max-canonical-single"), 42);
 //   QueueId q = s.Place(txn);                  // decides, updates State

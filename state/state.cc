@@ -100,20 +100,11 @@ State::Node* State::FindLocked(RefId r) const {
   }
 }
 
+
 void State::Prefetch(absl::Span<const RefId> refs) const {
-  const int lines = static_cast<int>((NodeBytes(num_queues_) + 63) / 64);
-  for (RefId r : refs) index_.PrefetchBucket(r.value());
-  for (RefId r : refs) index_.PrefetchNode(r.value(), std::min(lines, 2));
-}
-
-void State::PrefetchBuckets(absl::Span<const RefId> refs) const {
-  history::ReaderDomain::Guard g(index_.domain());
-  for (RefId r : refs) index_.PrefetchBucket(r.value());
-}
-
-void State::PrefetchNodes(absl::Span<const RefId> refs) const {
   history::ReaderDomain::Guard g(index_.domain());
   const int lines = static_cast<int>((NodeBytes(num_queues_) + 63) / 64);
+  for (RefId r : refs) index_.PrefetchBucket(r.value());
   for (RefId r : refs) index_.PrefetchNode(r.value(), std::min(lines, 2));
 }
 
@@ -223,7 +214,6 @@ void State::Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked) {
   bool inserted = false;
   {
     history::ReaderDomain::Guard g(index_.domain());
-    Prefetch(refs);
     RecordRest(refs, refs.size(), qi, window, &added, &inserted);
   }
   totals_[qi].fetch_add(added, kRelaxed);
@@ -240,7 +230,6 @@ QueueId State::RecordChosen(absl::Span<const RefId> refs, size_t lead,
   bool inserted = false;
   {
     history::ReaderDomain::Guard g(index_.domain());
-    Prefetch(refs);
     Node* node = FindLocked(refs[lead]);
     if (node != nullptr) {
       chosen = choose(RowView(node->counts(), n));

@@ -36,9 +36,9 @@
 //
 // Hot path (Schedule::Place): RecordChosen() decides and records in one table
 // operation on the deciding reference (its row is read and incremented under
-// the node's latch), then one update per other distinct reference. Record and
-// RecordChosen first prefetch every reference's bucket and node lines, so
-// their cache misses overlap.
+// the node's latch), then one update per other distinct reference. The
+// caller first Prefetch()es every reference's bucket and node lines, so their
+// cache misses overlap (with each other and with the caller's History reads).
 // A reference named twice in one call counts once. Per-queue counts are held
 // as 32-bit values (a compact row keeps more of the table in cache) and
 // saturate at 2^32 - 1; the API reads them as 64-bit.
@@ -157,11 +157,11 @@ class State {
   // row, R is left as is (0 for a new entry). Ignores the bound.
   void Set(RefId ref, absl::Span<const uint64_t> counts);
 
-  // Starts loading refs' table lines (see History::PrefetchBuckets); Record
-  // and RecordChosen prefetch by themselves, these let a caller overlap them
-  // with other work.
-  void PrefetchBuckets(absl::Span<const RefId> refs) const;
-  void PrefetchNodes(absl::Span<const RefId> refs) const;
+  // Starts loading refs' bucket words and then (waiting for those only)
+  // their nodes' lines. Record / RecordChosen do not prefetch: a caller on
+  // the hot path (Schedule) calls this first and overlaps the loads with its
+  // History reads.
+  void Prefetch(absl::Span<const RefId> refs) const;
 
   // Copies State[ref][0..num_queues) into `row` (which must hold num_queues
   // values); false (row untouched) when the reference is not held.
@@ -225,8 +225,6 @@ class State {
                   int64_t* added, bool* inserted);
   // Inserts (or bumps, if it is held) a reference. Inside a guard.
   void InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* inserted);
-  // Starts loading refs' buckets, then their nodes. Inside a guard.
-  void Prefetch(absl::Span<const RefId> refs) const;
   // Smoothing of R: folds completed windows into rate (values, not atomics).
   void Fold(double* rate, uint32_t* cur, int64_t* win, int64_t window) const;
   double RateAt(const Node& n, int64_t window) const;  // per second
