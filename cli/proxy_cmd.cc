@@ -25,7 +25,10 @@ ABSL_FLAG(int, max_client_conn, 0, "most client connections (default 100)");
 ABSL_FLAG(std::string, auth_type, "", "trust | md5");
 ABSL_FLAG(std::string, auth_file, "", "userlist file: \"user\" \"password\" per line");
 ABSL_FLAG(std::string, proxy_policy, "", "scheduling policy, e.g. count-max-canonical-single, original");
-ABSL_FLAG(std::string, proxy_stealing, "", "on | off: idle backends take waiting transactions of other queues");
+ABSL_FLAG(std::string, proxy_stealing, "",
+          "on | any | off: idle backends take waiting transactions of other queues (on: only those "
+          "placed without learned affinity or waiting longer than --steal_after_ms; any: all)");
+ABSL_FLAG(int, steal_after_ms, -1, "stealing on: an affine transaction is stealable after this wait (0 never)");
 ABSL_FLAG(int, query_wait_timeout, -1, "seconds a transaction may wait for its backend (0 = none)");
 ABSL_FLAG(int, metrics_port, -2, "Prometheus /metrics HTTP port (-1 off, 0 ephemeral)");
 
@@ -60,6 +63,9 @@ int RunProxy(const std::vector<char*>& args) {
   str("auth_file", absl::GetFlag(FLAGS_auth_file));
   str("policy", absl::GetFlag(FLAGS_proxy_policy));
   str("stealing", absl::GetFlag(FLAGS_proxy_stealing));
+  if (absl::GetFlag(FLAGS_steal_after_ms) >= 0) {
+    str("steal_after_ms", absl::StrCat(absl::GetFlag(FLAGS_steal_after_ms)));
+  }
   if (absl::GetFlag(FLAGS_query_wait_timeout) >= 0) {
     str("query_wait_timeout", absl::StrCat(absl::GetFlag(FLAGS_query_wait_timeout)));
   }

@@ -65,6 +65,24 @@ QueueId Scheduler::Route(Txn& txn) {
   return schedule_->Place(txn);
 }
 
+QueueId Scheduler::Route(Txn& txn, bool* affinity) {
+  const Policy p = schedule_->policy();
+  *affinity = false;
+  if (p.kind == PolicyKind::kHardPartition) {
+    *affinity = true;
+  } else if (p.kind == PolicyKind::kLearned) {
+    thread_local std::vector<double> scores;
+    schedule_->Decide(txn.refs, txn.partition_key, &scores);
+    for (double s : scores) {
+      if (s > 0) {
+        *affinity = true;
+        break;
+      }
+    }
+  }
+  return Route(txn);
+}
+
 absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
   if (queues_ == nullptr) {
     return absl::FailedPreconditionError("routing-only scheduler: use Route()");

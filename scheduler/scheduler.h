@@ -93,6 +93,15 @@ class Scheduler {
   absl::Status Submit(std::unique_ptr<Txn> txn);
   // Decides the queue and records it in the State, without enqueueing.
   QueueId Route(Txn& txn);
+  // As Route; *affinity says whether the decision placed the transaction by
+  // affinity rather than by the default rule: a learned policy where some
+  // queue scored above 0 (a reference with History weight > 0 has a State
+  // row), or Hard Partition (the key decides). False for Original and for a
+  // learned decision where every queue tied at 0 (the smallest-total rule
+  // chose). A caller that moves transactions between queues (the proxy's
+  // stealing) may move the latter freely. Costs one extra Decide (History
+  // and State reads, no State update) for learned policies.
+  QueueId Route(Txn& txn, bool* affinity);
   // Outcome feedback for one attempt of a routed transaction: commit ->
   // commits, conflict abort -> aborts, others ignored (user errors).
   void ReportOutcome(const Txn& txn, Outcome outcome);

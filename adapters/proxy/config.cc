@@ -88,13 +88,22 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     o->policy = *p;
   } else if (key == "stealing") {
     const std::string v = absl::AsciiStrToLower(value);
-    if (v == "on" || v == "1" || v == "true" || v == "yes") {
+    if (v == "on" || v == "1" || v == "true" || v == "yes" || v == "affinity") {
       o->stealing = true;
+      o->steal_any = false;
+    } else if (v == "any") {
+      o->stealing = true;
+      o->steal_any = true;
     } else if (v == "off" || v == "0" || v == "false" || v == "no") {
       o->stealing = false;
+      o->steal_any = false;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("stealing must be on or off, not '", value, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("stealing must be on, any or off, not '", value, "'"));
     }
+  } else if (key == "steal_after_ms") {
+    if (auto st = Int(key, value, 0, 86400 * 1000, &n); !st.ok()) return st;
+    o->steal_after_ms = n;
   } else if (key == "query_wait_timeout") {
     if (auto st = Int(key, value, 0, 86400 * 365, &n); !st.ok()) return st;
     o->query_wait_timeout_ms = n * 1000;

@@ -31,6 +31,7 @@
 #include "absl/strings/str_split.h"
 #include "adapters/proxy/auth.h"
 #include "adapters/proxy/config.h"
+#include "adapters/proxy/steal.h"
 #include "adapters/proxy/wire.h"
 #include "common/clock.h"
 #include "policies/ref_extractor.h"
@@ -218,6 +219,7 @@ struct Client : Conn {
   std::deque<Msg> pending;
   Backend* backend = nullptr;
   bool waiting = false;
+  bool affinity = false;  // its current transaction was placed by learned affinity
   int wait_queue = -1;
   int64_t wait_since = 0;
   std::string held_begin;
@@ -283,6 +285,15 @@ class Proxy::Loop {
   void Forward(Client* c, Backend* b, char type, absl::string_view raw);
   void EndTxn(Client* c, Backend* b);
   void Dispatch(Backend* b);
+  bool waiting_any() const {
+    for (const auto& q : waitq_) {
+      if (!q.empty()) return true;
+    }
+    return false;
+  }
+  StealMode steal_mode() const {
+    return !opt_.stealing ? StealMode::kOff : opt_.steal_any ? StealMode::kAny : StealMode::kAffinity;
+  }
   void HandleCancel(int32_t pid, int32_t secret);
   void SendCancel(Backend* b);
   void AdminQuery(Client* c, absl::string_view sql);
@@ -510,7 +521,12 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
 void Proxy::Loop::Run() {
   epoll_event events[256];
   while (!stop_.load()) {
-    int n = epoll_wait(epfd_, events, 256, 100);
+    // Wake in time for a waiting transaction to become stealable.
+    int timeout_ms = 100;
+    if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(opt_.steal_after_ms / 2, 1, 100));
+    }
+    int n = epoll_wait(epfd_, events, 256, timeout_ms);
     for (int i = 0; i < n; ++i) {
       Conn* c = static_cast<Conn*>(events[i].data.ptr);
       if (c->dead) continue;
@@ -1185,7 +1201,12 @@ bool Proxy::Loop::AnswerPrepareOnly(Client* c, size_t end) {
 void Proxy::Loop::StartTxn(Client* c) {
   c->txn.decision_start_ns = 0;
   c->txn.attempts = 1;
-  const QueueId q = sched_.Route(c->txn);
+  const StealMode mode = steal_mode();
+  c->affinity = false;
+  // Affinity only matters to the affinity-aware rule (it costs a Decide).
+  const QueueId q =
+      mode == StealMode::kAffinity ? sched_.Route(c->txn, &c->affinity) : sched_.Route(c->txn);
+  if (c->affinity) stats_.affine_txns++;
   const int qi = std::clamp<int>(q.value(), 0, opt_.pool_size - 1);
   stats_.transactions++;
   Backend* b = backends_[qi].get();
@@ -1198,7 +1219,7 @@ void Proxy::Loop::StartTxn(Client* c) {
   c->wait_since = MonoNanos();
   waitq_[qi].push_back(c);
   stats_.queue_waits++;
-  if (opt_.stealing) {
+  if (MaySteal(mode, c->affinity, 0, opt_.steal_after_ms * 1000000LL)) {
     for (auto& other : backends_) {
       if (other->Free()) Dispatch(other.get());
       if (!c->waiting) break;
@@ -1227,16 +1248,16 @@ void Proxy::Loop::Dispatch(Backend* b) {
   if (!waitq_[b->index].empty()) {
     pick = waitq_[b->index].front();
     waitq_[b->index].pop_front();
-  } else if (opt_.stealing) {
-    int best = -1;
-    for (int q = 0; q < opt_.pool_size; ++q) {
-      if (waitq_[q].empty()) continue;
-      if (best < 0 || waitq_[q].front()->wait_since < waitq_[best].front()->wait_since) best = q;
-    }
-    if (best < 0) return;
-    pick = waitq_[best].front();
-    waitq_[best].pop_front();
+  } else if (steal_mode() != StealMode::kOff) {
+    const StealPick sp = PickSteal(
+        waitq_, b->index, steal_mode(), MonoNanos(), opt_.steal_after_ms * 1000000LL,
+        [](const Client* w) { return w->affinity; }, [](const Client* w) { return w->wait_since; });
+    if (sp.queue < 0) return;
+    auto& wq = waitq_[sp.queue];
+    pick = wq[sp.pos];
+    wq.erase(wq.begin() + sp.pos);
     stats_.steals++;
+    if (pick->affinity) stats_.steals_affine++;
   } else {
     return;
   }
@@ -1580,6 +1601,13 @@ void Proxy::Loop::Timers() {
       }
     }
   }
+  // Affinity-aware stealing: a transaction that has waited past steal_after
+  // becomes stealable without any event; idle backends look again.
+  if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
+    for (auto& b : backends_) {
+      if (b->Free()) Dispatch(b.get());
+    }
+  }
   if (opt_.query_wait_timeout_ms <= 0) return;
   const int64_t limit = opt_.query_wait_timeout_ms * 1000000LL;
   std::vector<Client*> expired;
@@ -1618,6 +1646,8 @@ void Proxy::Loop::AdminQuery(Client* c, absl::string_view sql_in) {
     row("rollbacks", stats_.rollbacks);
     row("queue_waits", stats_.queue_waits);
     row("steals", stats_.steals);
+    row("steals_affine", stats_.steals_affine);
+    row("affine_transactions", stats_.affine_txns);
     row("wait_timeouts", stats_.wait_timeouts);
     row("clients", static_cast<int64_t>(clients_.size()));
     row("clients_accepted", stats_.clients_accepted);
@@ -1670,7 +1700,7 @@ void Proxy::Loop::AdminQuery(Client* c, absl::string_view sql_in) {
   }
   if (words.size() == 2 && words[0] == "show" && words[1] == "policy") {
     wire::AppendTextResult(&out, {"policy", "stealing"},
-                           {{PolicyName(sched_.policy()), opt_.stealing ? "on" : "off"}});
+                           {{PolicyName(sched_.policy()), std::string(StealModeName(steal_mode()))}});
     return done();
   }
   if (words.size() == 3 && words[0] == "set" && words[1] == "policy") {
@@ -1697,6 +1727,8 @@ void Proxy::Loop::AdminQuery(Client* c, absl::string_view sql_in) {
         opt_.query_wait_timeout_ms = fresh.query_wait_timeout_ms;
         opt_.max_client_conn = fresh.max_client_conn;
         opt_.stealing = fresh.stealing;
+        opt_.steal_any = fresh.steal_any;
+        opt_.steal_after_ms = fresh.steal_after_ms;
         sched_.SetPolicy(opt_.policy);
       }
     }
@@ -1745,6 +1777,11 @@ std::string Proxy::Loop::MetricsText() const {
   counter("corral_user_errors_total", "Transactions that ended with another error.", stats_.user_errors);
   counter("corral_queue_waits_total", "Transactions that waited for their backend.", stats_.queue_waits);
   counter("corral_steals_total", "Waiting transactions taken by another idle backend.", stats_.steals);
+  counter("corral_steals_affine_total",
+          "Steals of transactions placed by learned affinity (waited past steal_after_ms).",
+          stats_.steals_affine);
+  counter("corral_affine_transactions_total", "Transactions placed by learned affinity.",
+          stats_.affine_txns);
   counter("corral_wait_timeouts_total", "Clients closed by query_wait_timeout.", stats_.wait_timeouts);
   counter("corral_protocol_errors_total", "Clients closed for protocol errors.", stats_.protocol_errors);
   counter("corral_backend_failures_total", "Backend connections lost.", stats_.backend_failures);

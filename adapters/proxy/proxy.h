@@ -63,7 +63,13 @@ struct Options {
   std::string server_dbname = "postgres";
   std::string admin_dbname = "corral";
   Policy policy;                       // default count-max-canonical-single
+  // Idle backends take waiting transactions of other queues (steal.h):
+  // stealing on = affinity-aware (only transactions placed without learned
+  // affinity, or waiting longer than steal_after_ms; 0 = never), steal_any =
+  // plain stealing (config `stealing = any`), off = none.
   bool stealing = true;
+  bool steal_any = false;
+  int64_t steal_after_ms = 50;
   int64_t query_wait_timeout_ms = 120000;  // 0 = none
   size_t max_message_bytes = 64u << 20;    // larger client messages are rejected
   size_t prepared_cache_size = 512;        // statements per backend
@@ -83,6 +89,8 @@ struct Stats {
   std::atomic<int64_t> transactions{0};
   std::atomic<int64_t> queue_waits{0};
   std::atomic<int64_t> steals{0};
+  std::atomic<int64_t> steals_affine{0};  // of them: placed by affinity, waited past steal_after
+  std::atomic<int64_t> affine_txns{0};    // transactions placed by learned affinity
   std::atomic<int64_t> wait_timeouts{0};
   std::atomic<int64_t> clients_accepted{0};
   std::atomic<int64_t> clients_rejected{0};

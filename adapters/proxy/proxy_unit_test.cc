@@ -1,11 +1,16 @@
 // Unit tests of the proxy's pieces that need no server: framing, the
-// messages it writes, md5, the userlist and config parsers.
+// messages it writes, md5, the userlist and config parsers, the stealing
+// rule.
+#include <deque>
 #include <string>
+#include <vector>
 
 #include "adapters/proxy/auth.h"
 #include "adapters/proxy/config.h"
+#include "adapters/proxy/steal.h"
 #include "adapters/proxy/wire.h"
 #include "gtest/gtest.h"
+#include "scheduler/scheduler.h"
 
 namespace corral {
 namespace proxy {
@@ -134,6 +139,103 @@ TEST(Auth, ScramRoundTripAndWrongPassword) {
   EXPECT_EQ(auth::Base64("fo"), "Zm8=");
   EXPECT_EQ(auth::Unbase64("Zm8=").value(), "fo");
   EXPECT_EQ(auth::Unbase64("Zm9vYg==").value(), "foob");
+}
+
+// A waiting transaction as the stealing rule sees it.
+struct Waiter {
+  bool affinity;
+  int64_t since;
+};
+
+StealPick Pick(const std::vector<std::deque<Waiter>>& q, int self, StealMode m, int64_t now,
+               int64_t after) {
+  return PickSteal(
+      q, self, m, now, after, [](const Waiter& w) { return w.affinity; },
+      [](const Waiter& w) { return w.since; });
+}
+
+TEST(Steal, AffinityAwareTakesOnlyUnplacedOrLongWaiting) {
+  // Queue 0: an affine transaction (oldest) then a free one; queue 1: an
+  // affine one; queue 2 is the idle backend's own (never stolen from).
+  std::vector<std::deque<Waiter>> q = {{{true, 100}, {false, 300}}, {{true, 200}}, {{false, 50}}};
+  // Plain stealing: the oldest waiting of the other queues, affine or not.
+  StealPick p = Pick(q, 2, StealMode::kAny, 1000, 0);
+  EXPECT_EQ(p.queue, 0);
+  EXPECT_EQ(p.pos, 0u);
+  // Affinity-aware, bound not reached (waited 900 and 800 < 5000): only the
+  // free transaction behind the affine one in queue 0.
+  p = Pick(q, 2, StealMode::kAffinity, 1000, 5000);
+  EXPECT_EQ(p.queue, 0);
+  EXPECT_EQ(p.pos, 1u);
+  // Bound 0 = never: same.
+  p = Pick(q, 2, StealMode::kAffinity, 1000000, 0);
+  EXPECT_EQ(p.queue, 0);
+  EXPECT_EQ(p.pos, 1u);
+  // Past the bound (now 6000: waited 5900 and 5800 > 5000): the oldest
+  // affine one is stealable again.
+  p = Pick(q, 2, StealMode::kAffinity, 6000, 5000);
+  EXPECT_EQ(p.queue, 0);
+  EXPECT_EQ(p.pos, 0u);
+  // Only queue 1's affine transaction has passed the bound.
+  q[0] = {{true, 5500}};
+  p = Pick(q, 2, StealMode::kAffinity, 6000, 5000);
+  EXPECT_EQ(p.queue, 1);
+  EXPECT_EQ(p.pos, 0u);
+  // Nothing stealable: affine only, within the bound; or stealing off.
+  p = Pick(q, 2, StealMode::kAffinity, 5100, 5000);
+  EXPECT_EQ(p.queue, -1);
+  EXPECT_EQ(Pick(q, 2, StealMode::kOff, 1 << 30, 1).queue, -1);
+  // The backend's own queue is not a steal (its free waiter at 50 is ignored).
+  q = {{}, {}, {{false, 50}}};
+  EXPECT_EQ(Pick(q, 2, StealMode::kAny, 1000, 0).queue, -1);
+  EXPECT_TRUE(MaySteal(StealMode::kAffinity, false, 0, 0));
+  EXPECT_FALSE(MaySteal(StealMode::kAffinity, true, 10, 0));
+  EXPECT_FALSE(MaySteal(StealMode::kAffinity, true, 10, 10));
+  EXPECT_TRUE(MaySteal(StealMode::kAffinity, true, 11, 10));
+}
+
+TEST(Steal, RouteReportsLearnedAffinity) {
+  scheduler::Scheduler::Options so;
+  so.num_queues = 4;
+  so.max_queue_load = 0;
+  auto s = scheduler::Scheduler::Create(so, {}).value();
+  scheduler::Txn t;
+  t.refs = {RefId::Of("aid=7")};
+  bool affinity = true;
+  s->Route(t, &affinity);
+  EXPECT_FALSE(affinity);  // nothing learned: the default rule chose
+  s->ReportOutcome(t, scheduler::Outcome::kConflictAbort);
+  // The first scoring placement has no State row yet: default rule, seeds it.
+  scheduler::Txn u;
+  u.refs = t.refs;
+  const QueueId home = s->Route(u, &affinity);
+  EXPECT_FALSE(affinity);
+  scheduler::Txn v;
+  v.refs = t.refs;
+  EXPECT_EQ(s->Route(v, &affinity), home);
+  EXPECT_TRUE(affinity);  // the learned row decided
+  scheduler::Txn cold;
+  cold.refs = {RefId::Of("aid=99999")};
+  s->Route(cold, &affinity);
+  EXPECT_FALSE(affinity);
+  s->SetPolicy(ParsePolicy("original").value());
+  s->Route(v, &affinity);
+  EXPECT_FALSE(affinity);
+  s->SetPolicy(ParsePolicy("hard-partition").value());
+  s->Route(v, &affinity);
+  EXPECT_TRUE(affinity);
+}
+
+TEST(Config, StealingModes) {
+  Options o;
+  ASSERT_TRUE(ParseConfigText("stealing = any\nsteal_after_ms = 20\n", "t.ini", &o).ok());
+  EXPECT_TRUE(o.stealing);
+  EXPECT_TRUE(o.steal_any);
+  EXPECT_EQ(o.steal_after_ms, 20);
+  ASSERT_TRUE(ParseConfigText("stealing = on\n", "t.ini", &o).ok());
+  EXPECT_TRUE(o.stealing);
+  EXPECT_FALSE(o.steal_any);
+  EXPECT_FALSE(ParseConfigText("stealing = sometimes\n", "t.ini", &o).ok());
 }
 
 }  // namespace
