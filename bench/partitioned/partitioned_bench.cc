@@ -333,10 +333,10 @@ Cell EvaluateCell(PartitionedEngine* eng) {
   Sleep(absl::GetFlag(FLAGS_warmup_ms));
   eng->TakeWindow();
   std::vector<double> phase;
-  // The phase ends after select_windows windows, or up to 8 later where
+  // The phase ends after select_windows windows, or up to 12 later where
   // an exploration is still running (its scheme is a trial, not a choice).
   const int n = absl::GetFlag(FLAGS_select_windows);
-  for (int i = 0; i < n || (sel.exploring() && i < n + 8); ++i) {
+  for (int i = 0; i < n || (sel.exploring() && i < n + 12); ++i) {
     const double c0 = CpuSeconds();
     Sleep(absl::GetFlag(FLAGS_window_ms));
     Window win = eng->TakeWindow();

@@ -178,7 +178,7 @@ SelectorDecision SchemeSelector::Observe(const ModelParams& measured,
   d.params = measured;
   d.current = current;
   const int cur_i = static_cast<int>(current);
-  char buf[192];
+  char buf[320];
   // An exploration in progress: record this window, run the next scheme of
   // the schedule, or (at its end) keep the measured winner.
   if (!explore_.empty()) {
@@ -201,26 +201,30 @@ SelectorDecision SchemeSelector::Observe(const ModelParams& measured,
       d.reason = buf;
       return d;
     }
-    const ModelScheme a = explore_[0], b = explore_[1];
-    const int ai = static_cast<int>(a), bi = static_cast<int>(b);
     double mean[kNumModelSchemes] = {0, 0, 0, 0};
-    for (int i : {ai, bi}) {
+    std::string summary;
+    ModelScheme win = explored_.front();
+    for (ModelScheme x : explored_) {
+      const int i = static_cast<int>(x);
       if (explore_n_[i] > 0) {
         mean[i] = explore_tps_[i] / explore_n_[i];
         if (explore_pred_[i] > 0) correction_[i] = explore_tps_[i] / explore_pred_[i];
         d.correction[i] = correction_[i];
-        d.predicted[i] = correction_[i] * Throughput(static_cast<ModelScheme>(i), measured);
+        d.predicted[i] = correction_[i] * Throughput(x, measured);
+      }
+      if (mean[i] > mean[static_cast<int>(win)]) win = x;
+      char part[64];
+      std::snprintf(part, sizeof(part), "%s%s %.0f", summary.empty() ? "" : " vs ",
+                    ModelSchemeName(x), mean[i]);
+      summary += part;
+      if (x == ModelScheme::kSpeculation) {
+        correction_[static_cast<int>(ModelScheme::kLocalSpeculation)] = correction_[i];
       }
     }
-    if (a == ModelScheme::kSpeculation || b == ModelScheme::kSpeculation) {
-      correction_[static_cast<int>(ModelScheme::kLocalSpeculation)] =
-          correction_[static_cast<int>(ModelScheme::kSpeculation)];
-    }
-    d.best = mean[ai] >= mean[bi] ? a : b;
+    d.best = win;
     d.chosen = d.best;
     d.switch_now = d.chosen != current;
-    std::snprintf(buf, sizeof(buf), "explored: %s %.0f vs %s %.0f measured, keep %s",
-                  ModelSchemeName(a), mean[ai], ModelSchemeName(b), mean[bi],
+    std::snprintf(buf, sizeof(buf), "explored: %s measured; keep %s", summary.c_str(),
                   ModelSchemeName(d.chosen));
     d.reason = buf;
     explore_.clear();
@@ -264,24 +268,40 @@ SelectorDecision SchemeSelector::Observe(const ModelParams& measured,
     --hold_;
     if (RegimeMoved(measured)) hold_ = 0;
   }
-  // The hold only settles the explored pair: a third scheme the model puts
-  // ahead still goes through the normal rules below.
-  const bool in_pair = d.best == explored_[0] || d.best == explored_[1];
-  if (hold_ > 0 && in_pair) {
+  // The hold only settles the explored schemes: a scheme outside them that
+  // the model puts ahead still goes through the rules below.
+  const bool in_set =
+      std::find(explored_.begin(), explored_.end(), d.best) != explored_.end();
+  if (hold_ > 0 && in_set) {
     streak_ = 0;
     d.reason = "hold: measured winner of the last exploration";
     return d;
   }
-  // Close predictions: measure instead of trusting the model.
-  if (opts_.explore_margin > 0 && measured_tps > 0 && second >= 0 && (hold_ == 0 || !in_pair) &&
-      d.predicted[best] > 0 &&
-      d.predicted[second] >= (1 - opts_.explore_margin) * d.predicted[best]) {
-    ModelScheme a = static_cast<ModelScheme>(best), b = static_cast<ModelScheme>(second);
-    if (b == current) std::swap(a, b);  // start on the running scheme
+  // Close predictions: measure every scheme within explore_margin of the
+  // best instead of trusting the model.
+  std::vector<ModelScheme> close;
+  if (opts_.explore_margin > 0 && measured_tps > 0 && d.predicted[best] > 0 &&
+      (hold_ == 0 || !in_set)) {
+    for (int i = 0; i < kNumModelSchemes; ++i) {
+      if (considered(i) && d.predicted[i] >= (1 - opts_.explore_margin) * d.predicted[best]) {
+        close.push_back(static_cast<ModelScheme>(i));
+      }
+    }
+    // The running scheme first (no switch), then by prediction.
+    std::sort(close.begin(), close.end(), [&](ModelScheme x, ModelScheme y) {
+      if ((x == current) != (y == current)) return x == current;
+      return d.predicted[static_cast<int>(x)] > d.predicted[static_cast<int>(y)];
+    });
+  }
+  if (close.size() >= 2) {
     const int w = std::max(1, opts_.explore_windows);
     explore_.clear();
-    for (int r = 0; r < 2 * w; ++r) {  // A B B A A B B A ... (w pairs of each)
-      explore_.push_back((r % 4 == 0 || r % 4 == 3) ? a : b);
+    for (int r = 0; r < w; ++r) {  // A B C, C B A, A B C, ... (balanced)
+      if (r % 2 == 0) {
+        explore_.insert(explore_.end(), close.begin(), close.end());
+      } else {
+        explore_.insert(explore_.end(), close.rbegin(), close.rend());
+      }
     }
     explore_pos_ = 0;
     for (int i = 0; i < kNumModelSchemes; ++i) {
@@ -289,15 +309,19 @@ SelectorDecision SchemeSelector::Observe(const ModelParams& measured,
       explore_n_[i] = 0;
     }
     explored_at_ = measured;
-    explored_[0] = a;
-    explored_[1] = b;
+    explored_ = close;
     hold_ = 0;
     streak_ = 0;
     d.chosen = explore_[0];
     d.switch_now = d.chosen != current;
-    std::snprintf(buf, sizeof(buf), "explore: %s %.0f vs %s %.0f predicted (within %.0f%%)",
-                  ModelSchemeName(a), d.predicted[static_cast<int>(a)],
-                  ModelSchemeName(b), d.predicted[static_cast<int>(b)],
+    std::string names;
+    for (ModelScheme x : close) {
+      char part[64];
+      std::snprintf(part, sizeof(part), "%s%s %.0f", names.empty() ? "" : " vs ",
+                    ModelSchemeName(x), d.predicted[static_cast<int>(x)]);
+      names += part;
+    }
+    std::snprintf(buf, sizeof(buf), "explore: %s predicted (within %.0f%%)", names.c_str(),
                   100 * opts_.explore_margin);
     d.reason = buf;
     return d;

@@ -129,19 +129,18 @@ struct SelectorOptions {
   // predicted throughput is tracked (EWMA with this weight) and multiplies
   // that scheme's later predictions (1 for a scheme never run). 0: off.
   double feedback = 0.5;
-  // Exploration (only with measured_tps > 0): when the runner-up's
-  // corrected prediction is within explore_margin of the best one (the
-  // model cannot separate them: its errors on this box are 10-30%), the
-  // selector runs both, explore_windows windows each in the balanced order
-  // A B B A (A B B A A B B A ... for more), then keeps the one with the
-  // higher mean measured throughput and sets both corrections to measured /
-  // predicted over those windows. It then holds that choice for
-  // hold_windows windows (no model-driven switch between the two; a third
-  // scheme the model puts ahead is still switched to by the normal
-  // hysteresis, and explored if close) unless the workload
-  // moves (f by more than regime_f, abort rate or multi-round share by more
-  // than regime_other), and explores again after the hold only if the two
-  // are still close. 0 turns exploration off.
+  // Exploration (only with measured_tps > 0): when other schemes' corrected
+  // predictions are within explore_margin of the best one (the model cannot
+  // separate them: its errors on this box are 10-30%), the selector runs
+  // each of them (the running one first) for explore_windows windows in a
+  // balanced order (A B, B A, A B, ... or A B C, C B A, ...), then keeps the
+  // one with the highest mean measured throughput and sets their
+  // corrections to measured / predicted over those windows. It then holds
+  // that choice for hold_windows windows (no model-driven switch among the
+  // explored schemes; a scheme outside them that the model puts ahead is
+  // still switched to by the normal hysteresis, or explored if close)
+  // unless the workload moves (f by more than regime_f, abort rate or
+  // multi-round share by more than regime_other). 0 turns exploration off.
   double explore_margin = 0.25;
   int explore_windows = 3;
   int hold_windows = 50;
@@ -193,7 +192,7 @@ class SchemeSelector {
   int explore_n_[kNumModelSchemes] = {0, 0, 0, 0};
   int hold_ = 0;                 // windows left in the hold after exploring
   ModelParams explored_at_;      // the workload exploration measured
-  ModelScheme explored_[2] = {ModelScheme::kBlocking, ModelScheme::kBlocking};
+  std::vector<ModelScheme> explored_;  // the schemes of the last exploration
 };
 
 }  // namespace model

@@ -231,6 +231,34 @@ TEST(SelectorTest, InterruptedStreakRestarts) {
   EXPECT_TRUE(sel.Observe(hi, ModelScheme::kBlocking).switch_now);
 }
 
+// All three close: each is tried, in the balanced order A B C C B A.
+TEST(SelectorTest, ExploresEveryCloseScheme) {
+  ModelParams p = At(0.0);  // blocking = speculation, locking 22% behind
+  SelectorOptions o;
+  o.explore_windows = 2;
+  o.explore_margin = 0.3;
+  SchemeSelector sel(o);
+  ModelScheme cur = ModelScheme::kLocking;
+  SelectorDecision d = sel.Observe(p, cur, Throughput(cur, p));
+  ASSERT_NE(d.reason.find("explore"), std::string::npos) << d.ToString();
+  std::vector<ModelScheme> ran;
+  if (d.switch_now) cur = d.chosen;
+  for (int i = 0; i < 6; ++i) {
+    ran.push_back(cur);
+    // Reality: locking is the fastest, by far.
+    d = sel.Observe(p, cur, cur == ModelScheme::kLocking ? 1e6 : 1e4);
+    if (d.switch_now) cur = d.chosen;
+  }
+  ASSERT_EQ(ran.size(), 6u);
+  EXPECT_EQ(ran[0], ModelScheme::kLocking);  // the running one first
+  EXPECT_EQ(ran[5], ModelScheme::kLocking);
+  EXPECT_EQ(ran[1], ran[4]);
+  EXPECT_EQ(ran[2], ran[3]);
+  EXPECT_NE(ran[1], ran[2]);
+  EXPECT_EQ(cur, ModelScheme::kLocking) << d.ToString();
+  EXPECT_NE(d.reason.find("keep locking"), std::string::npos) << d.ToString();
+}
+
 // Close predictions: the selector measures both (A B B A), keeps the
 // measured winner against the model, and holds it.
 TEST(SelectorTest, ExploresCloseSchemesAndKeepsTheMeasuredWinner) {
@@ -280,6 +308,7 @@ TEST(SelectorTest, HoldDoesNotBlockAThirdSchemeFarAhead) {
   p.multi_round_share = 1;  // (no MP transactions yet)
   SelectorOptions o;
   o.explore_windows = 1;
+  o.explore_margin = 0.1;  // locking (22% behind) is not explored
   SchemeSelector sel(o);
   ModelScheme cur = ModelScheme::kLocking;
   SelectorDecision d = sel.Observe(p, cur, Throughput(cur, p));
