@@ -363,18 +363,29 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
     // One State operation on the lead reads its row, scores and records; no
     // reference scores when best == 0 (every queue ties at 0).
     const double best = ws.best;
-    q = state_->RecordChosen(
-        rec, rec_lead,
-        [&](const state::State::RowView& row) {
-          double* scores = tls_scratch.scores.data();
-          if (best > 0 && !row.empty()) {
-            for (int i = 0; i < n; ++i) scores[i] = best * static_cast<double>(row[i]);
-          } else {
-            std::fill(scores, scores + n, 0.0);
-          }
-          return QueueId(PickQueue(scores, /*advance=*/true));
-        },
-        untracked);
+    auto place = [&] {
+      return state_->RecordChosen(
+          rec, rec_lead,
+          [&](const state::State::RowView& row) {
+            double* scores = tls_scratch.scores.data();
+            if (best > 0 && !row.empty()) {
+              for (int i = 0; i < n; ++i) scores[i] = best * static_cast<double>(row[i]);
+            } else {
+              std::fill(scores, scores + n, 0.0);
+            }
+            return QueueId(PickQueue(scores, /*advance=*/true));
+          },
+          untracked);
+    };
+    if (lead_seeds_rows_ && best > 0 && !state_->Contains(rec[rec_lead])) {
+      // Seeding a new row: one seed at a time, so that concurrent seeds see
+      // each other's totals (and a second transaction of the same reference
+      // finds the first one's row) instead of all reading the same totals.
+      std::lock_guard<std::mutex> l(seed_mu_);
+      q = place();
+    } else {
+      q = place();
+    }
   } else {
     // Sum, several references sharing the top weight, or nothing to record
     // a row for.

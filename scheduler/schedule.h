@@ -46,7 +46,9 @@
 // State row of a scoring reference is created only by a transaction the
 // reference leads (its weight is the top one); beside a heavier reference, a
 // reference without a row stays without one (counted in the queue total
-// only). Why: with the paper's rule the first
+// only). New rows are seeded one at a time (a mutex taken only when the
+// lead has no row): concurrent first transactions of different references
+// otherwise read the same totals and pick the same queue. Why: with the paper's rule the first
 // transaction that names a reference fixes its queue. A remote TPC-C payment
 // (home w_id=2, customer's w_id=5) goes to w_id=5's queue and, if w_id=2 had
 // no row yet, gives it one there; every later w_id=2 transaction follows, and
@@ -88,6 +90,7 @@
 #define CORRAL_SCHEDULER_SCHEDULE_H_
 
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <vector>
 
@@ -209,6 +212,7 @@ class Schedule {
   std::atomic<uint32_t> policy_;
   mutable std::atomic<uint64_t> rng_;
   mutable std::atomic<uint64_t> tie_cursor_{0};  // PickQueue's equal-total ties
+  std::mutex seed_mu_;  // lead_seeds_rows: new rows are seeded one at a time
 };
 
 }  // namespace scheduler
