@@ -588,6 +588,21 @@ struct Scratch {
   };
   static constexpr size_t kFront = 64;
   Front front[kFront];
+  // In front of the lexer: statements seen before, byte for byte (prepared
+  // templates, mostly), direct-mapped by a hash of the raw text. An entry
+  // keeps the text (each hit is verified against it), the plan, and the
+  // text's own lexed literals, so a hit needs no lexing at all. Only
+  // statements likely to recur are entered: those with parameters or without
+  // literals (literal SQL text rarely repeats byte for byte).
+  struct Raw {
+    uint64_t owner = 0;
+    uint64_t hash = 0;
+    std::string text;
+    std::shared_ptr<const Plan> plan;
+    LexResult lex;
+  };
+  static constexpr size_t kRaw = 256;
+  std::unique_ptr<Raw[]> raw;  // allocated on first use
 };
 
 Scratch& LocalScratch() {
@@ -850,44 +865,80 @@ RefExtractor::RefExtractor(std::shared_ptr<const Schema> schema) : RefExtractor(
 
 RefExtractor::RefExtractor(std::shared_ptr<const Schema> schema, Options options)
     : id_(NextExtractorId()),
+      text_hash_(options.text_hash_for_testing),
       schema_(schema != nullptr ? std::move(schema) : *SchemaBuilder().Build()),
       cache_(std::make_unique<Cache>(options.max_shapes, options.shards)) {}
 
 RefExtractor::~RefExtractor() = default;
 
+namespace {
+// Whether a statement is worth an entry in the per-thread raw-text cache.
+inline bool RawCacheable(ParamSpan params, const LexResult& lex) {
+  return lex.cacheable && (!params.empty() || lex.literals.empty());
+}
+}  // namespace
+
+uint64_t RefExtractor::TextHash(absl::string_view sql) const {
+  if (text_hash_ != nullptr) return text_hash_(sql);
+  return absl::Hash<absl::string_view>{}(sql);
+}
+
 absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy policy, ParamSpan params, RefVec* ids,
                                    std::vector<std::string>* texts) {
   Scratch& sc = LocalScratch();
+  // 1. The exact text seen before on this thread: no lexing.
+  if (sc.raw == nullptr) sc.raw.reset(new Scratch::Raw[Scratch::kRaw]);
+  const uint64_t text_hash = TextHash(sql);
+  Scratch::Raw& r = sc.raw[Mix64(text_hash) % Scratch::kRaw];
+  if (r.owner == id_ && r.hash == text_hash && absl::string_view(r.text) == sql) {
+    const Plan& plan = *r.plan;
+    if (!plan.cacheable) return ExtractUncached(sql, policy, params, ids, texts);
+    RenderValues(plan, r.text, &r.lex, /*from_tree=*/false, params, &sc);
+    Emit(plan, policy, &sc, ids, texts);
+    return absl::OkStatus();
+  }
+  // 2. The shape seen before: lex, then the front cache or the shared one.
   LexSql(sql, &sc.lex);
   uint64_t hash = 0;
+  std::shared_ptr<const Plan> found;
   if (sc.lex.cacheable) {
     // Process-local hash (fast); the stable Fingerprint64 is for RefIds only.
     hash = absl::Hash<absl::string_view>{}(absl::string_view(sc.lex.key));
     Scratch::Front& f = sc.front[hash % Scratch::kFront];
-    const Plan* plan = nullptr;
     if (f.owner == id_ && f.hash == hash && f.plan->key == sc.lex.key) {
-      plan = f.plan.get();
+      found = f.plan;
     } else if (std::shared_ptr<const Plan> p = cache_->Lookup(hash, sc.lex.key)) {
       f.owner = id_;
       f.hash = hash;
-      f.plan = std::move(p);
-      plan = f.plan.get();
-    }
-    if (plan != nullptr) {
-      if (!plan->cacheable) return ExtractUncached(sql, policy, params, ids, texts);
-      RenderValues(*plan, sql, &sc.lex, /*from_tree=*/false, params, &sc);
-      Emit(*plan, policy, &sc, ids, texts);
-      return absl::OkStatus();
+      f.plan = p;
+      found = std::move(p);
     }
   }
-  auto plan = std::make_shared<Plan>();
-  absl::Status st = ParseAndCompile(*schema_, sql, sc.lex, plan.get());
-  if (!st.ok()) return st;
-  RenderValues(*plan, sql, &sc.lex, /*from_tree=*/true, params, &sc);
-  Emit(*plan, policy, &sc, ids, texts);
-  if (sc.lex.cacheable) {
+  if (found == nullptr) {
+    // 3. A new shape: libpg_query, compile, and share the plan.
+    auto plan = std::make_shared<Plan>();
+    absl::Status st = ParseAndCompile(*schema_, sql, sc.lex, plan.get());
+    if (!st.ok()) return st;
+    RenderValues(*plan, sql, &sc.lex, /*from_tree=*/true, params, &sc);
+    Emit(*plan, policy, &sc, ids, texts);
+    if (!sc.lex.cacheable) return absl::OkStatus();
     plan->key = sc.lex.key;
+    found = plan;
     cache_->Insert(hash, std::move(plan));
+  } else if (!found->cacheable) {
+    absl::Status st = ExtractUncached(sql, policy, params, ids, texts);
+    if (!st.ok()) return st;
+  } else {
+    RenderValues(*found, sql, &sc.lex, /*from_tree=*/false, params, &sc);
+    Emit(*found, policy, &sc, ids, texts);
+  }
+  if (RawCacheable(params, sc.lex)) {
+    // Copy-assignments reuse the entry's capacity: no allocation once warm.
+    r.owner = id_;
+    r.hash = text_hash;
+    r.text.assign(sql.data(), sql.size());
+    r.plan = std::move(found);
+    r.lex = sc.lex;
   }
   return absl::OkStatus();
 }

@@ -37,6 +37,11 @@
 // libpg_query once and compiled into a plan that says which literal slot or
 // parameter feeds which reference; later statements of the shape only lex and
 // fill values in (no allocation for RefIds once the thread's scratch is warm).
+// A statement whose exact text the thread has seen before (a prepared
+// template with parameters, or a statement without literals) skips even the
+// lexer: a per-thread 256-entry direct-mapped cache keyed by a hash of the
+// raw text (each hit verified byte for byte) holds its plan and its own
+// literal values.
 // The plan cache is bounded (clock eviction) and sharded; a lookup takes one
 // shard's reader lock only. In front of it each thread keeps a 64-entry
 // direct-mapped cache of plan pointers, so a repeated shape is found with no
@@ -87,6 +92,9 @@ class RefExtractor {
   struct Options {
     size_t max_shapes = 8192;  // cached statement shapes, all shards together
     int shards = 16;
+    // Tests only: replaces the hash of a statement's raw text that keys the
+    // per-thread raw-text cache (to force collisions). Null: the default.
+    uint64_t (*text_hash_for_testing)(absl::string_view) = nullptr;
   };
   struct Stats {
     uint64_t misses = 0;  // shapes compiled and inserted (libpg_query runs)
@@ -122,7 +130,9 @@ class RefExtractor {
 
  private:
   class Cache;
+  uint64_t TextHash(absl::string_view sql) const;
   const uint64_t id_;  // tags this extractor's entries in the per-thread front caches
+  uint64_t (*const text_hash_)(absl::string_view);
   std::shared_ptr<const Schema> schema_;
   std::unique_ptr<Cache> cache_;
 };

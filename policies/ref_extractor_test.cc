@@ -595,5 +595,80 @@ TEST(CacheConcurrency, ThreadsHammeringTheCacheAgreeWithTheColdPath) {
   EXPECT_LE(ex.stats().entries, 12u + 4u);
 }
 
+// The per-thread raw-text cache: entries are keyed by a hash of the text, so
+// a hit must be verified against the text itself. A constant hash makes
+// every statement collide; equal lengths, equal shapes and equal pointers
+// must not fool it, and a template's own literals must come from its text.
+uint64_t ConstantHash(absl::string_view) { return 42; }
+
+TEST(RawTextCache, CollisionsAndLiteralsAreVerified) {
+  for (bool collide : {false, true}) {
+    RefExtractor::Options opt;
+    if (collide) opt.text_hash_for_testing = &ConstantHash;
+    RefExtractor ex(Tpcc(), opt);
+    // Same length, same shape (one literal, one parameter), different
+    // literal value or different column.
+    const std::string stmts[] = {
+        "UPDATE stock SET s_quantity = 5 WHERE s_i_id = 7 AND s_w_id = $1",
+        "UPDATE stock SET s_quantity = 6 WHERE s_i_id = 7 AND s_w_id = $1",
+        "UPDATE stock SET s_quantity = 5 WHERE s_i_id = 8 AND s_w_id = $1",
+        "UPDATE stock SET s_quantity = 5 WHERE s_w_id = 7 AND s_i_id = $1",
+        "SELECT w_tax FROM warehouse WHERE w_id = $1",
+        "SELECT d_tax FROM district  WHERE d_id = $1",
+    };
+    const std::vector<ParamValue> params[] = {{ParamValue{"3"}}, {ParamValue{"11"}}, {ParamValue{"", true}}};
+    // One buffer reused for every statement: same address, same length.
+    std::string buffer(stmts[0].size(), ' ');
+    for (int round = 0; round < 3; ++round) {
+      for (size_t i = 0; i < 6; ++i) {
+        for (const ExtractionPolicy& p : {kLitSingle, kCanAll}) {
+          const std::vector<ParamValue>& pv = params[(i + round) % 3];
+          absl::string_view sql = stmts[i];
+          if (stmts[i].size() == buffer.size()) {
+            buffer.replace(0, buffer.size(), stmts[i]);
+            sql = buffer;
+          }
+          RefVec hot_ids, cold_ids;
+          Texts hot, cold;
+          ASSERT_TRUE(ex.Extract(sql, p, pv, &hot_ids, &hot).ok()) << sql;
+          ASSERT_TRUE(ex.ExtractUncached(sql, p, pv, &cold_ids, &cold).ok()) << sql;
+          EXPECT_EQ(hot, cold) << "collide=" << collide << " " << sql;
+          EXPECT_EQ(hot_ids, cold_ids) << sql;
+          if (!pv[0].is_null) EXPECT_FALSE(hot.empty()) << sql;
+        }
+      }
+    }
+  }
+  // The literal values really come from each statement's own text.
+  RefExtractor::Options opt;
+  opt.text_hash_for_testing = &ConstantHash;
+  RefExtractor ex(Tpcc(), opt);
+  std::vector<ParamValue> pv = {ParamValue{"9"}};
+  EXPECT_EQ(Refs(ex, "UPDATE stock SET s_quantity = 5 WHERE s_i_id = 7 AND s_w_id = $1", kLitSingle, pv),
+            (Texts{"s_quantity=5", "s_i_id=7", "s_w_id=9"}));
+  EXPECT_EQ(Refs(ex, "UPDATE stock SET s_quantity = 6 WHERE s_i_id = 8 AND s_w_id = $1", kLitSingle, pv),
+            (Texts{"s_quantity=6", "s_i_id=8", "s_w_id=9"}));
+}
+
+// A statement with literals and no parameters is not entered in the raw-text
+// cache (literal SQL rarely repeats), one with parameters is; both give the
+// same references on every call.
+TEST(RawTextCache, RepeatedTextHitsAgreeWithTheColdPath) {
+  RefExtractor ex(Tpcc());
+  for (int i = 0; i < 50; ++i) {
+    std::string lit = absl::StrCat("SELECT c_id FROM customer WHERE c_w_id = ", i % 5, " AND c_d_id = $1");
+    std::vector<ParamValue> pv = {ParamValue{i % 2 ? "4" : "-0004"}};
+    for (const ExtractionPolicy& p : {kLitAll, kCanSingle}) {
+      RefVec a, b;
+      Texts ta, tb;
+      ASSERT_TRUE(ex.Extract(lit, p, pv, &a, &ta).ok());
+      ASSERT_TRUE(ex.ExtractUncached(lit, p, pv, &b, &tb).ok());
+      EXPECT_EQ(ta, tb) << lit;
+      EXPECT_EQ(a, b);
+    }
+  }
+  EXPECT_EQ(ex.stats().misses, 1u);
+}
+
 }  // namespace
 }  // namespace corral
