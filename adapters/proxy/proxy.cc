@@ -325,6 +325,8 @@ class Proxy::Loop {
   absl::flat_hash_map<uint64_t, Client*> keys_;
   std::vector<std::deque<Client*>> waitq_;
   std::vector<Conn*> dirty_;
+  std::unique_ptr<char[]> read_buf_;  // ReadInto's scratch (kReadChunk bytes)
+  int64_t timers_at_ = 0;             // Timers' last full pass
   std::vector<std::unique_ptr<Conn>> graveyard_;
   std::vector<std::pair<std::string, std::string>> server_params_;
   uint64_t next_client_id_ = 1;
@@ -579,18 +581,19 @@ bool Proxy::Loop::ReadInto(Conn* c) {
     c->in.clear();
     c->in_off = 0;
   }
+  // Into the loop's scratch buffer, then appended: growing `in` by a chunk
+  // per recv zero-filled 64 KiB each time (measured: 10% of the proxy's CPU
+  // under pgbench, in memset).
+  if (read_buf_ == nullptr) read_buf_.reset(new char[kReadChunk]);
   size_t total = 0;
   while (total < 16 * kReadChunk) {
-    const size_t old = c->in.size();
-    c->in.resize(old + kReadChunk);
-    ssize_t n = ::recv(c->fd, &c->in[old], kReadChunk, 0);
+    ssize_t n = ::recv(c->fd, read_buf_.get(), kReadChunk, 0);
     if (n > 0) {
-      c->in.resize(old + n);
+      c->in.append(read_buf_.get(), static_cast<size_t>(n));
       total += n;
       if (static_cast<size_t>(n) < kReadChunk) return true;
       continue;
     }
-    c->in.resize(old);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     return false;
@@ -1591,6 +1594,10 @@ void Proxy::Loop::HandleCancel(int32_t pid, int32_t secret) {
 
 void Proxy::Loop::Timers() {
   const int64_t now = MonoNanos();
+  // Everything here is on a millisecond scale or coarser; under load the
+  // loop turns far more often than that.
+  if (now - timers_at_ < 1000000) return;
+  timers_at_ = now;
   for (auto& b : backends_) {
     if (!b->alive && b->reconnect_at != 0 && now >= b->reconnect_at) {
       if (ConnectBackend(b.get()).ok()) {

@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# Proxy benchmark (issue 9): pgbench -S and a contended SERIALIZABLE script
-# (contended.sql: 5 statements on 20 hot rows, --max-tries) run direct, through
-# PgBouncer (transaction mode) and through Corral, same pool size.
+# Proxy benchmark (issue 9), all in one run: pgbench direct / through PgBouncer
+# (transaction mode) / through Corral, same pool size, on
+#   select-only   pgbench -S
+#   hot-row       hot_row.sql: SERIALIZABLE SELECT + UPDATE of one row named by
+#                 the first statement, rows 1..HOT_ROWS (hot) or the whole
+#                 table (cold), --max-tries
+#   two-row       contended.sql: two random rows, routed by the first only
+#                 (the hard case), hot and cold, --max-tries
+# Corral runs as three proxies: stealing on (affinity-aware, the default),
+# any (plain stealing), off. Prints one line per run, then a summary: tps vs
+# PgBouncer, retried transactions vs PgBouncer and direct, and the contention
+# penalty (hot tps / cold tps on the same path).
 #
 #   bash bench/proxy/run.sh                 # 20 s per run
 #   SECONDS_PER_RUN=10 CLIENTS=16 POOL=8 bash bench/proxy/run.sh
+#   PATHS="direct pgbouncer corral" WORKLOADS="hot-row" bash bench/proxy/run.sh
+#   REPEAT=3 SECONDS_PER_RUN=10 bash bench/proxy/run.sh   # median of 3 rounds
 #
-# Starts its own PostgreSQL (scripts/pg.sh) unless CORRAL_PG_CONNINFO's
-# server is given via PGHOST/PGPORT; prints one line per run.
+# Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DUR=${SECONDS_PER_RUN:-20}
@@ -15,7 +25,13 @@ CLIENTS=${CLIENTS:-16}
 POOL=${POOL:-8}
 SCALE=${SCALE:-10}
 POLICY=${POLICY:-count-max-canonical-single}
-STEALING=${STEALING:-on}
+STEAL_AFTER_MS=${STEAL_AFTER_MS:-50}
+HOT_ROWS=${HOT_ROWS:-20}
+MAX_TRIES=${MAX_TRIES:-100}
+PATHS=${PATHS:-direct pgbouncer corral corral-any corral-off}
+WORKLOADS=${WORKLOADS:-select-only hot-row two-row}
+REPEAT=${REPEAT:-1}  # rounds of every run; the summary takes the median per cell
+NROWS=$((100000 * SCALE))
 DB=corral_bench
 BAZEL="bazel --output_base=${CORRAL_BAZEL_OUTPUT_BASE:-/root/.cache/bazel-proxy}"
 
@@ -63,49 +79,75 @@ logfile = $WORK/pgbouncer.log
 INI
 chmod 644 "$WORK"/*
 touch "$WORK/pgbouncer.log" && chown postgres "$WORK/pgbouncer.log"
-runuser -u postgres -- /usr/sbin/pgbouncer "$WORK/pgbouncer.ini" &
+runuser -u postgres -- /usr/sbin/pgbouncer -q "$WORK/pgbouncer.ini" &
 pids+=($!)
 
-CPORT=$(free_port)
+declare -A PORT CPID
+PORT[direct]=$PGPORT
+PORT[pgbouncer]=$BPORT
 cat > "$WORK/corral.ini" <<INI
 listen_addr = 127.0.0.1
-listen_port = $CPORT
 pool_size = $POOL
 max_client_conn = 200
 server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=$DB
 policy = $POLICY
-stealing = $STEALING
+steal_after_ms = $STEAL_AFTER_MS
 INI
-"$SERVER_BIN" "$WORK/corral.ini" 2> "$WORK/corral.log" &
-pids+=($!)
-# The same with stealing off: conflicting transactions wait for their queue.
-NPORT=$(free_port)
-"$SERVER_BIN" "$WORK/corral.ini" listen_port=$NPORT stealing=off 2> "$WORK/corral-nosteal.log" &
-pids+=($!)
+# Three Corral proxies: stealing on (affinity-aware), any (plain), off.
+for mode in on any off; do
+  name=corral-$mode
+  [ $mode = on ] && name=corral
+  PORT[$name]=$(free_port)
+  "$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[$name]} stealing=$mode 2> "$WORK/$name.log" &
+  pids+=($!)
+  CPID[$name]=$!
+done
 sleep 2
 
-run() {  # name port args...
-  local name=$1 port=$2
-  shift 2
+RES="$WORK/results.tsv"
+run() {  # path workload variant args...
+  local path=$1 workload=$2 variant=$3
+  shift 3
   local out
-  out=$(pgbench -n -h 127.0.0.1 -p "$port" -U postgres -c "$CLIENTS" -j 2 -T "$DUR" "$@" $DB 2>&1) || true
-  local tps retried failed
+  out=$(pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 -T "$DUR" "$@" $DB 2>&1) || true
+  local tps retried pct failed
   tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
-  retried=$(echo "$out" | sed -n 's/^number of transactions retried: \([0-9]*\) (\([0-9.]*%\)).*/\1 (\2)/p')
+  retried=$(echo "$out" | sed -n 's/^number of transactions retried: \([0-9]*\) .*/\1/p')
+  pct=$(echo "$out" | sed -n 's/^number of transactions retried: [0-9]* (\([0-9.]*\)%).*/\1/p')
   failed=$(echo "$out" | sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p')
-  printf '%-10s %-11s tps=%-10s retried=%-16s failed=%s\n' "$name" "$WORKLOAD" "${tps:-?}" "${retried:--}" "${failed:-?}"
+  [ -n "$tps" ] || echo "$out" | tail -5 >&2
+  printf 'r%s %-11s %-11s %-4s tps=%-10s retried=%-8s (%s%%) failed=%s\n' "$ROUND" "$path" "$workload" "$variant" \
+    "${tps:-?}" "${retried:--}" "${pct:--}" "${failed:-?}"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$path" "$workload" "$variant" "${tps:-0}" "${retried:-0}" \
+    "${pct:-0}" "${failed:-0}" >> "$RES"
 }
 
-echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s scale=$SCALE policy=$POLICY stealing=$STEALING nproc=$(nproc)"
-WORKLOAD=select-only
-run direct "$PGPORT" -S
-run pgbouncer "$BPORT" -S
-run corral "$CPORT" -S
-WORKLOAD=contended
-for target in direct pgbouncer corral corral-ns; do
-  case $target in direct) port=$PGPORT ;; pgbouncer) port=$BPORT ;; corral) port=$CPORT ;; corral-ns) port=$NPORT ;; esac
-  run $target "$port" -f bench/proxy/contended.sql --max-tries=100
+echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s scale=$SCALE hot_rows=$HOT_ROWS policy=$POLICY" \
+  "steal_after_ms=$STEAL_AFTER_MS max_tries=$MAX_TRIES nproc=$(nproc)"
+echo "# start: $(uptime)"
+for ROUND in $(seq 1 "$REPEAT"); do
+for w in $WORKLOADS; do
+  case $w in
+    select-only)
+      for p in $PATHS; do run "$p" select-only - -S; done ;;
+    hot-row|two-row)
+      script=bench/proxy/hot_row.sql
+      [ $w = two-row ] && script=bench/proxy/contended.sql
+      # Cold first on every path (nothing to learn), then hot.
+      for variant in cold hot; do
+        rows=$HOT_ROWS
+        [ $variant = cold ] && rows=$NROWS
+        for p in $PATHS; do
+          run "$p" "$w" $variant -f $script -D rows=$rows --max-tries="$MAX_TRIES"
+        done
+      done ;;
+  esac
 done
-kill "${pids[1]}" "${pids[2]}" 2>/dev/null; sleep 0.5
-echo "corral:    $(grep -h 'proxy_server: commits' "$WORK/corral.log" || true)"
-echo "corral-ns: $(grep -h 'proxy_server: commits' "$WORK/corral-nosteal.log" || true)"
+done
+echo "# end: $(uptime)"
+for name in "${!CPID[@]}"; do kill "${CPID[$name]}" 2>/dev/null || true; done
+sleep 0.5
+for p in $PATHS; do
+  case $p in corral*) echo "# $p: $(grep -h 'proxy_server: commits' "$WORK/$p.log" | sed 's/^proxy_server: //' || true)" ;; esac
+done
+python3 bench/proxy/summary.py "$RES"
