@@ -1,5 +1,6 @@
 #include "history/history.h"
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -136,6 +137,50 @@ TEST(HistoryTest, ConcurrentRecordsLoseNothing) {
   EXPECT_EQ(c.commits, commits * kThreads);
   EXPECT_EQ(c.aborts + c.commits, uint64_t{kThreads} * kIters);
   EXPECT_EQ(h.size(), 2 + kThreads * 100);
+}
+
+// Regenerate frees the old table while other threads record and read: they
+// land in the old or the fresh table, never in freed memory (the grace
+// period), and a reference's counters never exceed what was recorded.
+TEST(HistoryTest, RegenerateWhileRecordingAndReading) {
+  History h;
+#if defined(__SANITIZE_THREAD__)
+  constexpr int kIters = 3000;
+#else
+  constexpr int kIters = 30000;
+#endif
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> too_big{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 2; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        h.Record({RefId(7), RefId(1000 * (t + 1) + i % 300)}, i % 2 == 0);
+        History::Counts c[2];
+        bool known[2];
+        const RefVec refs = {RefId(7), RefId(1000 * (t + 1) + i % 300)};
+        h.GetMany(refs, c, known);
+        if (known[0] && c[0].aborts + c[0].commits > uint64_t{2} * kIters) too_big.fetch_add(1);
+      }
+    });
+  }
+  ts.emplace_back([&] {
+    while (!stop.load()) {
+      h.Regenerate();
+      std::this_thread::yield();
+    }
+  });
+  for (int t = 0; t < 2; ++t) ts[t].join();
+  stop.store(true);
+  ts[2].join();
+  EXPECT_EQ(too_big.load(), 0);
+  EXPECT_GT(h.regenerations(), 0);
+  h.Regenerate();
+  h.RecordAbort({RefId(7)});
+  History::Counts c;
+  ASSERT_TRUE(h.Get(RefId(7), &c));
+  EXPECT_EQ(c.aborts, 1u);
+  EXPECT_EQ(h.size(), 1);
 }
 
 TEST(HistoryTest, ReferenceNamedTwiceInOneAttemptCountsOnce) {

@@ -15,8 +15,6 @@ inline void CpuRelax() {
 #endif
 }
 
-std::atomic<int> next_thread_slot{0};
-
 size_t RoundUpPow2(size_t v) {
   size_t p = 1;
   while (p < v) p <<= 1;
@@ -32,22 +30,68 @@ int Log2(size_t pow2) {
 
 }  // namespace
 
+namespace {
+// Process-wide slot indices: a thread takes the lowest free one on its first
+// guard and gives it back when it exits.
+class SlotRegistry {
+ public:
+  int Acquire() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!free_.empty()) {
+      const int s = free_.back();
+      free_.pop_back();
+      return s;
+    }
+    if (next_ < ReaderDomain::kSlots) return next_++;
+    return ReaderDomain::kSlots;  // shared
+  }
+  void Release(int s) {
+    if (s == ReaderDomain::kSlots) return;
+    std::lock_guard<std::mutex> l(mu_);
+    free_.push_back(s);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<int> free_;
+  int next_ = 0;
+};
+
+SlotRegistry& Registry() {
+  static SlotRegistry* r = new SlotRegistry();  // never destroyed: threads may exit late
+  return *r;
+}
+
+struct ThreadSlotHandle {
+  int slot = Registry().Acquire();
+  ~ThreadSlotHandle() { Registry().Release(slot); }
+};
+}  // namespace
+
 int ReaderDomain::ThreadSlot() {
-  thread_local const int slot = next_thread_slot.fetch_add(1, std::memory_order_relaxed) % kSlots;
-  return slot;
+  thread_local ThreadSlotHandle h;
+  return h.slot;
 }
 
 void ReaderDomain::Synchronize() const {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  for (Slot& s : slots_) {
-    for (int spins = 0; s.active.load(std::memory_order_acquire) != 0; ++spins) {
+  auto wait = [](auto done) {
+    for (int spins = 0; !done(); ++spins) {
       if (spins < 64) {
         CpuRelax();
       } else {
         std::this_thread::yield();
       }
     }
+  };
+  for (int i = 0; i < kSlots; ++i) {
+    const std::atomic<uint64_t>& seq = slots_[i].seq;
+    const uint64_t v = seq.load(std::memory_order_acquire);
+    if ((v & 1) == 0) continue;  // outside
+    wait([&] { return seq.load(std::memory_order_acquire) != v; });  // that guard closed
   }
+  const std::atomic<uint64_t>& shared = slots_[kSlots].seq;
+  wait([&] { return shared.load(std::memory_order_acquire) == 0; });
 }
 
 RefIndex::RefIndex(size_t initial_buckets, size_t node_bytes)

@@ -47,27 +47,29 @@ namespace history {
 
 // Grace periods for lock-free readers. A thread inside a Guard may hold
 // pointers into a domain's memory; Synchronize() returns once every guard
-// that was open when it was called has closed. One counter per thread slot
-// (own cache line; threads get slots round-robin, so up to kSlots threads
-// never share one): entering is one atomic increment of the thread's own
-// line, leaving one decrement.
+// that was open when it was called has closed.
+//
+// Each thread owns a slot (a process-wide index, released when the thread
+// exits; the same index in every domain), on its own cache line: entering
+// the outermost guard makes the slot's sequence odd, leaving makes it even
+// (one atomic increment each; nested guards only count depth). Synchronize
+// waits, for each slot that is odd, until its sequence moves: a reader that
+// keeps re-entering cannot starve it. Past kSlots live threads, the extra
+// threads share one counted slot (Synchronize waits for it to reach zero).
 class ReaderDomain {
  public:
-  static constexpr int kSlots = 256;
+  static constexpr int kSlots = 1024;
 
   class Guard {
    public:
-    explicit Guard(const ReaderDomain& d) : slot_(&d.slots_[ThreadSlot()].active) {
-      // A locked RMW: the increment is visible before this thread's later
-      // loads of shared pointers (the store-load order Synchronize needs).
-      slot_->fetch_add(1, std::memory_order_seq_cst);
-    }
-    ~Guard() { slot_->fetch_sub(1, std::memory_order_release); }
+    explicit Guard(const ReaderDomain& d);
+    ~Guard();
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
 
    private:
-    std::atomic<int64_t>* slot_;
+    const ReaderDomain& d_;
+    int slot_;
   };
 
   ReaderDomain() = default;
@@ -80,12 +82,34 @@ class ReaderDomain {
   void Synchronize() const;
 
  private:
-  static int ThreadSlot();
   struct alignas(64) Slot {
-    std::atomic<int64_t> active{0};
+    std::atomic<uint64_t> seq{0};  // odd: inside (exclusive slots); count (shared slot)
+    uint32_t depth = 0;            // owner thread only
   };
-  mutable Slot slots_[kSlots];
+  // The calling thread's slot index, kSlots for the shared slot.
+  static int ThreadSlot();
+  mutable Slot slots_[kSlots + 1];
 };
+
+inline ReaderDomain::Guard::Guard(const ReaderDomain& d) : d_(d), slot_(ThreadSlot()) {
+  Slot& s = d_.slots_[slot_];
+  if (slot_ == kSlots) {
+    s.seq.fetch_add(1, std::memory_order_seq_cst);  // shared: a count
+  } else if (s.depth++ == 0) {
+    // A locked RMW: the odd sequence is visible before this thread's later
+    // loads of shared pointers (the store-load order Synchronize needs).
+    s.seq.fetch_add(1, std::memory_order_seq_cst);
+  }
+}
+
+inline ReaderDomain::Guard::~Guard() {
+  Slot& s = d_.slots_[slot_];
+  if (slot_ == kSlots) {
+    s.seq.fetch_sub(1, std::memory_order_release);
+  } else if (--s.depth == 0) {
+    s.seq.fetch_add(1, std::memory_order_release);
+  }
+}
 
 // Every node starts with this header; the payload follows.
 struct RefNode {
