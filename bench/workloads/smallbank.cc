@@ -34,8 +34,8 @@ const char* const kSubChecking = "UPDATE checking SET bal = bal - $1 WHERE custi
 
 void SmallBankTxn::AppendSql(std::vector<SqlStatement>* out) const {
   using namespace smallbank_sql;  // NOLINT
-  auto add = [out](const char* t, std::vector<SqlParam> p) {
-    out->push_back(SqlStatement{t, std::move(p)});
+  auto add = [out](const char* t, SqlStatement::Params p) {
+    out->emplace_back(t, std::move(p));
   };
   switch (sb_type_) {
     case kAmalgamate:

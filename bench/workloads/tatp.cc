@@ -82,8 +82,8 @@ const char* const kDeleteCallForwarding =
 
 void TatpTxn::AppendSql(std::vector<SqlStatement>* out) const {
   namespace q = tatp_sql;
-  auto add = [out](const char* t, std::vector<SqlParam> p) {
-    out->push_back(SqlStatement{t, std::move(p)});
+  auto add = [out](const char* t, SqlStatement::Params p) {
+    out->emplace_back(t, std::move(p));
   };
   switch (tatp_type_) {
     case kGetSubscriberData:

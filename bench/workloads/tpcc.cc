@@ -127,11 +127,6 @@ int ScaleA(int a, int full, int n) {
   return static_cast<int>(p - 1);
 }
 
-SqlStatement Stmt(const char* tmpl, std::vector<SqlParam> params) {
-  return SqlStatement{tmpl, std::move(params)};
-}
-SqlParam I(int64_t v) { return SqlParam::Int(v); }
-SqlParam N() { return SqlParam::Null(); }
 
 constexpr uint64_t kAll = std::numeric_limits<uint64_t>::max();
 
@@ -156,81 +151,81 @@ std::string TpccLastName(int num) {
 // ---------------------------------------------------------------- SQL form
 
 namespace tpcc_sql {
-const char* const kNoGetWarehouse = "SELECT w_tax FROM warehouse WHERE w_id = $1";
-const char* const kNoGetDistrict =
+constexpr const char* kNoGetWarehouse = "SELECT w_tax FROM warehouse WHERE w_id = $1";
+constexpr const char* kNoGetDistrict =
     "SELECT d_tax, d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2 FOR UPDATE";
-const char* const kNoBumpDistrict =
+constexpr const char* kNoBumpDistrict =
     "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = $1 AND d_id = $2";
-const char* const kNoGetCustomer =
+constexpr const char* kNoGetCustomer =
     "SELECT c_discount, c_last, c_credit FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND "
     "c_id = $3";
-const char* const kNoInsertOrder =
+constexpr const char* kNoInsertOrder =
     "INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, "
     "o_all_local) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP, NULL, $5, $6)";
-const char* const kNoInsertNewOrder =
+constexpr const char* kNoInsertNewOrder =
     "INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES ($1, $2, $3)";
-const char* const kNoGetItem = "SELECT i_price, i_name, i_data FROM item WHERE i_id = $1";
-const char* const kNoUpdateStock =
+constexpr const char* kNoGetItem = "SELECT i_price, i_name, i_data FROM item WHERE i_id = $1";
+constexpr const char* kNoUpdateStock =
     "UPDATE stock SET s_quantity = $1, s_ytd = s_ytd + $2, s_order_cnt = s_order_cnt + 1, "
     "s_remote_cnt = s_remote_cnt + $3 WHERE s_i_id = $4 AND s_w_id = $5";
-const char* const kNoInsertOrderLine =
+constexpr const char* kNoInsertOrderLine =
     "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, "
     "ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) VALUES ($1, $2, $3, $4, $5, $6, NULL, "
     "$7, $8, $9)";
-const char* const kPayUpdateWarehouse = "UPDATE warehouse SET w_ytd = w_ytd + $1 WHERE w_id = $2";
-const char* const kPayGetWarehouse =
+constexpr const char* kPayUpdateWarehouse = "UPDATE warehouse SET w_ytd = w_ytd + $1 WHERE w_id = $2";
+constexpr const char* kPayGetWarehouse =
     "SELECT w_name, w_street_1, w_street_2, w_city, w_state, w_zip FROM warehouse WHERE "
     "w_id = $1";
-const char* const kPayUpdateDistrict =
+constexpr const char* kPayUpdateDistrict =
     "UPDATE district SET d_ytd = d_ytd + $1 WHERE d_w_id = $2 AND d_id = $3";
-const char* const kPayGetDistrict =
+constexpr const char* kPayGetDistrict =
     "SELECT d_name, d_street_1, d_street_2, d_city, d_state, d_zip FROM district WHERE "
     "d_w_id = $1 AND d_id = $2";
-const char* const kCustomerIdsByLastName =
+constexpr const char* kCustomerIdsByLastName =
     "SELECT c_id FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND c_last = $3 ORDER BY "
     "c_first";
-const char* const kPayGetCustomer =
+constexpr const char* kPayGetCustomer =
     "SELECT c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, c_zip, "
     "c_phone, c_since, c_credit, c_credit_lim, c_discount, c_balance, c_data FROM customer "
     "WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3 FOR UPDATE";
-const char* const kPayUpdateCustomer =
+constexpr const char* kPayUpdateCustomer =
     "UPDATE customer SET c_balance = c_balance - $1, c_ytd_payment = c_ytd_payment + $1, "
     "c_payment_cnt = c_payment_cnt + 1 WHERE c_w_id = $2 AND c_d_id = $3 AND c_id = $4";
-const char* const kPayUpdateCustomerData =
+constexpr const char* kPayUpdateCustomerData =
     "UPDATE customer SET c_data = $1 WHERE c_w_id = $2 AND c_d_id = $3 AND c_id = $4";
-const char* const kPayInsertHistory =
+constexpr const char* kPayInsertHistory =
     "INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, "
     "h_data) VALUES ($1, $2, $3, $4, $5, CURRENT_TIMESTAMP, $6, $7)";
-const char* const kOsGetCustomer =
+constexpr const char* kOsGetCustomer =
     "SELECT c_balance, c_first, c_middle, c_last FROM customer WHERE c_w_id = $1 AND "
     "c_d_id = $2 AND c_id = $3";
-const char* const kOsGetLastOrder =
+constexpr const char* kOsGetLastOrder =
     "SELECT o_id, o_carrier_id, o_entry_d FROM orders WHERE o_w_id = $1 AND o_d_id = $2 AND "
     "o_c_id = $3 ORDER BY o_id DESC LIMIT 1";
-const char* const kOsGetOrderLines =
+constexpr const char* kOsGetOrderLines =
     "SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line "
     "WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3";
-const char* const kDlvGetNewOrder =
+constexpr const char* kDlvGetNewOrder =
     "SELECT no_o_id FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 ORDER BY no_o_id "
     "LIMIT 1 FOR UPDATE";
-const char* const kDlvDeleteNewOrder =
+constexpr const char* kDlvDeleteNewOrder =
     "DELETE FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 AND no_o_id = $3";
-const char* const kDlvGetOrder =
+constexpr const char* kDlvGetOrder =
     "SELECT o_c_id FROM orders WHERE o_w_id = $1 AND o_d_id = $2 AND o_id = $3";
-const char* const kDlvUpdateOrder =
+constexpr const char* kDlvUpdateOrder =
     "UPDATE orders SET o_carrier_id = $1 WHERE o_w_id = $2 AND o_d_id = $3 AND o_id = $4";
-const char* const kDlvUpdateOrderLines =
+constexpr const char* kDlvUpdateOrderLines =
     "UPDATE order_line SET ol_delivery_d = CURRENT_TIMESTAMP WHERE ol_w_id = $1 AND "
     "ol_d_id = $2 AND ol_o_id = $3";
-const char* const kDlvSumOrderLines =
+constexpr const char* kDlvSumOrderLines =
     "SELECT SUM(ol_amount) FROM order_line WHERE ol_w_id = $1 AND ol_d_id = $2 AND "
     "ol_o_id = $3";
-const char* const kDlvUpdateCustomer =
+constexpr const char* kDlvUpdateCustomer =
     "UPDATE customer SET c_balance = c_balance + $1, c_delivery_cnt = c_delivery_cnt + 1 "
     "WHERE c_w_id = $2 AND c_d_id = $3 AND c_id = $4";
-const char* const kSlGetDistrict =
+constexpr const char* kSlGetDistrict =
     "SELECT d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2";
-const char* const kSlCountLowStock =
+constexpr const char* kSlCountLowStock =
     "SELECT COUNT(DISTINCT s_i_id) FROM order_line, stock WHERE ol_w_id = $1 AND ol_d_id = $2 "
     "AND ol_o_id < $3 AND ol_o_id >= $4 AND s_w_id = $5 AND s_i_id = ol_i_id AND "
     "s_quantity < $6";
@@ -243,76 +238,126 @@ std::string NoGetStock(int d_id) {
 }
 }  // namespace tpcc_sql
 
+namespace {
+
+// NoGetStock(d) for d in 1..10, built once: static text for SqlStatement.
+absl::string_view NoGetStockStatic(int d_id) {
+  static const std::vector<std::string>* const kTexts = [] {
+    auto* v = new std::vector<std::string>;
+    for (int d = 0; d <= 10; ++d) v->push_back(tpcc_sql::NoGetStock(d));
+    return v;
+  }();
+  return d_id >= 0 && d_id <= 10 ? absl::string_view((*kTexts)[d_id]) : absl::string_view();
+}
+
+constexpr absl::string_view V(const char* s) { return absl::string_view(s); }
+
+}  // namespace
+
+// The statements are built in place (emplace_back + parameter builders):
+// into a reused vector this allocates nothing per statement. V() gives the
+// constant templates their length at compile time (no strlen per statement).
 void AppendNewOrderSql(const NewOrderInput& in, std::vector<SqlStatement>* out) {
   using namespace tpcc_sql;  // NOLINT
-  out->push_back(Stmt(kNoGetWarehouse, {I(in.w_id)}));
-  out->push_back(Stmt(kNoGetDistrict, {I(in.w_id), I(in.d_id)}));
-  out->push_back(Stmt(kNoBumpDistrict, {I(in.w_id), I(in.d_id)}));
-  out->push_back(Stmt(kNoGetCustomer, {I(in.w_id), I(in.d_id), I(in.c_id)}));
-  out->push_back(Stmt(kNoInsertOrder, {N(), I(in.d_id), I(in.w_id), I(in.c_id),
-                                       I(static_cast<int64_t>(in.lines.size())),
-                                       I(in.all_local ? 1 : 0)}));
-  out->push_back(Stmt(kNoInsertNewOrder, {N(), I(in.d_id), I(in.w_id)}));
+  out->emplace_back(V(kNoGetWarehouse)).Int(in.w_id);
+  out->emplace_back(V(kNoGetDistrict)).Int(in.w_id).Int(in.d_id);
+  out->emplace_back(V(kNoBumpDistrict)).Int(in.w_id).Int(in.d_id);
+  out->emplace_back(V(kNoGetCustomer)).Int(in.w_id).Int(in.d_id).Int(in.c_id);
+  out->emplace_back(V(kNoInsertOrder))
+      .Null()
+      .Int(in.d_id)
+      .Int(in.w_id)
+      .Int(in.c_id)
+      .Int(static_cast<int64_t>(in.lines.size()))
+      .Int(in.all_local ? 1 : 0);
+  out->emplace_back(V(kNoInsertNewOrder)).Null().Int(in.d_id).Int(in.w_id);
+  const absl::string_view get_stock = NoGetStockStatic(in.d_id);
   int number = 0;
   for (const NewOrderLine& l : in.lines) {
     ++number;
-    out->push_back(Stmt(kNoGetItem, {I(l.i_id)}));
-    out->push_back(SqlStatement{NoGetStock(in.d_id), {I(l.i_id), I(l.supply_w_id)}});
-    out->push_back(Stmt(kNoUpdateStock, {N(), I(l.quantity), I(l.supply_w_id != in.w_id ? 1 : 0),
-                                         I(l.i_id), I(l.supply_w_id)}));
-    out->push_back(Stmt(kNoInsertOrderLine, {N(), I(in.d_id), I(in.w_id), I(number), I(l.i_id),
-                                             I(l.supply_w_id), I(l.quantity), N(), N()}));
+    out->emplace_back(V(kNoGetItem)).Int(l.i_id);
+    if (!get_stock.empty()) {
+      out->emplace_back(get_stock);
+    } else {
+      out->emplace_back(NoGetStock(in.d_id));
+    }
+    out->back().Int(l.i_id).Int(l.supply_w_id);
+    out->emplace_back(V(kNoUpdateStock))
+        .Null()
+        .Int(l.quantity)
+        .Int(l.supply_w_id != in.w_id ? 1 : 0)
+        .Int(l.i_id)
+        .Int(l.supply_w_id);
+    out->emplace_back(V(kNoInsertOrderLine))
+        .Null()
+        .Int(in.d_id)
+        .Int(in.w_id)
+        .Int(number)
+        .Int(l.i_id)
+        .Int(l.supply_w_id)
+        .Int(l.quantity)
+        .Null()
+        .Null();
   }
 }
 
 void AppendPaymentSql(const PaymentInput& in, std::vector<SqlStatement>* out) {
   using namespace tpcc_sql;  // NOLINT
   const SqlParam amount = SqlParam::Num(in.h_amount);
-  out->push_back(Stmt(kPayUpdateWarehouse, {amount, I(in.w_id)}));
-  out->push_back(Stmt(kPayGetWarehouse, {I(in.w_id)}));
-  out->push_back(Stmt(kPayUpdateDistrict, {amount, I(in.w_id), I(in.d_id)}));
-  out->push_back(Stmt(kPayGetDistrict, {I(in.w_id), I(in.d_id)}));
-  SqlParam c = in.by_last_name ? N() : I(in.c_id);
+  out->emplace_back(V(kPayUpdateWarehouse)).Param(amount).Int(in.w_id);
+  out->emplace_back(V(kPayGetWarehouse)).Int(in.w_id);
+  out->emplace_back(V(kPayUpdateDistrict)).Param(amount).Int(in.w_id).Int(in.d_id);
+  out->emplace_back(V(kPayGetDistrict)).Int(in.w_id).Int(in.d_id);
+  const SqlParam c = in.by_last_name ? SqlParam::Null() : SqlParam::Int(in.c_id);
   if (in.by_last_name) {
-    out->push_back(
-        Stmt(kCustomerIdsByLastName, {I(in.c_w_id), I(in.c_d_id), SqlParam::Str(in.c_last)}));
+    out->emplace_back(V(kCustomerIdsByLastName)).Int(in.c_w_id).Int(in.c_d_id).Str(in.c_last);
   }
-  out->push_back(Stmt(kPayGetCustomer, {I(in.c_w_id), I(in.c_d_id), c}));
-  out->push_back(Stmt(kPayUpdateCustomer, {amount, I(in.c_w_id), I(in.c_d_id), c}));
-  out->push_back(Stmt(kPayInsertHistory,
-                      {c, I(in.c_d_id), I(in.c_w_id), I(in.d_id), I(in.w_id), amount, N()}));
+  out->emplace_back(V(kPayGetCustomer)).Int(in.c_w_id).Int(in.c_d_id).Param(c);
+  out->emplace_back(V(kPayUpdateCustomer)).Param(amount).Int(in.c_w_id).Int(in.c_d_id).Param(c);
+  out->emplace_back(V(kPayInsertHistory))
+      .Param(c)
+      .Int(in.c_d_id)
+      .Int(in.c_w_id)
+      .Int(in.d_id)
+      .Int(in.w_id)
+      .Param(amount)
+      .Null();
 }
 
 void AppendOrderStatusSql(const OrderStatusInput& in, std::vector<SqlStatement>* out) {
   using namespace tpcc_sql;  // NOLINT
-  SqlParam c = in.by_last_name ? N() : I(in.c_id);
+  const SqlParam c = in.by_last_name ? SqlParam::Null() : SqlParam::Int(in.c_id);
   if (in.by_last_name) {
-    out->push_back(
-        Stmt(kCustomerIdsByLastName, {I(in.w_id), I(in.d_id), SqlParam::Str(in.c_last)}));
+    out->emplace_back(V(kCustomerIdsByLastName)).Int(in.w_id).Int(in.d_id).Str(in.c_last);
   }
-  out->push_back(Stmt(kOsGetCustomer, {I(in.w_id), I(in.d_id), c}));
-  out->push_back(Stmt(kOsGetLastOrder, {I(in.w_id), I(in.d_id), c}));
-  out->push_back(Stmt(kOsGetOrderLines, {I(in.w_id), I(in.d_id), N()}));
+  out->emplace_back(V(kOsGetCustomer)).Int(in.w_id).Int(in.d_id).Param(c);
+  out->emplace_back(V(kOsGetLastOrder)).Int(in.w_id).Int(in.d_id).Param(c);
+  out->emplace_back(V(kOsGetOrderLines)).Int(in.w_id).Int(in.d_id).Null();
 }
 
 void AppendDeliverySql(const DeliveryInput& in, std::vector<SqlStatement>* out) {
   using namespace tpcc_sql;  // NOLINT
   for (int d = 1; d <= in.districts; ++d) {
-    out->push_back(Stmt(kDlvGetNewOrder, {I(in.w_id), I(d)}));
-    out->push_back(Stmt(kDlvDeleteNewOrder, {I(in.w_id), I(d), N()}));
-    out->push_back(Stmt(kDlvGetOrder, {I(in.w_id), I(d), N()}));
-    out->push_back(Stmt(kDlvUpdateOrder, {I(in.o_carrier_id), I(in.w_id), I(d), N()}));
-    out->push_back(Stmt(kDlvUpdateOrderLines, {I(in.w_id), I(d), N()}));
-    out->push_back(Stmt(kDlvSumOrderLines, {I(in.w_id), I(d), N()}));
-    out->push_back(Stmt(kDlvUpdateCustomer, {N(), I(in.w_id), I(d), N()}));
+    out->emplace_back(V(kDlvGetNewOrder)).Int(in.w_id).Int(d);
+    out->emplace_back(V(kDlvDeleteNewOrder)).Int(in.w_id).Int(d).Null();
+    out->emplace_back(V(kDlvGetOrder)).Int(in.w_id).Int(d).Null();
+    out->emplace_back(V(kDlvUpdateOrder)).Int(in.o_carrier_id).Int(in.w_id).Int(d).Null();
+    out->emplace_back(V(kDlvUpdateOrderLines)).Int(in.w_id).Int(d).Null();
+    out->emplace_back(V(kDlvSumOrderLines)).Int(in.w_id).Int(d).Null();
+    out->emplace_back(V(kDlvUpdateCustomer)).Null().Int(in.w_id).Int(d).Null();
   }
 }
 
 void AppendStockLevelSql(const StockLevelInput& in, std::vector<SqlStatement>* out) {
   using namespace tpcc_sql;  // NOLINT
-  out->push_back(Stmt(kSlGetDistrict, {I(in.w_id), I(in.d_id)}));
-  out->push_back(
-      Stmt(kSlCountLowStock, {I(in.w_id), I(in.d_id), N(), N(), I(in.w_id), I(in.threshold)}));
+  out->emplace_back(V(kSlGetDistrict)).Int(in.w_id).Int(in.d_id);
+  out->emplace_back(V(kSlCountLowStock))
+      .Int(in.w_id)
+      .Int(in.d_id)
+      .Null()
+      .Null()
+      .Int(in.w_id)
+      .Int(in.threshold);
 }
 
 void TpccTxn::AppendSql(std::vector<SqlStatement>* out) const {

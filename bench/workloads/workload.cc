@@ -1,5 +1,6 @@
 #include "bench/workloads/workload.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <utility>
@@ -86,6 +87,7 @@ SqlParam SqlParam::Num(double v) {
 }
 
 std::string SqlStatement::Literal() const {
+  const absl::string_view tmpl = this->tmpl;
   std::string out;
   out.reserve(tmpl.size() + 16 * params.size());
   for (size_t i = 0; i < tmpl.size();) {
@@ -93,7 +95,7 @@ std::string SqlStatement::Literal() const {
     if (c == '\'') {  // copy a quoted literal of the template untouched
       size_t j = i + 1;
       while (j < tmpl.size() && tmpl[j] != '\'') ++j;
-      out.append(tmpl, i, j + 1 - i);
+      out.append(tmpl.data() + i, std::min(j + 1, tmpl.size()) - i);
       i = j + 1;
       continue;
     }
@@ -116,7 +118,7 @@ std::string SqlStatement::Literal() const {
           out += p.text;
         }
       } else {
-        out.append(tmpl, i, j - i);
+        out.append(tmpl.data() + i, j - i);
       }
       i = j;
       continue;

@@ -35,12 +35,14 @@
 #define CORRAL_BENCH_WORKLOADS_WORKLOAD_H_
 
 #include <atomic>
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -94,12 +96,81 @@ struct SqlParam {
 };
 
 // One statement: a template with $1..$n and its parameters.
+//
+// The template is either static text, not copied (a `const char*` must point
+// at text that outlives the statement: a string literal, a constant), or a
+// std::string the statement owns (moved in). Up to 9 parameters are stored
+// inline, so building a statement list into a reused vector allocates
+// nothing in steady state (integer texts fit std::string's inline buffer).
+//
+//   out->emplace_back(kTemplate).Int(w_id).Null().Str(last_name);
+//   out->push_back({kTemplate, {SqlParam::Int(w_id)}});
 struct SqlStatement {
-  std::string tmpl;
-  std::vector<SqlParam> params;
+  using Params = absl::InlinedVector<SqlParam, 9>;
+
+  SqlStatement() = default;
+  SqlStatement(const char* static_tmpl, Params p = {}) : tmpl(static_tmpl), params(std::move(p)) {}  // NOLINT
+  SqlStatement(absl::string_view static_tmpl, Params p = {})  // NOLINT
+      : tmpl(static_tmpl), params(std::move(p)) {}
+  SqlStatement(std::string owned_tmpl, Params p = {})  // NOLINT
+      : params(std::move(p)), owned_(std::move(owned_tmpl)), owns_(true) {
+    tmpl = owned_;
+  }
+  SqlStatement(const SqlStatement& o) : tmpl(o.tmpl), params(o.params), owned_(o.owned_), owns_(o.owns_) {
+    if (owns_) tmpl = owned_;
+  }
+  SqlStatement(SqlStatement&& o) noexcept
+      : tmpl(o.tmpl), params(std::move(o.params)), owned_(std::move(o.owned_)), owns_(o.owns_) {
+    if (owns_) tmpl = owned_;
+  }
+  SqlStatement& operator=(const SqlStatement& o) {
+    if (this != &o) *this = SqlStatement(o);
+    return *this;
+  }
+  SqlStatement& operator=(SqlStatement&& o) noexcept {
+    params = std::move(o.params);
+    owned_ = std::move(o.owned_);
+    owns_ = o.owns_;
+    tmpl = owns_ ? absl::string_view(owned_) : o.tmpl;
+    return *this;
+  }
+
+  // Append one parameter (builders for emplace_back).
+  SqlStatement& Int(int64_t v) {
+    char buf[24];
+    char* end = std::to_chars(buf, buf + sizeof(buf), v).ptr;  // same text as std::to_string
+    params.emplace_back().text.assign(buf, end - buf);
+    return *this;
+  }
+  SqlStatement& Num(double v) {
+    params.push_back(SqlParam::Num(v));
+    return *this;
+  }
+  SqlStatement& Str(absl::string_view v) {
+    SqlParam& p = params.emplace_back();
+    p.text.assign(v.data(), v.size());
+    p.is_string = true;
+    return *this;
+  }
+  SqlStatement& Null() {
+    params.emplace_back().is_null = true;
+    return *this;
+  }
+  SqlStatement& Param(const SqlParam& p) {
+    params.push_back(p);
+    return *this;
+  }
+
   // The statement with the parameters substituted as literals (strings
   // single-quoted, NULL for unknown ones).
   std::string Literal() const;
+
+  absl::string_view tmpl;  // static text or owned_
+  Params params;
+
+ private:
+  std::string owned_;
+  bool owns_ = false;
 };
 
 // A generated transaction: an engine procedure that also knows its SQL.

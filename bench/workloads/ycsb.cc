@@ -40,14 +40,31 @@ std::string Update(int field) {
 }
 }  // namespace ycsb_sql
 
+namespace {
+// ycsb_sql::Update(f) for the first fields, built once: static text.
+const char* UpdateStatic(int field) {
+  constexpr int kFields = 32;
+  static const std::vector<std::string>* const kTexts = [] {
+    auto* v = new std::vector<std::string>;
+    for (int f = 0; f < kFields; ++f) v->push_back(ycsb_sql::Update(f));
+    return v;
+  }();
+  return field >= 0 && field < kFields ? (*kTexts)[field].c_str() : nullptr;
+}
+}  // namespace
+
 void YcsbTxn::AppendSql(std::vector<SqlStatement>* out) const {
   for (const YcsbOp& op : ops) {
     if (!op.rmw) {
-      out->push_back(SqlStatement{ycsb_sql::kRead, {SqlParam::Int(op.key)}});
+      out->emplace_back(ycsb_sql::kRead).Int(op.key);
     } else {
-      out->push_back(SqlStatement{ycsb_sql::kReadForUpdate, {SqlParam::Int(op.key)}});
-      out->push_back(SqlStatement{ycsb_sql::Update(op.field),
-                                  {SqlParam::Str(op.value), SqlParam::Int(op.key)}});
+      out->emplace_back(ycsb_sql::kReadForUpdate).Int(op.key);
+      if (const char* t = UpdateStatic(op.field)) {
+        out->emplace_back(t);
+      } else {
+        out->emplace_back(ycsb_sql::Update(op.field));
+      }
+      out->back().Str(op.value).Int(op.key);
     }
   }
 }
