@@ -20,6 +20,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
   s->clock_ = clock;
   state::State::Options so = options.state;
   so.num_queues = options.num_queues;
+  if (options.lead_seeds_rows) so.reinforce_only = true;
   auto st = state::State::Create(so, clock);
   if (!st.ok()) return st.status();
   s->state_ = std::move(st).value();

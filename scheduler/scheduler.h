@@ -54,7 +54,7 @@ class Scheduler {
     // Broad-reference rule of the Schedule (see schedule.h): a reference in
     // more than max_ref_share / num_queues of the recorded transactions never
     // routes. 0 = off (the paper's scoring).
-    double max_ref_share = 1.5;
+    double max_ref_share = 3;
     // Bounded-load rule of the Schedule: a queue whose State total is above
     // max_queue_load x the mean is not chosen while another is. 0 = off
     // (default: on TPC-C it split warehouses whose first transactions
@@ -65,7 +65,8 @@ class Scheduler {
     // (History weight > 0, not broad); totals still count every reference.
     bool state_scoring_only = true;
     // With it: a State row is created only by a transaction its reference
-    // leads (Schedule, "Lead-seeded rows").
+    // leads (Schedule, "Lead-seeded rows"), and other transactions only
+    // reinforce a row's most-used queue (State::Options::reinforce_only).
     bool lead_seeds_rows = true;
     history::History::Options history;
     state::State::Options state;  // its num_queues is overridden by num_queues

@@ -96,6 +96,7 @@ TEST(SchedulerTest, ConcurrentStressExactCounts) {
   o.policy = ParsePolicy("count-sum-canonical-single").value();
   o.stealing = true;
   o.state_scoring_only = false;  // rows for every reference: exact counts below
+  o.lead_seeds_rows = false;     // every placement counts in every row (no reinforce-only)
   std::vector<FakeExecutor> execs(kQueues);
   std::vector<Executor*> ptrs;
   for (auto& e : execs) ptrs.push_back(&e);

@@ -194,7 +194,12 @@ void State::RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_
     const RefId r = refs[i];
     if (skip < refs.size() && r == refs[skip]) continue;
     if (Node* n = FindLocked(r)) {
-      *added += Bump(n, qi, window);
+      if (options_.reinforce_only && n->max_queue.load(kRelaxed) >= 0 &&
+          n->max_queue.load(kRelaxed) != qi) {
+        *added += 1;  // counts in the total only (see Options::reinforce_only)
+      } else {
+        *added += Bump(n, qi, window);
+      }
       UnlockNode(n);
     } else {
       InsertOrBump(r, qi, window, added, inserted);

@@ -96,6 +96,17 @@ class State {
     // R = (1 - alpha) * R + alpha * (window count / window seconds).
     int64_t rate_window_ns = 1000000000;
     double rate_alpha = 0.5;
+    // Reinforce only: a held row that is not RecordChosen's lead is counted
+    // on queue q only if q is already its most-used queue Q; otherwise the
+    // placement counts in totals[q] alone (as an untracked reference). A
+    // reference's affinity is then built by the transactions it leads and
+    // never pulled to another queue by transactions led by a heavier
+    // reference (a remote TPC-C payment led by the customer's warehouse no
+    // longer moves the home warehouse's young row). Unrecord does not know
+    // which references were skipped and may take back a count of one of
+    // them (only after a refused Submit). Scheduler turns it on with
+    // lead_seeds_rows.
+    bool reinforce_only = false;
   };
 
   // A snapshot of one reference's entry.

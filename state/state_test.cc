@@ -381,3 +381,39 @@ TEST(StateTest, EvictionKeepsTotalsEqualToHeldRows) {
 }  // namespace
 }  // namespace state
 }  // namespace corral
+
+namespace corral {
+namespace state {
+namespace {
+
+// Reinforce only: a non-lead reference's row grows only on its own queue;
+// the lead's row grows wherever its transaction goes.
+TEST(StateReinforceOnly, NonLeadRowsOnlyGrowOnTheirOwnQueue) {
+  for (bool reinforce : {false, true}) {
+    State::Options o;
+    o.num_queues = 3;
+    o.reinforce_only = reinforce;
+    auto st = State::Create(o, Clock::Real()).value();
+    const RefId home = RefId::Of("w_id=2"), away = RefId::Of("w_id=5");
+    st->Set(home, {0, 3, 0});
+    st->Set(away, {0, 0, 9});
+    RefVec refs = {away, home};
+    // away leads: the transaction goes to queue 2.
+    const QueueId q = st->RecordChosen(refs, 0, [](const State::RowView&) { return QueueId(2); });
+    EXPECT_EQ(q, QueueId(2));
+    uint64_t row[3];
+    ASSERT_TRUE(st->ReadRow(home, row));
+    EXPECT_EQ(row[2], reinforce ? 0u : 1u);
+    ASSERT_TRUE(st->ReadRow(away, row));
+    EXPECT_EQ(row[2], 10u);
+    EXPECT_EQ(st->Total(QueueId(2)), 11);  // both references count in the total
+    // On its own queue the non-lead row grows either way.
+    st->RecordChosen(refs, 0, [](const State::RowView&) { return QueueId(1); });
+    ASSERT_TRUE(st->ReadRow(home, row));
+    EXPECT_EQ(row[1], 4u);
+  }
+}
+
+}  // namespace
+}  // namespace state
+}  // namespace corral
