@@ -62,7 +62,7 @@ struct BenchConfig {
   int show_learned = 0;
   // Learned policies: a reference in more than max_ref_share / queues of the
   // transactions never routes (scheduler/schedule.h); 0 = the paper's rule.
-  double max_ref_share = 1.5;
+  double max_ref_share = 3;
   // Which INSERT columns yield references (policies/schema.h InsertRefs):
   // "foreign-keys" (default here: the references the paper hand-labelled)
   // or "all" (DESIGN.md's extraction rule).
