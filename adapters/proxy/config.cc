@@ -88,7 +88,12 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     o->policy = *p;
   } else if (key == "stealing") {
     const std::string v = absl::AsciiStrToLower(value);
-    if (v == "on" || v == "1" || v == "true" || v == "yes" || v == "affinity") {
+    o->steal_inflight = false;
+    if (v == "on" || v == "1" || v == "true" || v == "yes") {
+      o->stealing = true;
+      o->steal_any = false;
+      o->steal_inflight = true;
+    } else if (v == "affinity") {
       o->stealing = true;
       o->steal_any = false;
     } else if (v == "any") {
@@ -99,7 +104,7 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
       o->steal_any = false;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("stealing must be on, any or off, not '", value, "'"));
+          absl::StrCat("stealing must be on, affinity, any or off, not '", value, "'"));
     }
   } else if (key == "steal_after_ms") {
     if (auto st = Int(key, value, 0, 86400 * 1000, &n); !st.ok()) return st;

@@ -21,6 +21,7 @@
 #include <random>
 #include <sstream>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -188,6 +189,7 @@ struct Backend : Conn {
   Backend() : Conn(kBackend) {}
   int index = 0;
   Client* client = nullptr;
+  RefVec held;  // the affine references of its running transaction (stealing on)
   bool alive = false;
   char status = 'I';
   int32_t pid = 0, secret = 0;
@@ -285,6 +287,22 @@ class Proxy::Loop {
   void Forward(Client* c, Backend* b, char type, absl::string_view raw);
   void EndTxn(Client* c, Backend* b);
   void Dispatch(Backend* b);
+  // Ends the backend's association with its client; releases the client's
+  // affine references (and, if any, lets idle backends look again).
+  void Detach(Backend* b, Client* c);
+  // Stealing on: a reference of c's transaction is held by a running one.
+  bool Blocked(const Client* c) const {
+    if (!c->affinity || inflight_.empty()) return false;
+    for (RefId r : c->txn.refs) {
+      if (inflight_.contains(r.value())) return true;
+    }
+    return false;
+  }
+  void DispatchIdle() {
+    for (auto& b : backends_) {
+      if (b->Free()) Dispatch(b.get());
+    }
+  }
   bool waiting_any() const {
     for (const auto& q : waitq_) {
       if (!q.empty()) return true;
@@ -292,7 +310,10 @@ class Proxy::Loop {
     return false;
   }
   StealMode steal_mode() const {
-    return !opt_.stealing ? StealMode::kOff : opt_.steal_any ? StealMode::kAny : StealMode::kAffinity;
+    return !opt_.stealing         ? StealMode::kOff
+           : opt_.steal_any       ? StealMode::kAny
+           : opt_.steal_inflight  ? StealMode::kInFlight
+                                  : StealMode::kAffinity;
   }
   void HandleCancel(int32_t pid, int32_t secret);
   void SendCancel(Backend* b);
@@ -324,6 +345,8 @@ class Proxy::Loop {
   std::vector<std::unique_ptr<Conn>> http_;
   absl::flat_hash_map<uint64_t, Client*> keys_;
   std::vector<std::deque<Client*>> waitq_;
+  // Stealing on: how many running affine transactions hold each reference.
+  absl::flat_hash_map<uint64_t, int> inflight_;
   std::vector<Conn*> dirty_;
   std::unique_ptr<char[]> read_buf_;  // ReadInto's scratch (kReadChunk bytes)
   int64_t timers_at_ = 0;             // Timers' last full pass
@@ -525,7 +548,8 @@ void Proxy::Loop::Run() {
   while (!stop_.load()) {
     // Wake in time for a waiting transaction to become stealable.
     int timeout_ms = 100;
-    if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
+    if ((steal_mode() == StealMode::kAffinity || steal_mode() == StealMode::kInFlight) &&
+        opt_.steal_after_ms > 0 && waiting_any()) {
       timeout_ms = static_cast<int>(std::clamp<int64_t>(opt_.steal_after_ms / 2, 1, 100));
     }
     int n = epoll_wait(epfd_, events, 256, timeout_ms);
@@ -876,8 +900,7 @@ void Proxy::Loop::CloseClient(Client* c) {
   if (Backend* b = c->backend; b != nullptr) {
     // The client left mid-transaction: roll back on the backend, then free it.
     stats_.client_rollbacks++;
-    b->client = nullptr;
-    c->backend = nullptr;
+    Detach(b, c);
     if (b->batches.size() > 1) SendCancel(b);  // a statement may still run
     if (b->batches.back().msgs > 0) {
       std::string sync;
@@ -1207,13 +1230,14 @@ void Proxy::Loop::StartTxn(Client* c) {
   const StealMode mode = steal_mode();
   c->affinity = false;
   // Affinity only matters to the affinity-aware rule (it costs a Decide).
-  const QueueId q =
-      mode == StealMode::kAffinity ? sched_.Route(c->txn, &c->affinity) : sched_.Route(c->txn);
+  const bool want = mode == StealMode::kAffinity || mode == StealMode::kInFlight;
+  const QueueId q = want ? sched_.Route(c->txn, &c->affinity) : sched_.Route(c->txn);
   if (c->affinity) stats_.affine_txns++;
   const int qi = std::clamp<int>(q.value(), 0, opt_.pool_size - 1);
   stats_.transactions++;
   Backend* b = backends_[qi].get();
-  if (b->Free() && waitq_[qi].empty()) {
+  const bool blocked = mode == StealMode::kInFlight && Blocked(c);
+  if (b->Free() && waitq_[qi].empty() && !blocked) {
     Attach(c, b);
     return;
   }
@@ -1222,7 +1246,7 @@ void Proxy::Loop::StartTxn(Client* c) {
   c->wait_since = MonoNanos();
   waitq_[qi].push_back(c);
   stats_.queue_waits++;
-  if (MaySteal(mode, c->affinity, 0, opt_.steal_after_ms * 1000000LL)) {
+  if (MaySteal(mode, c->affinity, blocked, 0, opt_.steal_after_ms * 1000000LL)) {
     for (auto& other : backends_) {
       if (other->Free()) Dispatch(other.get());
       if (!c->waiting) break;
@@ -1233,6 +1257,15 @@ void Proxy::Loop::StartTxn(Client* c) {
 void Proxy::Loop::Attach(Client* c, Backend* b) {
   b->client = c;
   c->backend = b;
+  b->held.clear();
+  if (c->affinity && steal_mode() == StealMode::kInFlight) {
+    for (RefId r : c->txn.refs) {
+      if (!absl::c_linear_search(b->held, r)) {
+        b->held.push_back(r);
+        inflight_[r.value()]++;
+      }
+    }
+  }
   c->waiting = false;
   c->conflict_state.clear();
   c->had_error = false;
@@ -1248,13 +1281,20 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
 void Proxy::Loop::Dispatch(Backend* b) {
   if (!b->Free()) return;
   Client* pick = nullptr;
-  if (!waitq_[b->index].empty()) {
-    pick = waitq_[b->index].front();
-    waitq_[b->index].pop_front();
-  } else if (steal_mode() != StealMode::kOff) {
+  const StealMode mode = steal_mode();
+  const int64_t now = MonoNanos();
+  const int64_t after = opt_.steal_after_ms * 1000000LL;
+  auto blocked = [this](const Client* w) { return Blocked(w); };
+  auto since = [](const Client* w) { return w->wait_since; };
+  auto& own = waitq_[b->index];
+  const int mine = PickOwn(own, mode, now, after, blocked, since);
+  if (mine >= 0) {
+    pick = own[mine];
+    own.erase(own.begin() + mine);
+  } else if (mode != StealMode::kOff) {
     const StealPick sp = PickSteal(
-        waitq_, b->index, steal_mode(), MonoNanos(), opt_.steal_after_ms * 1000000LL,
-        [](const Client* w) { return w->affinity; }, [](const Client* w) { return w->wait_since; });
+        waitq_, b->index, mode, now, after, [](const Client* w) { return w->affinity; }, blocked,
+        since);
     if (sp.queue < 0) return;
     auto& wq = waitq_[sp.queue];
     pick = wq[sp.pos];
@@ -1531,10 +1571,23 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
   } else {
     sched_.ReportOutcome(c->txn, o);
   }
-  b->client = nullptr;
-  c->backend = nullptr;
+  Detach(b, c);
   Dispatch(b);
   Pump(c);
+}
+
+void Proxy::Loop::Detach(Backend* b, Client* c) {
+  b->client = nullptr;
+  c->backend = nullptr;
+  if (b->held.empty()) return;
+  for (RefId r : b->held) {
+    auto it = inflight_.find(r.value());
+    if (it != inflight_.end() && --it->second <= 0) inflight_.erase(it);
+  }
+  b->held.clear();
+  // Transactions waiting for these references may run now, on their own
+  // (idle) backend or stolen.
+  DispatchIdle();
 }
 
 void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
@@ -1556,8 +1609,7 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
     if (outstanding == 0) c->txn_lost = true;
     MarkDirty(c);
     sched_.ReportOutcome(c->txn, scheduler::Outcome::kFailed);
-    b->client = nullptr;
-    c->backend = nullptr;
+    Detach(b, c);
     // Anything the client sent after the failed batch is routed anew.
   }
   b->batches.clear();
@@ -1610,10 +1662,9 @@ void Proxy::Loop::Timers() {
   }
   // Affinity-aware stealing: a transaction that has waited past steal_after
   // becomes stealable without any event; idle backends look again.
-  if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
-    for (auto& b : backends_) {
-      if (b->Free()) Dispatch(b.get());
-    }
+  if ((steal_mode() == StealMode::kAffinity || steal_mode() == StealMode::kInFlight) &&
+      opt_.steal_after_ms > 0 && waiting_any()) {
+    DispatchIdle();
   }
   if (opt_.query_wait_timeout_ms <= 0) return;
   const int64_t limit = opt_.query_wait_timeout_ms * 1000000LL;
@@ -1735,6 +1786,7 @@ void Proxy::Loop::AdminQuery(Client* c, absl::string_view sql_in) {
         opt_.max_client_conn = fresh.max_client_conn;
         opt_.stealing = fresh.stealing;
         opt_.steal_any = fresh.steal_any;
+        opt_.steal_inflight = fresh.steal_inflight;
         opt_.steal_after_ms = fresh.steal_after_ms;
         sched_.SetPolicy(opt_.policy);
       }

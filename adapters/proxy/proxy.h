@@ -64,11 +64,15 @@ struct Options {
   std::string admin_dbname = "corral";
   Policy policy;                       // default count-max-canonical-single
   // Idle backends take waiting transactions of other queues (steal.h):
-  // stealing on = affinity-aware (only transactions placed without learned
-  // affinity, or waiting longer than steal_after_ms; 0 = never), steal_any =
-  // plain stealing (config `stealing = any`), off = none.
+  // stealing on = affinity- and in-flight-aware (steal_inflight: only
+  // transactions placed without learned affinity, or whose references no
+  // running transaction holds, or waiting longer than steal_after_ms; 0 =
+  // never); `stealing = affinity`: the same without the in-flight part
+  // (steal_inflight false); steal_any = plain stealing (`stealing = any`);
+  // off = none.
   bool stealing = true;
   bool steal_any = false;
+  bool steal_inflight = true;
   int64_t steal_after_ms = 50;
   int64_t query_wait_timeout_ms = 120000;  // 0 = none
   size_t max_message_bytes = 64u << 20;    // larger client messages are rejected

@@ -145,12 +145,19 @@ TEST(Auth, ScramRoundTripAndWrongPassword) {
 struct Waiter {
   bool affinity;
   int64_t since;
+  bool blocked = true;  // a running transaction holds one of its references
 };
 
 StealPick Pick(const std::vector<std::deque<Waiter>>& q, int self, StealMode m, int64_t now,
                int64_t after) {
   return PickSteal(
       q, self, m, now, after, [](const Waiter& w) { return w.affinity; },
+      [](const Waiter& w) { return w.blocked; }, [](const Waiter& w) { return w.since; });
+}
+
+int Own(const std::deque<Waiter>& q, StealMode m, int64_t now, int64_t after) {
+  return PickOwn(
+      q, m, now, after, [](const Waiter& w) { return w.blocked; },
       [](const Waiter& w) { return w.since; });
 }
 
@@ -188,10 +195,44 @@ TEST(Steal, AffinityAwareTakesOnlyUnplacedOrLongWaiting) {
   // The backend's own queue is not a steal (its free waiter at 50 is ignored).
   q = {{}, {}, {{false, 50}}};
   EXPECT_EQ(Pick(q, 2, StealMode::kAny, 1000, 0).queue, -1);
-  EXPECT_TRUE(MaySteal(StealMode::kAffinity, false, 0, 0));
-  EXPECT_FALSE(MaySteal(StealMode::kAffinity, true, 10, 0));
-  EXPECT_FALSE(MaySteal(StealMode::kAffinity, true, 10, 10));
-  EXPECT_TRUE(MaySteal(StealMode::kAffinity, true, 11, 10));
+  EXPECT_TRUE(MaySteal(StealMode::kAffinity, false, true, 0, 0));
+  EXPECT_FALSE(MaySteal(StealMode::kAffinity, true, false, 10, 0));  // affinity ignores blocked
+  EXPECT_FALSE(MaySteal(StealMode::kAffinity, true, true, 10, 10));
+  EXPECT_TRUE(MaySteal(StealMode::kAffinity, true, true, 11, 10));
+}
+
+TEST(Steal, InFlightAwareTakesUnblockedAffineTransactions) {
+  // Queue 0: an affine transaction whose key runs elsewhere (blocked), then
+  // an affine one whose key nobody runs; queue 1: a blocked affine one that
+  // waited longest.
+  std::vector<std::deque<Waiter>> q = {{{true, 100, true}, {true, 300, false}},
+                                       {{true, 50, true}},
+                                       {}};
+  // Bound not reached: only the unblocked affine transaction may be stolen.
+  StealPick p = Pick(q, 2, StealMode::kInFlight, 1000, 5000);
+  EXPECT_EQ(p.queue, 0);
+  EXPECT_EQ(p.pos, 1u);
+  // The affinity-only rule takes none of them.
+  EXPECT_EQ(Pick(q, 2, StealMode::kAffinity, 1000, 5000).queue, -1);
+  // Once everything is unblocked the oldest wins again.
+  q[1][0].blocked = false;
+  p = Pick(q, 2, StealMode::kInFlight, 1000, 5000);
+  EXPECT_EQ(p.queue, 1);
+  EXPECT_EQ(p.pos, 0u);
+  // A queue's own backend passes over a blocked front for the next one...
+  EXPECT_EQ(Own(q[0], StealMode::kInFlight, 1000, 5000), 1);
+  // ...waits when all are blocked...
+  q[0][1].blocked = true;
+  EXPECT_EQ(Own(q[0], StealMode::kInFlight, 1000, 5000), -1);
+  // ...takes the front past the bound, and is plain FIFO in other modes.
+  EXPECT_EQ(Own(q[0], StealMode::kInFlight, 6000, 5000), 0);
+  EXPECT_EQ(Own(q[0], StealMode::kAffinity, 1000, 5000), 0);
+  EXPECT_EQ(Own(q[0], StealMode::kAny, 1000, 5000), 0);
+  EXPECT_EQ(Own({}, StealMode::kInFlight, 1000, 5000), -1);
+  // Non-affine transactions never count as blocked.
+  EXPECT_TRUE(MaySteal(StealMode::kInFlight, false, true, 0, 0));
+  EXPECT_FALSE(MaySteal(StealMode::kInFlight, true, true, 0, 0));
+  EXPECT_TRUE(MaySteal(StealMode::kInFlight, true, false, 0, 0));
 }
 
 TEST(Steal, RouteReportsLearnedAffinity) {
@@ -235,6 +276,11 @@ TEST(Config, StealingModes) {
   ASSERT_TRUE(ParseConfigText("stealing = on\n", "t.ini", &o).ok());
   EXPECT_TRUE(o.stealing);
   EXPECT_FALSE(o.steal_any);
+  EXPECT_TRUE(o.steal_inflight);
+  ASSERT_TRUE(ParseConfigText("stealing = affinity\n", "t.ini", &o).ok());
+  EXPECT_TRUE(o.stealing);
+  EXPECT_FALSE(o.steal_any);
+  EXPECT_FALSE(o.steal_inflight);
   EXPECT_FALSE(ParseConfigText("stealing = sometimes\n", "t.ini", &o).ok());
 }
 

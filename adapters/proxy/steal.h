@@ -4,21 +4,31 @@
 //
 // Modes (config `stealing`):
 //   off       an idle backend takes only its own queue's transactions.
-//   on        affinity-aware (the default): an idle backend takes a waiting
-//             transaction of another queue only if its placement carried no
-//             learned affinity (Scheduler::Route's `affinity` was false: the
-//             default rule chose, e.g. cold keys, `pgbench -S`), or if it has
-//             waited longer than `steal_after` (0 = never). Transactions the
-//             policy queued behind a conflicting one stay there, so the
-//             routing is not undone (measured in bench/RESULTS.md, Proxy:
-//             plain stealing took 50-65% of the waiting transactions).
+//   affinity  affinity-aware: an idle backend takes a waiting transaction of
+//             another queue only if its placement carried no learned
+//             affinity (Scheduler::Route's `affinity` was false: the default
+//             rule chose, e.g. cold keys, `pgbench -S`), or if it has waited
+//             longer than `steal_after` (0 = never). Transactions the policy
+//             queued behind a conflicting one stay there, so the routing is
+//             not undone (measured in bench/RESULTS.md, Proxy: plain stealing
+//             took 50-65% of the waiting transactions).
+//   on        (the default) affinity-aware and in-flight-aware: as
+//             `affinity`, and an affine transaction none of whose references
+//             is held by a running affine transaction ("blocked" is false)
+//             may be stolen too; its own backend, in turn, passes over a
+//             blocked transaction at its queue's front for the next unblocked
+//             one (FIFO otherwise). A queue that holds several hot keys then
+//             no longer serializes unrelated keys behind each other, while
+//             two transactions on one hot key still never run at once
+//             (unless one waited past steal_after).
 //   any       plain work stealing: any waiting transaction.
 // Among the stealable transactions the one waiting longest wins; within a
 // queue the order is FIFO, so the first stealable entry of each queue is
 // that queue's candidate.
 //
-//   StealPick p = PickSteal(waitq, self, StealMode::kAffinity, now, bound,
+//   StealPick p = PickSteal(waitq, self, StealMode::kInFlight, now, bound,
 //                           [](Client* c) { return c->affinity; },
+//                           [&](Client* c) { return HeldByRunning(c); },
 //                           [](Client* c) { return c->wait_since; });
 //   if (p.queue >= 0) { take waitq[p.queue][p.pos]; }
 //
@@ -34,13 +44,15 @@
 namespace corral {
 namespace proxy {
 
-enum class StealMode : uint8_t { kOff, kAffinity, kAny };
+enum class StealMode : uint8_t { kOff, kAffinity, kInFlight, kAny };
 
 inline absl::string_view StealModeName(StealMode m) {
   switch (m) {
     case StealMode::kOff:
       return "off";
     case StealMode::kAffinity:
+      return "affinity";
+    case StealMode::kInFlight:
       return "on";
     case StealMode::kAny:
       return "any";
@@ -49,17 +61,39 @@ inline absl::string_view StealModeName(StealMode m) {
 }
 
 // Whether a backend other than the transaction's own may take it now.
-// `steal_after_ns` <= 0: an affine transaction is never stolen.
-inline bool MaySteal(StealMode mode, bool affinity, int64_t waited_ns, int64_t steal_after_ns) {
+// `blocked`: a reference of it is held by a running affine transaction
+// (only kInFlight looks at it). `steal_after_ns` <= 0: an affine
+// transaction is never stolen for having waited.
+inline bool MaySteal(StealMode mode, bool affinity, bool blocked, int64_t waited_ns,
+                     int64_t steal_after_ns) {
+  const bool waited_out = steal_after_ns > 0 && waited_ns > steal_after_ns;
   switch (mode) {
     case StealMode::kOff:
       return false;
     case StealMode::kAny:
       return true;
     case StealMode::kAffinity:
-      return !affinity || (steal_after_ns > 0 && waited_ns > steal_after_ns);
+      return !affinity || waited_out;
+    case StealMode::kInFlight:
+      return !affinity || !blocked || waited_out;
   }
   return false;
+}
+
+// The entry a backend takes from its own queue: the front, or under
+// kInFlight the first entry that is not blocked (or has waited past
+// steal_after); -1 when every entry is blocked (it then waits, or steals).
+template <typename Queue, typename BlockedFn, typename SinceFn>
+int PickOwn(const Queue& q, StealMode mode, int64_t now_ns, int64_t steal_after_ns,
+            BlockedFn blocked, SinceFn wait_since) {
+  if (q.empty()) return -1;
+  if (mode != StealMode::kInFlight) return 0;
+  int i = 0;
+  for (const auto& c : q) {
+    if (!blocked(c) || (steal_after_ns > 0 && now_ns - wait_since(c) > steal_after_ns)) return i;
+    ++i;
+  }
+  return -1;
 }
 
 struct StealPick {
@@ -69,9 +103,10 @@ struct StealPick {
 
 // The transaction an idle backend `self` should steal from the other queues
 // of `waitq` (an indexable container of FIFO containers), or queue -1.
-template <typename Queues, typename AffinityFn, typename SinceFn>
+template <typename Queues, typename AffinityFn, typename BlockedFn, typename SinceFn>
 StealPick PickSteal(const Queues& waitq, int self, StealMode mode, int64_t now_ns,
-                    int64_t steal_after_ns, AffinityFn affinity, SinceFn wait_since) {
+                    int64_t steal_after_ns, AffinityFn affinity, BlockedFn blocked,
+                    SinceFn wait_since) {
   StealPick best;
   if (mode == StealMode::kOff) return best;
   int64_t best_since = 0;
@@ -80,7 +115,9 @@ StealPick PickSteal(const Queues& waitq, int self, StealMode mode, int64_t now_n
     size_t i = 0;
     for (const auto& c : waitq[q]) {
       const int64_t since = wait_since(c);
-      if (MaySteal(mode, affinity(c), now_ns - since, steal_after_ns)) {
+      const bool aff = affinity(c);
+      if (MaySteal(mode, aff, aff && mode == StealMode::kInFlight && blocked(c), now_ns - since,
+                   steal_after_ns)) {
         if (best.queue < 0 || since < best_since) {
           best.queue = q;
           best.pos = i;

@@ -7,8 +7,8 @@
 #                 table (cold), --max-tries
 #   two-row       contended.sql: two random rows, routed by the first only
 #                 (the hard case), hot and cold, --max-tries
-# Corral runs as three proxies: stealing on (affinity-aware, the default),
-# any (plain stealing), off. Prints one line per run, then a summary: tps vs
+# Corral runs as one proxy per stealing mode (CORRAL_MODES, default: on =
+# affinity- and in-flight-aware, affinity, any = plain stealing, off). Prints one line per run, then a summary: tps vs
 # PgBouncer, retried transactions vs PgBouncer and direct, and the contention
 # penalty (hot tps / cold tps on the same path).
 #
@@ -28,7 +28,14 @@ POLICY=${POLICY:-count-max-canonical-single}
 STEAL_AFTER_MS=${STEAL_AFTER_MS:-50}
 HOT_ROWS=${HOT_ROWS:-20}
 MAX_TRIES=${MAX_TRIES:-100}
-PATHS=${PATHS:-direct pgbouncer corral corral-any corral-off}
+# Corral proxies, one per stealing mode (adapters/proxy/steal.h); "on" is
+# the path named plain "corral", the others corral-<mode>.
+CORRAL_MODES=${CORRAL_MODES:-on affinity any off}
+default_paths="direct pgbouncer"
+for m in $CORRAL_MODES; do
+  if [ "$m" = on ]; then default_paths="$default_paths corral"; else default_paths="$default_paths corral-$m"; fi
+done
+PATHS=${PATHS:-$default_paths}
 WORKLOADS=${WORKLOADS:-select-only hot-row two-row}
 REPEAT=${REPEAT:-1}  # rounds of every run; the summary takes the median per cell
 NROWS=$((100000 * SCALE))
@@ -93,8 +100,7 @@ server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=$DB
 policy = $POLICY
 steal_after_ms = $STEAL_AFTER_MS
 INI
-# Three Corral proxies: stealing on (affinity-aware), any (plain), off.
-for mode in on any off; do
+for mode in $CORRAL_MODES; do
   name=corral-$mode
   [ $mode = on ] && name=corral
   PORT[$name]=$(free_port)
