@@ -57,6 +57,12 @@ using TxnTypeId = StrongId<TxnTypeIdTag, int32_t>;
 // keeps the common case allocation-free.
 using RefVec = absl::InlinedVector<RefId, 16>;
 
+// How many times each reference of a RefVec was named (statements of the
+// transaction that yield it), parallel to it; empty = once each. Scoring may
+// weigh a reference by it (Schedule's `ref_multiplicity`); the History and the
+// State count a transaction once per reference regardless.
+using RefMult = absl::InlinedVector<uint16_t, 16>;
+
 // std::hash for use with libcuckoo / std containers.
 struct RefIdHash {
   size_t operator()(RefId r) const { return static_cast<size_t>(Mix64(r.value())); }

@@ -673,16 +673,32 @@ void RenderValues(const Plan& plan, absl::string_view sql, const LexResult* lex,
   }
 }
 
-void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids,
+// Appends `id` unless present; counts it in *mult (if any) either way.
+// Returns whether it was appended.
+inline bool AddRef(RefId id, RefVec* ids, RefMult* mult) {
+  auto it = std::find(ids->begin(), ids->end(), id);
+  if (it != ids->end()) {
+    if (mult != nullptr) {
+      uint16_t& m = (*mult)[it - ids->begin()];
+      if (m < 65535) ++m;
+    }
+    return false;
+  }
+  ids->push_back(id);
+  if (mult != nullptr) mult->push_back(1);
+  return true;
+}
+
+void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids, RefMult* mult,
           std::vector<std::string>* texts) {
+  if (mult != nullptr && mult->size() < ids->size()) mult->resize(ids->size(), 1);
   const int ni = Idx(policy.naming);
   auto single = [&](int p) {
     if (!sc->values[p].present) return;
     const Name& name = plan.preds[p].name[ni];
     absl::string_view v = sc->values[p].view;
     RefId id(Mix64(Fnv1aAppend(name.eq_state, v.data(), v.size())));
-    if (std::find(ids->begin(), ids->end(), id) != ids->end()) return;
-    ids->push_back(id);
+    if (!AddRef(id, ids, mult)) return;
     if (texts != nullptr) texts->push_back(absl::StrCat(name.text, "=", v));
   };
   if (policy.grouping == RefGrouping::kSingle) {
@@ -731,8 +747,7 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids,
       h = Fnv1aAppend(h, v.data(), v.size());
     }
     RefId id(Mix64(h));
-    if (std::find(ids->begin(), ids->end(), id) != ids->end()) return;
-    ids->push_back(id);
+    if (!AddRef(id, ids, mult)) return;
     if (texts != nullptr) {
       std::string t;
       for (size_t i = 0; i < group.size(); ++i) {
@@ -884,7 +899,7 @@ uint64_t RefExtractor::TextHash(absl::string_view sql) const {
 }
 
 absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy policy, ParamSpan params, RefVec* ids,
-                                   std::vector<std::string>* texts) {
+                                   RefMult* mult, std::vector<std::string>* texts) {
   Scratch& sc = LocalScratch();
   // 1. The exact text seen before on this thread: no lexing.
   if (sc.raw == nullptr) sc.raw.reset(new Scratch::Raw[Scratch::kRaw]);
@@ -892,9 +907,9 @@ absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy polic
   Scratch::Raw& r = sc.raw[Mix64(text_hash) % Scratch::kRaw];
   if (r.owner == id_ && r.hash == text_hash && absl::string_view(r.text) == sql) {
     const Plan& plan = *r.plan;
-    if (!plan.cacheable) return ExtractUncached(sql, policy, params, ids, texts);
+    if (!plan.cacheable) return ExtractUncached(sql, policy, params, ids, mult, texts);
     RenderValues(plan, r.text, &r.lex, /*from_tree=*/false, params, &sc);
-    Emit(plan, policy, &sc, ids, texts);
+    Emit(plan, policy, &sc, ids, mult, texts);
     return absl::OkStatus();
   }
   // 2. The shape seen before: lex, then the front cache or the shared one.
@@ -920,17 +935,17 @@ absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy polic
     absl::Status st = ParseAndCompile(*schema_, sql, sc.lex, plan.get());
     if (!st.ok()) return st;
     RenderValues(*plan, sql, &sc.lex, /*from_tree=*/true, params, &sc);
-    Emit(*plan, policy, &sc, ids, texts);
+    Emit(*plan, policy, &sc, ids, mult, texts);
     if (!sc.lex.cacheable) return absl::OkStatus();
     plan->key = sc.lex.key;
     found = plan;
     cache_->Insert(hash, std::move(plan));
   } else if (!found->cacheable) {
-    absl::Status st = ExtractUncached(sql, policy, params, ids, texts);
+    absl::Status st = ExtractUncached(sql, policy, params, ids, mult, texts);
     if (!st.ok()) return st;
   } else {
     RenderValues(*found, sql, &sc.lex, /*from_tree=*/false, params, &sc);
-    Emit(*found, policy, &sc, ids, texts);
+    Emit(*found, policy, &sc, ids, mult, texts);
   }
   if (RawCacheable(params, sc.lex)) {
     // Copy-assignments reuse the entry's capacity: no allocation once warm.
@@ -944,14 +959,56 @@ absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy polic
 }
 
 absl::Status RefExtractor::ExtractUncached(absl::string_view sql, ExtractionPolicy policy, ParamSpan params,
-                                           RefVec* ids, std::vector<std::string>* texts) const {
+                                           RefVec* ids, RefMult* mult, std::vector<std::string>* texts) const {
   Scratch& sc = LocalScratch();
   LexSql(sql, &sc.lex);
   Plan plan;
   absl::Status st = ParseAndCompile(*schema_, sql, sc.lex, &plan);
   if (!st.ok()) return st;
   RenderValues(plan, sql, &sc.lex, /*from_tree=*/true, params, &sc);
-  Emit(plan, policy, &sc, ids, texts);
+  Emit(plan, policy, &sc, ids, mult, texts);
+  return absl::OkStatus();
+}
+
+class RefExtractor::Prepared {
+ public:
+  std::string text;
+  std::shared_ptr<const Plan> plan;  // null: not cacheable, extract uncached
+  LexResult lex;                     // of `text`
+};
+
+absl::StatusOr<std::shared_ptr<const RefExtractor::Prepared>> RefExtractor::Prepare(absl::string_view sql) {
+  auto p = std::make_shared<Prepared>();
+  p->text.assign(sql.data(), sql.size());
+  LexSql(p->text, &p->lex);
+  std::shared_ptr<const Plan> found;
+  uint64_t hash = 0;
+  if (p->lex.cacheable) {
+    hash = absl::Hash<absl::string_view>{}(absl::string_view(p->lex.key));
+    found = cache_->Lookup(hash, p->lex.key);
+  }
+  if (found == nullptr) {
+    auto plan = std::make_shared<Plan>();
+    absl::Status st = ParseAndCompile(*schema_, p->text, p->lex, plan.get());
+    if (!st.ok()) return st;
+    if (p->lex.cacheable) {
+      plan->key = p->lex.key;
+      cache_->Insert(hash, plan);
+    }
+    found = std::move(plan);
+  }
+  // A shape whose slot values cannot be trusted from the lexer, or a text
+  // the lexer could not key, takes the uncached path every time (as Extract).
+  if (found->cacheable && p->lex.cacheable) p->plan = std::move(found);
+  return std::shared_ptr<const Prepared>(std::move(p));
+}
+
+absl::Status RefExtractor::ExtractPrepared(const Prepared& prepared, ExtractionPolicy policy, ParamSpan params,
+                                           RefVec* ids, RefMult* mult, std::vector<std::string>* texts) const {
+  if (prepared.plan == nullptr) return ExtractUncached(prepared.text, policy, params, ids, mult, texts);
+  Scratch& sc = LocalScratch();
+  RenderValues(*prepared.plan, prepared.text, &prepared.lex, /*from_tree=*/false, params, &sc);
+  Emit(*prepared.plan, policy, &sc, ids, mult, texts);
   return absl::OkStatus();
 }
 

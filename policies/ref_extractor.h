@@ -67,6 +67,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
@@ -113,7 +114,15 @@ class RefExtractor {
   // returns InvalidArgument with the position (SyntaxErrorPosition) and
   // appends nothing.
   absl::Status Extract(absl::string_view sql, ExtractionPolicy policy, ParamSpan params, RefVec* ids,
-                       std::vector<std::string>* texts = nullptr);
+                       std::vector<std::string>* texts = nullptr) {
+    return Extract(sql, policy, params, ids, nullptr, texts);
+  }
+  // As above; `mult` (may be null) is kept parallel to *ids: a reference
+  // appended gets 1, one already in *ids (from an earlier statement, or
+  // twice in this one) is counted up (saturating at 65535). Entries of *ids
+  // without a count yet (mult shorter than ids) are counted as 1 first.
+  absl::Status Extract(absl::string_view sql, ExtractionPolicy policy, ParamSpan params, RefVec* ids,
+                       RefMult* mult, std::vector<std::string>* texts = nullptr);
   absl::Status Extract(absl::string_view sql, ExtractionPolicy policy, RefVec* ids,
                        std::vector<std::string>* texts = nullptr) {
     return Extract(sql, policy, ParamSpan(), ids, texts);
@@ -121,7 +130,25 @@ class RefExtractor {
   // The same without the cache: libpg_query every time, values taken from the
   // parse tree (the reference the cache is tested against).
   absl::Status ExtractUncached(absl::string_view sql, ExtractionPolicy policy, ParamSpan params,
-                               RefVec* ids, std::vector<std::string>* texts = nullptr) const;
+                               RefVec* ids, std::vector<std::string>* texts = nullptr) const {
+    return ExtractUncached(sql, policy, params, ids, nullptr, texts);
+  }
+  absl::Status ExtractUncached(absl::string_view sql, ExtractionPolicy policy, ParamSpan params,
+                               RefVec* ids, RefMult* mult, std::vector<std::string>* texts = nullptr) const;
+
+  // A statement template prepared once, as a driver's Parse: the text, its
+  // compiled shape and its own literal values. ExtractPrepared then costs
+  // only the parameters' values: no hashing or comparing of the text, no
+  // cache lookup (what the runner does for a workload's constant templates,
+  // and a proxy can do per client prepared statement). Immutable and
+  // shareable across threads; it keeps its plan alive.
+  class Prepared;
+  // A syntax error returns InvalidArgument as Extract does.
+  absl::StatusOr<std::shared_ptr<const Prepared>> Prepare(absl::string_view sql);
+  // As Extract(prepared text, ...), with the same results.
+  absl::Status ExtractPrepared(const Prepared& prepared, ExtractionPolicy policy, ParamSpan params,
+                               RefVec* ids, RefMult* mult = nullptr,
+                               std::vector<std::string>* texts = nullptr) const;
 
   Stats stats() const;
   const Schema& schema() const { return *schema_; }

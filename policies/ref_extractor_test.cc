@@ -3,6 +3,7 @@
 #include "policies/ref_extractor.h"
 
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -53,6 +54,18 @@ Texts Refs(RefExtractor& ex, const std::string& sql, ExtractionPolicy p, std::ve
     } else {
       EXPECT_EQ(texts, first) << "cache hit differs for " << sql;
     }
+  }
+  // The prepared path agrees, and a multiplicity vector stays parallel.
+  auto prep = ex.Prepare(sql);
+  EXPECT_TRUE(prep.ok()) << sql << ": " << prep.status();
+  if (prep.ok()) {
+    RefVec ids;
+    RefMult mult;
+    Texts texts;
+    EXPECT_TRUE(ex.ExtractPrepared(**prep, p, params, &ids, &mult, &texts).ok()) << sql;
+    EXPECT_EQ(texts, first) << "prepared path differs for " << sql;
+    EXPECT_EQ(mult.size(), ids.size()) << sql;
+    for (uint16_t m : mult) EXPECT_GE(m, 1) << sql;
   }
   return first;
 }
@@ -394,6 +407,36 @@ TEST(Features, WithoutASchemaNamesAreAsWritten) {
   EXPECT_EQ(Refs(ex, "UPDATE stock s SET s_quantity = 6 WHERE s.s_i_id = 2 AND s_w_id = 5", kCanAll),
             (Texts{"s_quantity=6", "s_i_id=2 AND s_w_id=5"}));
   EXPECT_EQ(Refs(ex, "INSERT INTO t VALUES (1, 2)", kLitSingle), Texts{});  // no column list, no schema
+}
+
+TEST(Features, MultiplicityCountsStatementsNamingAReference) {
+  RefExtractor ex(Tpcc());
+  RefVec ids;
+  RefMult mult;
+  Texts texts;
+  // w_id=5 named by three statements, the customer's w_id=7 by one.
+  ASSERT_TRUE(ex.Extract("UPDATE warehouse SET w_ytd = w_ytd + 1 WHERE w_id = 5", kCanSingle, {}, &ids, &mult, &texts).ok());
+  ASSERT_TRUE(ex.Extract("SELECT d_name FROM district WHERE d_w_id = $1 AND d_id = $2", kCanSingle,
+                         {ParamValue{"5"}, ParamValue{"3"}}, &ids, &mult, &texts).ok());
+  ASSERT_TRUE(ex.Extract("SELECT c_balance FROM customer WHERE c_w_id = 7 AND c_d_id = 3 AND c_id = 9", kCanSingle,
+                         {}, &ids, &mult, &texts).ok());
+  auto prep = ex.Prepare("UPDATE district SET d_ytd = d_ytd + $1 WHERE d_w_id = $2 AND d_id = $3");
+  ASSERT_TRUE(prep.ok()) << prep.status();
+  ASSERT_TRUE(ex.ExtractPrepared(**prep, kCanSingle, {ParamValue{"10"}, ParamValue{"5"}, ParamValue{"3"}}, &ids,
+                                 &mult, &texts).ok());
+  ASSERT_EQ(ids.size(), mult.size());
+  std::map<std::string, int> got;
+  for (size_t i = 0; i < texts.size(); ++i) got[texts[i]] = mult[i];
+  EXPECT_EQ(got["w_id=5"], 3);
+  EXPECT_EQ(got["d_id=3"], 3);
+  EXPECT_EQ(got["w_id=7"], 1);
+  EXPECT_EQ(got["c_id=9"], 1);
+  // A RefVec filled without counts is counted as once each.
+  RefVec ids2 = {RefId::Of("w_id=5")};
+  RefMult mult2;
+  ASSERT_TRUE(ex.Extract("SELECT w_tax FROM warehouse WHERE w_id = 5", kCanSingle, {}, &ids2, &mult2).ok());
+  ASSERT_EQ(mult2.size(), 1u);
+  EXPECT_EQ(mult2[0], 2);
 }
 
 TEST(Features, OutputIsASetAndAppends) {

@@ -79,13 +79,15 @@ constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 
 Schedule::Schedule(const history::History* history, state::State* state, const Policy& policy,
                    uint64_t seed, int64_t weight_cache_ns, double max_ref_share,
-                   double max_queue_load, bool state_scoring_only, bool lead_seeds_rows)
+                   double max_queue_load, bool state_scoring_only, bool lead_seeds_rows,
+                   bool ref_multiplicity)
     : history_(history),
       weight_cache_ns_(weight_cache_ns),
       max_ref_share_(max_ref_share),
       max_queue_load_(max_queue_load),
       state_scoring_only_(state_scoring_only),
       lead_seeds_rows_(lead_seeds_rows),
+      ref_multiplicity_(ref_multiplicity),
       instance_(next_instance.fetch_add(1)),
       state_(state),
       num_queues_(state->num_queues()),
@@ -113,13 +115,14 @@ void Schedule::SetPolicy(const Policy& p) { policy_.store(Pack(p), std::memory_o
 Policy Schedule::policy() const { return Unpack(policy_.load(std::memory_order_acquire)); }
 
 QueueId Schedule::Decide(absl::Span<const RefId> refs, uint64_t partition_key,
-                         std::vector<double>* scores_out) const {
-  return DecideWith(policy(), refs, partition_key, scores_out);
+                         std::vector<double>* scores_out, absl::Span<const uint16_t> mult) const {
+  return DecideWith(policy(), refs, partition_key, scores_out, mult);
 }
 
 QueueId Schedule::DecideWith(const Policy& p, absl::Span<const RefId> refs,
-                             uint64_t partition_key, std::vector<double>* scores_out) const {
-  if (p.kind == PolicyKind::kLearned) return DecideLearned(p, refs, scores_out);
+                             uint64_t partition_key, std::vector<double>* scores_out,
+                             absl::Span<const uint16_t> mult) const {
+  if (p.kind == PolicyKind::kLearned) return DecideLearned(p, refs, scores_out, mult);
   if (scores_out != nullptr) scores_out->assign(num_queues_, 0.0);
   if (p.kind == PolicyKind::kHardPartition) {
     return QueueId(static_cast<int32_t>(partition_key % static_cast<uint64_t>(num_queues_)));
@@ -133,7 +136,7 @@ Schedule::ReadMode Schedule::ReadModeNow() const {
   // epoch before frozen before the counters (see History::epoch()).
   m.epoch = history_->epoch();
   m.frozen = history_->frozen();
-  m.cached = m.frozen || weight_cache_ns_ > 0;
+  m.cached = weight_cache_ns_ > 0;
   if (m.cached && !m.frozen) m.now = MonoNanos();
   if (max_ref_share_ > 0) m.records = history_->records();
   return m;
@@ -253,7 +256,8 @@ int Schedule::PickQueue(const double* scores, bool advance) const {
 }
 
 Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefId> refs,
-                                          double* w) const {
+                                          absl::Span<const uint16_t> mult, double* w) const {
+  const bool use_mult = ref_multiplicity_ && !mult.empty();
   const ReadMode m = ReadModeNow();
   WeightSummary ws;
   history::History::Counts* counts = nullptr;
@@ -283,6 +287,7 @@ Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefI
     } else {
       w[i] = known[i] ? WeightOf(counts[i], p.weighting, m) : 0.0;
     }
+    if (use_mult && i < mult.size() && mult[i] > 1) w[i] *= mult[i];
     if (w[i] > ws.best) {
       ws.best = w[i];
       ws.lead = i;
@@ -313,12 +318,13 @@ void Schedule::Score(const Policy& p, absl::Span<const RefId> refs, const double
 }
 
 QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
-                                std::vector<double>* scores_out) const {
+                                std::vector<double>* scores_out,
+                                absl::Span<const uint16_t> mult) const {
   const int n = num_queues_;
   Scratch& s = tls_scratch;
   s.Fit(n);
   double* w = s.Weights(refs.size());
-  const WeightSummary ws = Weights(p, refs, w);
+  const WeightSummary ws = Weights(p, refs, mult, w);
   double* scores = s.scores.data();
   Score(p, refs, w, ws.best, scores);
   if (scores_out != nullptr) scores_out->assign(scores, scores + n);
@@ -331,7 +337,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
   Scratch& s = tls_scratch;
   s.Fit(n);
   double* w = s.Weights(refs.size());
-  const WeightSummary ws = Weights(p, refs, w);
+  const WeightSummary ws = Weights(p, refs, txn.ref_mult, w);
 
   // What the State records: every reference, or (scoring-only) those with a
   // weight > 0, the rest counted in the total only.
@@ -419,7 +425,7 @@ QueueId Schedule::Place(Txn& txn, bool* state_recorded) {
   const Policy p = policy();
   const bool learned = p.kind == PolicyKind::kLearned;
   const QueueId q =
-      learned ? PlaceLearned(p, txn) : DecideWith(p, txn.refs, txn.partition_key, nullptr);
+      learned ? PlaceLearned(p, txn) : DecideWith(p, txn.refs, txn.partition_key, nullptr, {});
   txn.queue = q;
   *state_recorded = learned;
   return q;

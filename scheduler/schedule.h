@@ -55,6 +55,19 @@
 // two warehouses share one queue for the whole run (measured: one of 8
 // queues with 66 commits, another with twice the mean).
 //
+// Multiplicity (`ref_multiplicity`, learned policies): a reference's weight
+// is multiplied by the number of the transaction's statements that name it
+// (Txn::ref_mult, from the extractor), so among references of similar
+// History weight the one the transaction touches most leads. Why: canonical
+// naming makes a remote TPC-C payment name its home warehouse (w_id=2:
+// warehouse, district and history rows, 5 statements) and its customer's
+// (w_id=5: customer rows, 3-4 statements) with about the same abort count;
+// Max then picked either, and the half that went to w_id=5's queue
+// conflicted with w_id=2's queue on the warehouse and district rows
+// (measured in bench/RESULTS.md). Off = the paper's weights (DESIGN.md's
+// worked examples; each reference there is named once anyway). The History
+// and the State still count a transaction once per reference.
+//
 // Baselines: Original = uniform random queue (a seeded, thread-safe
 // generator: deterministic for a single deciding thread), Hard Partition =
 // Txn::partition_key mod queues. Baselines ignore History and State.
@@ -125,13 +138,16 @@ class Schedule {
   // NewOrder names ~60 references, of which a handful ever abort).
   //
   // While the History is frozen (experiment Phase II) its counters do not
-  // change, so the per-thread read cache is used whatever weight_cache_ns
-  // says and keeps a read for as long as the freeze lasts
-  // (History::epoch()).
+  // change, so a cached read (weight_cache_ns > 0) is kept for as long as the
+  // freeze lasts (History::epoch()). A frozen History is not read through
+  // the cache unless asked: the History's lock-free table is shared by all
+  // deciding threads, while the cache is 128 KiB per thread (8 workers: 1
+  // MiB, missing in L2); measured in a TPC-C run, reading the table directly
+  // saved ~1.9 us of CPU per decision (bench/RESULTS.md).
   Schedule(const history::History* history, state::State* state, const Policy& policy,
            uint64_t seed, int64_t weight_cache_ns = 0, double max_ref_share = 0,
            double max_queue_load = 0, bool state_scoring_only = false,
-           bool lead_seeds_rows = false);
+           bool lead_seeds_rows = false, bool ref_multiplicity = false);
 
   // Below this many recorded attempts the broad-reference rule is not applied
   // (shares are meaningless in a History that has barely started).
@@ -147,7 +163,8 @@ class Schedule {
   // Hard Partition), without touching the State. If `scores_out` is given it
   // receives the per-queue scores (learned policies; zeros for baselines).
   QueueId Decide(absl::Span<const RefId> refs, uint64_t partition_key = 0,
-                 std::vector<double>* scores_out = nullptr) const;
+                 std::vector<double>* scores_out = nullptr,
+                 absl::Span<const uint16_t> mult = {}) const;
   // Decide, set txn.queue, and record the placement in the State.
   QueueId Place(Txn& txn);
   // As Place; *state_recorded says whether the State was updated (learned
@@ -163,9 +180,9 @@ class Schedule {
   static uint32_t Pack(const Policy& p);
   static Policy Unpack(uint32_t v);
   QueueId DecideWith(const Policy& p, absl::Span<const RefId> refs, uint64_t partition_key,
-                     std::vector<double>* scores_out) const;
+                     std::vector<double>* scores_out, absl::Span<const uint16_t> mult) const;
   QueueId DecideLearned(const Policy& p, absl::Span<const RefId> refs,
-                        std::vector<double>* scores_out) const;
+                        std::vector<double>* scores_out, absl::Span<const uint16_t> mult) const;
   QueueId PlaceLearned(const Policy& p, const Txn& txn);
   // Weights of refs into w[i] (-1 for a repeated reference); returns the
   // number of distinct references, the top weight, the first reference with
@@ -176,7 +193,9 @@ class Schedule {
     size_t lead = 0;
     int tied = 0;
   };
-  WeightSummary Weights(const Policy& p, absl::Span<const RefId> refs, double* w) const;
+  // With ref_multiplicity, w[i] is multiplied by mult[i] (when given).
+  WeightSummary Weights(const Policy& p, absl::Span<const RefId> refs,
+                        absl::Span<const uint16_t> mult, double* w) const;
   // Scores from weights (as Weights gives them) and State rows.
   void Score(const Policy& p, absl::Span<const RefId> refs, const double* w, double best,
              double* scores) const;
@@ -206,6 +225,7 @@ class Schedule {
   const double max_queue_load_;
   const bool state_scoring_only_;
   const bool lead_seeds_rows_;
+  const bool ref_multiplicity_;
   const uint64_t instance_;  // identifies this Schedule in thread caches
   state::State* const state_;
   const int num_queues_;

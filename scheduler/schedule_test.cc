@@ -574,3 +574,46 @@ TEST(ScheduleTest, EqualTotalsRotateOverQueues) {
 }  // namespace
 }  // namespace scheduler
 }  // namespace corral
+
+namespace corral {
+namespace scheduler {
+namespace {
+
+// Multiplicity: a remote payment names its home warehouse in 5 statements
+// and its customer's in 3. Their History weights are about equal (the
+// customer's slightly higher); without multiplicity Max follows the
+// customer's warehouse, with it the home warehouse.
+TEST(ScheduleMultiplicity, TheReferenceNamedMostLeadsAmongSimilarWeights) {
+  history::History h;
+  const RefId home = RefId::Of("w_id=2"), away = RefId::Of("w_id=5");
+  h.Add(home, 640, 2500);
+  h.Add(away, 660, 2500);
+  for (bool on : {false, true}) {
+    state::State::Options o;
+    o.num_queues = 4;
+    auto st = state::State::Create(o, Clock::Real()).value();
+    st->Set(home, {0, 50, 0, 0});
+    st->Set(away, {0, 0, 0, 50});
+    Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0, false,
+               false, on);
+    Txn t;
+    t.refs = {away, home};
+    t.ref_mult = {3, 5};
+    EXPECT_EQ(s.Decide(t.refs, 0, nullptr, t.ref_mult), QueueId(on ? 1 : 3)) << on;
+    // Without counts the weights are the paper's, on or off.
+    EXPECT_EQ(s.Decide(t.refs, 0, nullptr), QueueId(3)) << on;
+    // Sum weighs each row by its multiplicity too: 640*5*50 on q1 vs
+    // 660*3*50 on q3.
+    s.SetPolicy(ParsePolicy("count-sum-canonical-single").value());
+    std::vector<double> scores;
+    EXPECT_EQ(s.Decide(t.refs, 0, &scores, t.ref_mult), QueueId(on ? 1 : 3)) << on;
+    EXPECT_DOUBLE_EQ(scores[1], on ? 640.0 * 5 * 50 : 640.0 * 50);
+    EXPECT_DOUBLE_EQ(scores[3], on ? 660.0 * 3 * 50 : 660.0 * 50);
+    s.SetPolicy(ParsePolicy("count-max-canonical-single").value());
+    EXPECT_EQ(s.Place(t), QueueId(on ? 1 : 3)) << on;
+  }
+}
+
+}  // namespace
+}  // namespace scheduler
+}  // namespace corral

@@ -29,7 +29,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
       std::make_unique<Schedule>(s->history_.get(), s->state_.get(), options.policy,
                                  options.seed, options.weight_cache_ns, options.max_ref_share,
                                  options.max_queue_load, options.state_scoring_only,
-                                 options.lead_seeds_rows);
+                                 options.lead_seeds_rows, options.ref_multiplicity);
   if (!executors.empty()) {
     RunQueues::Options qo;
     qo.num_queues = options.num_queues;
@@ -73,7 +73,7 @@ QueueId Scheduler::Route(Txn& txn, bool* affinity) {
     *affinity = true;
   } else if (p.kind == PolicyKind::kLearned) {
     thread_local std::vector<double> scores;
-    schedule_->Decide(txn.refs, txn.partition_key, &scores);
+    schedule_->Decide(txn.refs, txn.partition_key, &scores, txn.ref_mult);
     for (double s : scores) {
       if (s > 0) {
         *affinity = true;

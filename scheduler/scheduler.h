@@ -68,6 +68,9 @@ class Scheduler {
     // leads (Schedule, "Lead-seeded rows"), and other transactions only
     // reinforce a row's most-used queue (State::Options::reinforce_only).
     bool lead_seeds_rows = true;
+    // Schedule's multiplicity rule: a reference's weight is multiplied by the
+    // number of the transaction's statements naming it (Txn::ref_mult).
+    bool ref_multiplicity = true;
     history::History::Options history;
     state::State::Options state;  // its num_queues is overridden by num_queues
     bool stealing = true;

@@ -80,6 +80,7 @@ class Txn {
   virtual ~Txn() = default;
 
   RefVec refs;                    // scheduling references (policy-extracted)
+  RefMult ref_mult;               // statements naming each of refs (empty: 1 each)
   uint64_t partition_key = 0;     // for the Hard Partition baseline
   TxnTypeId type{0};              // workload transaction type, for statistics
   int64_t decision_start_ns = 0;  // when scheduling began (response time origin)
