@@ -47,6 +47,9 @@ ABSL_FLAG(bool, stealing, true, "idle workers steal from other queues");
 ABSL_FLAG(double, max_ref_share, 3,
           "learned policies: a reference in more than this / queues of the transactions never "
           "routes (0 = the paper's rule, every reference scores)");
+ABSL_FLAG(bool, ref_multiplicity, true,
+          "learned policies: weigh a reference by how many of the transaction's statements name it "
+          "(false = the paper's weights)");
 ABSL_FLAG(double, max_queue_load, 0,
           "learned policies: a queue whose State total is above this x the mean is not chosen "
           "while another is (0 = off, the paper's rule)");
@@ -109,6 +112,7 @@ int RunBench(const std::vector<char*>& args) {
   c.progress_s = absl::GetFlag(FLAGS_progress);
   c.show_learned = absl::GetFlag(FLAGS_show_learned);
   c.max_ref_share = absl::GetFlag(FLAGS_max_ref_share);
+  c.ref_multiplicity = absl::GetFlag(FLAGS_ref_multiplicity);
   c.max_queue_load = absl::GetFlag(FLAGS_max_queue_load);
   c.txn_delay_us = absl::GetFlag(FLAGS_txn_delay_us);
   c.backend = absl::GetFlag(FLAGS_backend);

@@ -63,6 +63,14 @@ struct BenchConfig {
   // Learned policies: a reference in more than max_ref_share / queues of the
   // transactions never routes (scheduler/schedule.h); 0 = the paper's rule.
   double max_ref_share = 3;
+  // Learned policies: weigh a reference by the number of the transaction's
+  // statements that name it (scheduler/schedule.h, "Multiplicity").
+  bool ref_multiplicity = true;
+  // Set by ExpandCells: the cell's values of the experiment's sweep
+  // dimensions other than policy and protocol ("txn_delay_us=300"), so cells
+  // that differ only there get tables, CSV rows and Phase I Histories of
+  // their own. Empty for a single run.
+  std::string sweep_label;
   // Which INSERT columns yield references (policies/schema.h InsertRefs):
   // "foreign-keys" (default here: the references the paper hand-labelled)
   // or "all" (DESIGN.md's extraction rule).

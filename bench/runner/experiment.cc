@@ -41,7 +41,7 @@ std::string GroupKey(const BenchConfig& c) {
   return absl::StrCat(c.backend, "|", c.workload, "|", c.protocol, "|", c.queues, "|", EffectiveClients(c), "|",
                       c.arrival_rate, "|", c.warehouses, "|", c.scale, "|", c.theta, "|", c.hot_fraction, "|",
                       c.hot_size, "|", c.seed, "|", c.phase1_s, "|", c.stealing ? 1 : 0, "|",
-                      c.retry_wait_us);
+                      c.retry_wait_us, "|", c.sweep_label);
 }
 
 
@@ -57,7 +57,8 @@ std::string Table3Markdown(const std::string& title, const std::vector<CellResul
     std::string g = absl::StrCat(c.workload, ", ", c.queues, " queues, ", EffectiveClients(c), " clients",
                                  c.warehouses > 0 ? absl::StrCat(", ", c.warehouses, " warehouses") : "",
                                  c.theta >= 0 ? absl::StrCat(", theta ", c.theta) : "",
-                                 c.arrival_rate > 0 ? absl::StrCat(", open loop ", c.arrival_rate, "/s") : "");
+                                 c.arrival_rate > 0 ? absl::StrCat(", open loop ", c.arrival_rate, "/s") : "",
+                                 c.sweep_label.empty() ? "" : absl::StrCat(", ", c.sweep_label));
     if (!by_group.count(g)) groups.push_back(g);
     by_group[g].push_back(&cr);
   }
@@ -187,13 +188,14 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
   std::string cells_csv =
       "workload,protocol,policy,queues,clients,warehouses,theta,arrival_rate,mode,n,tps,tps_ci95,abort_rate,"
       "abort_rate_ci95,p50_us,p99_us,sched_cost_ns,checks_ok,throttle_rate,throttle_tps,throttle_abort_rate,"
-      "throttle_mean_us\n";
+      "throttle_mean_us,sweep\n";
   std::map<std::string, LearnedHistory> learned;
   int idx = 0;
   for (const auto& c : cells) {
     ++idx;
-    std::fprintf(stderr, "== cell %d/%zu: %s %s %s queues=%d\n", idx, cells.size(), c.workload.c_str(),
-                 c.protocol.c_str(), c.policy.c_str(), c.queues);
+    std::fprintf(stderr, "== cell %d/%zu: %s %s %s queues=%d%s%s\n", idx, cells.size(), c.workload.c_str(),
+                 c.protocol.c_str(), c.policy.c_str(), c.queues, c.sweep_label.empty() ? "" : " ",
+                 c.sweep_label.c_str());
     auto pol = ParsePolicy(c.policy);
     std::string hkey;
     if (pol.ok() && pol->kind == PolicyKind::kLearned) {
@@ -265,7 +267,7 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
                     ",", cr.checks_ok ? 1 : 0, ",",
                     absl::StrFormat("%.1f,%.1f,%.5f,%.1f", cr.best_rate, cr.best_tps, cr.best_abort_rate,
                                     cr.best_mean_us),
-                    "\n");
+                    ",", c.sweep_label, "\n");
     sum.cells.push_back(cr);
   }
   sum.table_md = absl::StrCat("## ", spec.name, "\n\n",

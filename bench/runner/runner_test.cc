@@ -161,6 +161,27 @@ TEST(Runner, OutputsAndExperimentTable) {
   EXPECT_EQ(CsvRows(br).find("tiny,occ,original,2,"), 0u);
 }
 
+TEST(Experiment, TablesSplitBySweepDimension) {
+  // Two cells per policy that differ only in a swept key must not share a row.
+  std::vector<CellResult> cells;
+  for (const char* label : {"txn_delay_us=0", "txn_delay_us=300"}) {
+    for (const char* pol : {"original", "count-max-canonical-single"}) {
+      CellResult c;
+      c.config.workload = "w";
+      c.config.protocol = "occ";
+      c.config.policy = pol;
+      c.config.sweep_label = label;
+      c.tps.mean = std::string(label) == "txn_delay_us=0" ? 1000 : 500;
+      cells.push_back(c);
+    }
+  }
+  std::string md = Table3Markdown("t", cells);
+  EXPECT_NE(md.find("txn_delay_us=0\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("txn_delay_us=300\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| original | 1000 ± 0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| original | 500 ± 0 |"), std::string::npos) << md;
+}
+
 TEST(Experiment, EffectsTableFromSixteenCells) {
   std::vector<CellResult> cells;
   for (const Policy& p : AllLearnedPolicies()) {

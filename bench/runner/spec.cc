@@ -128,6 +128,10 @@ std::vector<BenchConfig> ExpandCells(const ExperimentSpec& spec) {
       for (const auto& v : dim.second) {
         BenchConfig d = c;
         ApplySetting(&d, dim.first, v).IgnoreError();  // validated while parsing
+        if (dim.first != "policy" && dim.first != "protocol" && dim.second.size() > 1) {
+          absl::StrAppend(&d.sweep_label, d.sweep_label.empty() ? "" : " ", dim.first, "=",
+                          absl::StripAsciiWhitespace(v));
+        }
         next.push_back(d);
       }
     }

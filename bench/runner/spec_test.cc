@@ -46,6 +46,20 @@ skew_phases = 5:0 5:0.9
   EXPECT_EQ(cells[3].queues, 8);
   EXPECT_EQ(cells[11].protocol, "2pl-waitdie");
   EXPECT_EQ(cells[11].warehouses, 8);
+  // Sweep dimensions other than policy/protocol label the cell.
+  EXPECT_EQ(cells[0].sweep_label, "queues=4");
+  EXPECT_EQ(cells[3].sweep_label, "queues=8");
+}
+
+TEST(Spec, SweepLabelNamesEveryOtherDimension) {
+  auto s = ParseSpec("txn_delay_us = 0, 300\nstealing = off\nqueues = 2, 4\npolicy = original, hard-partition\n");
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::vector<BenchConfig> cells = ExpandCells(*s);
+  ASSERT_EQ(cells.size(), 8u);
+  EXPECT_EQ(cells[0].sweep_label, "txn_delay_us=0 queues=2");
+  EXPECT_EQ(cells[1].sweep_label, cells[0].sweep_label);  // policy is not part of it
+  EXPECT_EQ(cells[7].sweep_label, "txn_delay_us=300 queues=4");
+  EXPECT_DOUBLE_EQ(cells[7].txn_delay_us, 300);
 }
 
 TEST(Spec, FactorialExpandsToSixteenPolicies) {

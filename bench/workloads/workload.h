@@ -97,8 +97,9 @@ struct SqlParam {
 
 // One statement: a template with $1..$n and its parameters.
 //
-// The template is either static text, not copied (a `const char*` must point
-// at text that outlives the statement: a string literal, a constant), or a
+// The template is either static text, not copied (a `const char*` or
+// string_view must point at text that lives as long as the process and never
+// changes: a string literal, a constant, a never-freed table), or a
 // std::string the statement owns (moved in). Up to 9 parameters are stored
 // inline, so building a statement list into a reused vector allocates
 // nothing in steady state (integer texts fit std::string's inline buffer).
@@ -164,6 +165,11 @@ struct SqlStatement {
   // The statement with the parameters substituted as literals (strings
   // single-quoted, NULL for unknown ones).
   std::string Literal() const;
+  // Whether tmpl is static text (a constant of the workload: the same
+  // address always holds the same text, for the life of the process), which
+  // a caller may key by address (the runner's prepared templates), rather
+  // than text the statement owns.
+  bool static_tmpl() const { return !owns_; }
 
   absl::string_view tmpl;  // static text or owned_
   Params params;
