@@ -673,13 +673,19 @@ void RenderValues(const Plan& plan, absl::string_view sql, const LexResult* lex,
   }
 }
 
-// Appends `id` unless present; counts it in *mult (if any) either way.
+// Appends `id` unless present; counts it in *mult (if any) once per
+// statement: `stmt_begin` is the size of *ids when this statement started,
+// `counted` the positions before it that this statement already counted.
 // Returns whether it was appended.
-inline bool AddRef(RefId id, RefVec* ids, RefMult* mult) {
+inline bool AddRef(RefId id, RefVec* ids, RefMult* mult, size_t stmt_begin,
+                   absl::InlinedVector<uint32_t, 8>* counted) {
   auto it = std::find(ids->begin(), ids->end(), id);
   if (it != ids->end()) {
-    if (mult != nullptr) {
-      uint16_t& m = (*mult)[it - ids->begin()];
+    const size_t pos = static_cast<size_t>(it - ids->begin());
+    if (mult != nullptr && pos < stmt_begin &&
+        std::find(counted->begin(), counted->end(), pos) == counted->end()) {
+      counted->push_back(static_cast<uint32_t>(pos));
+      uint16_t& m = (*mult)[pos];
       if (m < 65535) ++m;
     }
     return false;
@@ -692,13 +698,15 @@ inline bool AddRef(RefId id, RefVec* ids, RefMult* mult) {
 void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids, RefMult* mult,
           std::vector<std::string>* texts) {
   if (mult != nullptr && mult->size() < ids->size()) mult->resize(ids->size(), 1);
+  const size_t stmt_begin = ids->size();
+  absl::InlinedVector<uint32_t, 8> counted;
   const int ni = Idx(policy.naming);
   auto single = [&](int p) {
     if (!sc->values[p].present) return;
     const Name& name = plan.preds[p].name[ni];
     absl::string_view v = sc->values[p].view;
     RefId id(Mix64(Fnv1aAppend(name.eq_state, v.data(), v.size())));
-    if (!AddRef(id, ids, mult)) return;
+    if (!AddRef(id, ids, mult, stmt_begin, &counted)) return;
     if (texts != nullptr) texts->push_back(absl::StrCat(name.text, "=", v));
   };
   if (policy.grouping == RefGrouping::kSingle) {
@@ -747,7 +755,7 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids, R
       h = Fnv1aAppend(h, v.data(), v.size());
     }
     RefId id(Mix64(h));
-    if (!AddRef(id, ids, mult)) return;
+    if (!AddRef(id, ids, mult, stmt_begin, &counted)) return;
     if (texts != nullptr) {
       std::string t;
       for (size_t i = 0; i < group.size(); ++i) {

@@ -117,10 +117,11 @@ class RefExtractor {
                        std::vector<std::string>* texts = nullptr) {
     return Extract(sql, policy, params, ids, nullptr, texts);
   }
-  // As above; `mult` (may be null) is kept parallel to *ids: a reference
-  // appended gets 1, one already in *ids (from an earlier statement, or
-  // twice in this one) is counted up (saturating at 65535). Entries of *ids
-  // without a count yet (mult shorter than ids) are counted as 1 first.
+  // As above; `mult` (may be null) is kept parallel to *ids and counts the
+  // statements naming each reference: a reference appended gets 1, one
+  // already in *ids from an earlier statement is counted up once
+  // (saturating at 65535), however often this statement names it. Entries
+  // of *ids without a count yet (mult shorter than ids) count as 1 first.
   absl::Status Extract(absl::string_view sql, ExtractionPolicy policy, ParamSpan params, RefVec* ids,
                        RefMult* mult, std::vector<std::string>* texts = nullptr);
   absl::Status Extract(absl::string_view sql, ExtractionPolicy policy, RefVec* ids,

@@ -424,13 +424,17 @@ TEST(Features, MultiplicityCountsStatementsNamingAReference) {
   ASSERT_TRUE(prep.ok()) << prep.status();
   ASSERT_TRUE(ex.ExtractPrepared(**prep, kCanSingle, {ParamValue{"10"}, ParamValue{"5"}, ParamValue{"3"}}, &ids,
                                  &mult, &texts).ok());
+  // One statement naming w_id=5 and d_id=3 twice each counts once.
+  ASSERT_TRUE(ex.Extract("INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_amount) "
+                         "VALUES (9, 3, 5, 3, 5, 10)",
+                         kCanSingle, {}, &ids, &mult, &texts).ok());
   ASSERT_EQ(ids.size(), mult.size());
   std::map<std::string, int> got;
   for (size_t i = 0; i < texts.size(); ++i) got[texts[i]] = mult[i];
-  EXPECT_EQ(got["w_id=5"], 3);
-  EXPECT_EQ(got["d_id=3"], 3);
+  EXPECT_EQ(got["w_id=5"], 4);
+  EXPECT_EQ(got["d_id=3"], 4);
+  EXPECT_EQ(got["c_id=9"], 2);
   EXPECT_EQ(got["w_id=7"], 1);
-  EXPECT_EQ(got["c_id=9"], 1);
   // A RefVec filled without counts is counted as once each.
   RefVec ids2 = {RefId::Of("w_id=5")};
   RefMult mult2;

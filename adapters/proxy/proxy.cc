@@ -1010,8 +1010,10 @@ bool Proxy::Loop::StartUnit(Client* c) {
       return true;
     }
     c->txn.refs.clear();
+    c->txn.ref_mult.clear();
     c->ref_texts.clear();
-    (void)extractor_->Extract(sql, sched_.policy().extraction, &c->txn.refs, &c->ref_texts);
+    (void)extractor_->Extract(sql, sched_.policy().extraction, ParamSpan(), &c->txn.refs,
+                              &c->txn.ref_mult, &c->ref_texts);
     StartTxn(c);
     return true;
   }
@@ -1038,6 +1040,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
   if (AnswerPrepareOnly(c, end)) return true;
   // References: every Bind's statement text with its text parameters.
   c->txn.refs.clear();
+  c->txn.ref_mult.clear();
   c->ref_texts.clear();
   absl::flat_hash_map<std::string, std::string> local;  // statements parsed in this unit
   std::vector<ParamValue> params;
@@ -1076,7 +1079,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
       }
       if (!r.ok()) continue;
       (void)extractor_->Extract(*text, sched_.policy().extraction, ParamSpan(params), &c->txn.refs,
-                                &c->ref_texts);
+                                &c->txn.ref_mult, &c->ref_texts);
     }
   }
   StartTxn(c);
