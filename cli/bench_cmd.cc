@@ -50,6 +50,9 @@ ABSL_FLAG(double, max_ref_share, 3,
 ABSL_FLAG(bool, ref_multiplicity, true,
           "learned policies: weigh a reference by how many of the transaction's statements name it "
           "(false = the paper's weights)");
+ABSL_FLAG(bool, max_over_rows, true,
+          "learned Max policies: once the top-weight reference has a State row, the queue with the "
+          "strongest single reference's evidence wins (false = the lead's row only, the paper's Max)");
 ABSL_FLAG(double, max_queue_load, 0,
           "learned policies: a queue whose State total is above this x the mean is not chosen "
           "while another is (0 = off, the paper's rule)");
@@ -113,6 +116,7 @@ int RunBench(const std::vector<char*>& args) {
   c.show_learned = absl::GetFlag(FLAGS_show_learned);
   c.max_ref_share = absl::GetFlag(FLAGS_max_ref_share);
   c.ref_multiplicity = absl::GetFlag(FLAGS_ref_multiplicity);
+  c.max_over_rows = absl::GetFlag(FLAGS_max_over_rows);
   c.max_queue_load = absl::GetFlag(FLAGS_max_queue_load);
   c.txn_delay_us = absl::GetFlag(FLAGS_txn_delay_us);
   c.backend = absl::GetFlag(FLAGS_backend);

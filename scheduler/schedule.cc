@@ -80,7 +80,7 @@ constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 Schedule::Schedule(const history::History* history, state::State* state, const Policy& policy,
                    uint64_t seed, int64_t weight_cache_ns, double max_ref_share,
                    double max_queue_load, bool state_scoring_only, bool lead_seeds_rows,
-                   bool ref_multiplicity)
+                   bool ref_multiplicity, bool max_over_rows)
     : history_(history),
       weight_cache_ns_(weight_cache_ns),
       max_ref_share_(max_ref_share),
@@ -88,6 +88,7 @@ Schedule::Schedule(const history::History* history, state::State* state, const P
       state_scoring_only_(state_scoring_only),
       lead_seeds_rows_(lead_seeds_rows),
       ref_multiplicity_(ref_multiplicity),
+      max_over_rows_(max_over_rows),
       instance_(next_instance.fetch_add(1)),
       state_(state),
       num_queues_(state->num_queues()),
@@ -299,11 +300,24 @@ Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefI
   return ws;
 }
 
+bool Schedule::MaxOverRows(const Policy& p, absl::Span<const RefId> refs, const WeightSummary& ws) const {
+  return max_over_rows_ && p.aggregation == Aggregation::kMax && ws.best > 0 && ws.lead < refs.size() &&
+         state_->Contains(refs[ws.lead]);
+}
+
 void Schedule::Score(const Policy& p, absl::Span<const RefId> refs, const double* w, double best,
-                     double* scores) const {
+                     size_t lead, double* scores) const {
   const int n = num_queues_;
   uint64_t* row = tls_scratch.row.data();
   std::fill(scores, scores + n, 0.0);
+  if (p.aggregation == Aggregation::kMax && max_over_rows_ && best > 0 && lead < refs.size() &&
+      state_->Contains(refs[lead])) {
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (w[i] <= 0 || !state_->ReadRow(refs[i], row)) continue;
+      for (int q = 0; q < n; ++q) scores[q] = std::max(scores[q], w[i] * static_cast<double>(row[q]));
+    }
+    return;
+  }
   if (p.aggregation == Aggregation::kSum) {
     for (size_t i = 0; i < refs.size(); ++i) {
       if (w[i] <= 0 || !state_->ReadRow(refs[i], row)) continue;
@@ -326,7 +340,7 @@ QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
   double* w = s.Weights(refs.size());
   const WeightSummary ws = Weights(p, refs, mult, w);
   double* scores = s.scores.data();
-  Score(p, refs, w, ws.best, scores);
+  Score(p, refs, w, ws.best, ws.lead, scores);
   if (scores_out != nullptr) scores_out->assign(scores, scores + n);
   return QueueId(PickQueue(scores, /*advance=*/false));
 }
@@ -365,7 +379,15 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
   }
 
   QueueId q;
-  if (p.aggregation == Aggregation::kMax && ws.tied <= 1 && !rec.empty()) {
+  if (MaxOverRows(p, refs, ws) && !rec.empty()) {
+    // The queue with the strongest evidence; the lead (it has a row) is
+    // recorded there as a lead, the others reinforce-only.
+    double* scores = s.scores.data();
+    Score(p, refs, w, ws.best, ws.lead, scores);
+    const QueueId chosen(PickQueue(scores, /*advance=*/true));
+    q = state_->RecordChosen(
+        rec, rec_lead, [chosen](const state::State::RowView&) { return chosen; }, untracked);
+  } else if (p.aggregation == Aggregation::kMax && ws.tied <= 1 && !rec.empty()) {
     // One State operation on the lead reads its row, scores and records; no
     // reference scores when best == 0 (every queue ties at 0).
     const double best = ws.best;
@@ -393,10 +415,10 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
       q = place();
     }
   } else {
-    // Sum, several references sharing the top weight, or nothing to record
-    // a row for.
+    // Sum, Max over rows, several references sharing the top weight, or
+    // nothing to record a row for.
     double* scores = s.scores.data();
-    Score(p, refs, w, ws.best, scores);
+    Score(p, refs, w, ws.best, ws.lead, scores);
     q = QueueId(PickQueue(scores, /*advance=*/true));
     state_->Record(rec, q, untracked);
   }

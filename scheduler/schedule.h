@@ -68,6 +68,21 @@
 // worked examples; each reference there is named once anyway). The History
 // and the State still count a transaction once per reference.
 //
+// Max over rows (`max_over_rows`, Max only): once the top-weight reference
+// (the lead) holds a State row, the score of q is the largest
+// weight(r) * State[r][q] over every reference with a row, i.e. the queue
+// with the strongest single piece of evidence, not necessarily the lead's.
+// A lead without a row still seeds one as above (its evidence is not
+// compared with other references' rows, which would put it on their
+// queue). Why: under canonical naming `d_id=3` spans every warehouse; it
+// gathers about as many aborts as a `w_id`, and a remote payment whose
+// customer sits in the same district number names it in as many statements
+// as its home warehouse, so it can lead; its row (a few hundred placements,
+// made while it led) then sent the payment to another warehouse's queue,
+// while the home warehouse's row held thousands on the right one. Where the
+// lead's row is the strongest (DESIGN.md's examples) the result is the
+// paper's Max.
+//
 // Baselines: Original = uniform random queue (a seeded, thread-safe
 // generator: deterministic for a single deciding thread), Hard Partition =
 // Txn::partition_key mod queues. Baselines ignore History and State.
@@ -147,7 +162,8 @@ class Schedule {
   Schedule(const history::History* history, state::State* state, const Policy& policy,
            uint64_t seed, int64_t weight_cache_ns = 0, double max_ref_share = 0,
            double max_queue_load = 0, bool state_scoring_only = false,
-           bool lead_seeds_rows = false, bool ref_multiplicity = false);
+           bool lead_seeds_rows = false, bool ref_multiplicity = false,
+           bool max_over_rows = false);
 
   // Below this many recorded attempts the broad-reference rule is not applied
   // (shares are meaningless in a History that has barely started).
@@ -196,9 +212,12 @@ class Schedule {
   // With ref_multiplicity, w[i] is multiplied by mult[i] (when given).
   WeightSummary Weights(const Policy& p, absl::Span<const RefId> refs,
                         absl::Span<const uint16_t> mult, double* w) const;
-  // Scores from weights (as Weights gives them) and State rows.
+  // Scores from weights (as Weights gives them) and State rows. `lead` is
+  // the top-weight reference (Max over rows: see the header).
   void Score(const Policy& p, absl::Span<const RefId> refs, const double* w, double best,
-             double* scores) const;
+             size_t lead, double* scores) const;
+  // Max over rows applies: Max, the option on, and the lead holds a row.
+  bool MaxOverRows(const Policy& p, absl::Span<const RefId> refs, const WeightSummary& ws) const;
   // The winner among queues whose score is within 1e-9 (relative) of the
   // top: smallest State total, then the tie cursor.
   // `advance`: a placement (moves the tie cursor); false for Decide().
@@ -226,6 +245,7 @@ class Schedule {
   const bool state_scoring_only_;
   const bool lead_seeds_rows_;
   const bool ref_multiplicity_;
+  const bool max_over_rows_;
   const uint64_t instance_;  // identifies this Schedule in thread caches
   state::State* const state_;
   const int num_queues_;

@@ -617,3 +617,50 @@ TEST(ScheduleMultiplicity, TheReferenceNamedMostLeadsAmongSimilarWeights) {
 }  // namespace
 }  // namespace scheduler
 }  // namespace corral
+
+namespace corral {
+namespace scheduler {
+namespace {
+
+// Max over rows: d_id=3 leads by weight but holds a weak row; w_id=2's row
+// is the strongest evidence.
+TEST(ScheduleMaxOverRows, StrongestRowWinsOnceTheLeadHasARow) {
+  history::History h;
+  const RefId d = RefId::Of("d_id=3"), w = RefId::Of("w_id=2");
+  h.Add(d, 700, 2000);
+  h.Add(w, 600, 2000);
+  for (bool on : {false, true}) {
+    state::State::Options o;
+    o.num_queues = 4;
+    auto st = state::State::Create(o, Clock::Real()).value();
+    st->Set(d, {0, 0, 100, 0});
+    st->Set(w, {0, 8000, 0, 0});
+    Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0, false,
+               false, false, on);
+    Txn t;
+    t.refs = {d, w};
+    std::vector<double> scores;
+    EXPECT_EQ(s.Decide(t.refs, 0, &scores), QueueId(on ? 1 : 2)) << on;
+    EXPECT_DOUBLE_EQ(scores[1], on ? 600.0 * 8000 : 0.0);
+    EXPECT_DOUBLE_EQ(scores[2], 700.0 * 100);
+    EXPECT_EQ(s.Place(t), QueueId(on ? 1 : 2)) << on;
+    uint64_t row[4];
+    ASSERT_TRUE(st->ReadRow(d, row));
+    EXPECT_EQ(row[on ? 1 : 2], on ? 1u : 101u);  // the lead is recorded where it went
+  }
+  // A lead without a row is not compared with others' rows: it seeds one by
+  // the default rule (smallest total; w's 8000 sit on queue 1).
+  state::State::Options o;
+  o.num_queues = 4;
+  auto st = state::State::Create(o, Clock::Real()).value();
+  st->Set(w, {0, 8000, 0, 0});
+  Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0, false, false,
+             false, true);
+  Txn t;
+  t.refs = {d, w};
+  EXPECT_NE(s.Place(t), QueueId(1));
+}
+
+}  // namespace
+}  // namespace scheduler
+}  // namespace corral

@@ -29,7 +29,8 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
       std::make_unique<Schedule>(s->history_.get(), s->state_.get(), options.policy,
                                  options.seed, options.weight_cache_ns, options.max_ref_share,
                                  options.max_queue_load, options.state_scoring_only,
-                                 options.lead_seeds_rows, options.ref_multiplicity);
+                                 options.lead_seeds_rows, options.ref_multiplicity,
+                                 options.max_over_rows);
   if (!executors.empty()) {
     RunQueues::Options qo;
     qo.num_queues = options.num_queues;

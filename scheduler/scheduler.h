@@ -71,6 +71,9 @@ class Scheduler {
     // Schedule's multiplicity rule: a reference's weight is multiplied by the
     // number of the transaction's statements naming it (Txn::ref_mult).
     bool ref_multiplicity = true;
+    // Schedule's Max over rows: once the lead holds a row, the queue with
+    // the strongest single reference's evidence wins.
+    bool max_over_rows = true;
     history::History::Options history;
     state::State::Options state;  // its num_queues is overridden by num_queues
     bool stealing = true;

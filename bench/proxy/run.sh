@@ -40,7 +40,9 @@ WORKLOADS=${WORKLOADS:-select-only hot-row two-row}
 REPEAT=${REPEAT:-1}  # rounds of every run; the summary takes the median per cell
 NROWS=$((100000 * SCALE))
 DB=corral_bench
-BAZEL="bazel --output_base=${CORRAL_BAZEL_OUTPUT_BASE:-/root/.cache/bazel-proxy}"
+# The repository's own Bazel output base (shares the -c opt build with
+# `corral`); CORRAL_BAZEL_OUTPUT_BASE picks another (a second build tree).
+BAZEL="bazel${CORRAL_BAZEL_OUTPUT_BASE:+ --output_base=$CORRAL_BAZEL_OUTPUT_BASE}"
 
 $BAZEL build -c opt //bench/proxy:proxy_server >/dev/null 2>&1 || { echo "build failed"; exit 1; }
 SERVER_BIN="$($BAZEL info -c opt bazel-bin 2>/dev/null)/bench/proxy/proxy_server"

@@ -35,7 +35,7 @@ const std::vector<std::string>& SettingKeys() {
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample", "show_learned", "max_ref_share", "max_queue_load", "txn_delay_us",
-      "insert_refs", "ref_multiplicity"};
+      "insert_refs", "ref_multiplicity", "max_over_rows"};
   return k;
 }
 
@@ -81,10 +81,11 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
   if (key == "max_ref_share") return Dbl(key, v, &c->max_ref_share);
   if (key == "show_learned") return Num(key, v, &c->show_learned);
   if (key == "retry_wait_us") return Dbl(key, v, &c->retry_wait_us);
-  if (key == "ref_multiplicity") {
+  if (key == "ref_multiplicity" || key == "max_over_rows") {
+    bool* field = key == "ref_multiplicity" ? &c->ref_multiplicity : &c->max_over_rows;
     std::string b = absl::AsciiStrToLower(v);
-    if (b == "true" || b == "on" || b == "1" || b == "yes") c->ref_multiplicity = true;
-    else if (b == "false" || b == "off" || b == "0" || b == "no") c->ref_multiplicity = false;
+    if (b == "true" || b == "on" || b == "1" || b == "yes") *field = true;
+    else if (b == "false" || b == "off" || b == "0" || b == "no") *field = false;
     else return Bad(key, v, "on|off");
     return absl::OkStatus();
   }

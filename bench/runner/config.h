@@ -66,6 +66,10 @@ struct BenchConfig {
   // Learned policies: weigh a reference by the number of the transaction's
   // statements that name it (scheduler/schedule.h, "Multiplicity").
   bool ref_multiplicity = true;
+  // Learned Max policies: once the lead holds a State row, the queue of the
+  // strongest single reference's evidence wins (scheduler/schedule.h, "Max
+  // over rows").
+  bool max_over_rows = true;
   // Set by ExpandCells: the cell's values of the experiment's sweep
   // dimensions other than policy and protocol ("txn_delay_us=300"), so cells
   // that differ only there get tables, CSV rows and Phase I Histories of

@@ -286,6 +286,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   so.stealing = c.stealing;
   so.max_ref_share = c.max_ref_share;
   so.ref_multiplicity = c.ref_multiplicity;
+  so.max_over_rows = c.max_over_rows;
   so.max_queue_load = c.max_queue_load;
   so.workers.max_attempts = c.max_attempts;
   auto s_or = scheduler::Scheduler::Create(so, inst->Executors(), hook, clock);
