@@ -50,7 +50,7 @@ ABSL_FLAG(double, max_ref_share, 3,
 ABSL_FLAG(bool, ref_multiplicity, true,
           "learned policies: weigh a reference by how many of the transaction's statements name it "
           "(false = the paper's weights)");
-ABSL_FLAG(bool, max_over_rows, true,
+ABSL_FLAG(bool, max_over_rows, false,
           "learned Max policies: once the top-weight reference has a State row, the queue with the "
           "strongest single reference's evidence wins (false = the lead's row only, the paper's Max)");
 ABSL_FLAG(double, max_queue_load, 0,

@@ -93,7 +93,10 @@ Schedule::Schedule(const history::History* history, state::State* state, const P
       state_(state),
       num_queues_(state->num_queues()),
       policy_(Pack(policy)),
-      rng_(Mix64(seed)) {}
+      rng_(Mix64(seed)),
+      seeds_(new std::atomic<int64_t>[static_cast<size_t>(state->num_queues())]) {
+  for (int q = 0; q < num_queues_; ++q) seeds_[q].store(0, std::memory_order_relaxed);
+}
 
 uint32_t Schedule::Pack(const Policy& p) {
   return static_cast<uint32_t>(p.kind) | static_cast<uint32_t>(p.weighting) << 4 |
@@ -201,7 +204,7 @@ bool Schedule::CachedCounts(RefId r, const ReadMode& m, history::History::Counts
   return true;
 }
 
-int Schedule::PickQueue(const double* scores, bool advance) const {
+int Schedule::PickQueue(const double* scores, bool advance, const std::atomic<int64_t>* seeds) const {
   const int n = num_queues_;
   Scratch& s = tls_scratch;
   s.Fit(n);
@@ -232,17 +235,20 @@ int Schedule::PickQueue(const double* scores, bool advance) const {
   // Place). One deciding thread: deterministic.
   const uint64_t cursor = advance ? tie_cursor_.fetch_add(1, std::memory_order_relaxed)
                                   : tie_cursor_.load(std::memory_order_relaxed);
+  auto seeded = [seeds](int q) { return seeds == nullptr ? 0 : seeds[q].load(std::memory_order_relaxed); };
   int chosen = -1;
-  int64_t chosen_total = 0;
+  int64_t chosen_total = 0, chosen_seeds = 0;
   int equal = 0;
   for (int q = 0; q < n; ++q) {
     if (scores[q] < floor || !ok(q)) continue;
     const int64_t t = totals[q];
-    if (chosen < 0 || t < chosen_total) {
+    const int64_t sd = seeded(q);
+    if (chosen < 0 || sd < chosen_seeds || (sd == chosen_seeds && t < chosen_total)) {
       chosen = q;
       chosen_total = t;
+      chosen_seeds = sd;
       equal = 1;
-    } else if (t == chosen_total) {
+    } else if (sd == chosen_seeds && t == chosen_total) {
       ++equal;
     }
   }
@@ -250,7 +256,7 @@ int Schedule::PickQueue(const double* scores, bool advance) const {
     const int start = static_cast<int>(cursor % static_cast<uint64_t>(n));
     for (int i = 0; i < n; ++i) {
       const int q = (start + i) % n;
-      if (scores[q] >= floor && ok(q) && totals[q] == chosen_total) return q;
+      if (scores[q] >= floor && ok(q) && totals[q] == chosen_total && seeded(q) == chosen_seeds) return q;
     }
   }
   return chosen;
@@ -300,6 +306,11 @@ Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefI
   return ws;
 }
 
+bool Schedule::Seeds(const Policy& p, absl::Span<const RefId> refs, const WeightSummary& ws) const {
+  return lead_seeds_rows_ && p.aggregation == Aggregation::kMax && ws.tied <= 1 && ws.best > 0 &&
+         ws.lead < refs.size() && !state_->Contains(refs[ws.lead]);
+}
+
 bool Schedule::MaxOverRows(const Policy& p, absl::Span<const RefId> refs, const WeightSummary& ws) const {
   return max_over_rows_ && p.aggregation == Aggregation::kMax && ws.best > 0 && ws.lead < refs.size() &&
          state_->Contains(refs[ws.lead]);
@@ -342,7 +353,7 @@ QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
   double* scores = s.scores.data();
   Score(p, refs, w, ws.best, ws.lead, scores);
   if (scores_out != nullptr) scores_out->assign(scores, scores + n);
-  return QueueId(PickQueue(scores, /*advance=*/false));
+  return QueueId(PickQueue(scores, /*advance=*/false, Seeds(p, refs, ws) ? seeds_.get() : nullptr));
 }
 
 QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
@@ -391,6 +402,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
     // One State operation on the lead reads its row, scores and records; no
     // reference scores when best == 0 (every queue ties at 0).
     const double best = ws.best;
+    bool seeding = false;
     auto place = [&] {
       return state_->RecordChosen(
           rec, rec_lead,
@@ -401,15 +413,19 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
             } else {
               std::fill(scores, scores + n, 0.0);
             }
-            return QueueId(PickQueue(scores, /*advance=*/true));
+            const bool seed = seeding && row.empty();
+            const int qi = PickQueue(scores, /*advance=*/true, seed ? seeds_.get() : nullptr);
+            if (seed && qi >= 0) seeds_[qi].fetch_add(1, std::memory_order_relaxed);
+            return QueueId(qi);
           },
           untracked);
     };
     if (lead_seeds_rows_ && best > 0 && !state_->Contains(rec[rec_lead])) {
       // Seeding a new row: one seed at a time, so that concurrent seeds see
-      // each other's totals (and a second transaction of the same reference
+      // each other's choices (and a second transaction of the same reference
       // finds the first one's row) instead of all reading the same totals.
       std::lock_guard<std::mutex> l(seed_mu_);
+      seeding = true;
       q = place();
     } else {
       q = place();

@@ -48,7 +48,11 @@
 // reference without a row stays without one (counted in the queue total
 // only). New rows are seeded one at a time (a mutex taken only when the
 // lead has no row): concurrent first transactions of different references
-// otherwise read the same totals and pick the same queue. Why: with the paper's rule the first
+// otherwise read the same totals and pick the same queue. A new row goes to
+// the queue where the fewest rows were seeded, then the smallest State
+// total: at the start of a run the totals are a handful of placements each
+// and say little about load (measured: a TPC-C run that began with two
+// warehouses on one queue and another queue idle, 0.6x the throughput). Why: with the paper's rule the first
 // transaction that names a reference fixes its queue. A remote TPC-C payment
 // (home w_id=2, customer's w_id=5) goes to w_id=5's queue and, if w_id=2 had
 // no row yet, gives it one there; every later w_id=2 transaction follows, and
@@ -81,7 +85,12 @@
 // made while it led) then sent the payment to another warehouse's queue,
 // while the home warehouse's row held thousands on the right one. Where the
 // lead's row is the strongest (DESIGN.md's examples) the result is the
-// paper's Max.
+// paper's Max. Off in Scheduler: it favours established rows over young
+// ones, and at the start of a run a warehouse whose row had 1 placement
+// lost its remote transactions to another warehouse's row of hundreds; as
+// the lead they were recorded there, the row moved, and two warehouses
+// shared one queue for the whole run (measured: 3 of 4 TPC-C runs, 0.6x
+// the throughput).
 //
 // Baselines: Original = uniform random queue (a seeded, thread-safe
 // generator: deterministic for a single deciding thread), Hard Partition =
@@ -219,9 +228,12 @@ class Schedule {
   // Max over rows applies: Max, the option on, and the lead holds a row.
   bool MaxOverRows(const Policy& p, absl::Span<const RefId> refs, const WeightSummary& ws) const;
   // The winner among queues whose score is within 1e-9 (relative) of the
-  // top: smallest State total, then the tie cursor.
+  // top: smallest State total, then the tie cursor. With `seeds` (a new
+  // row's queue): fewest rows seeded there first, then as before.
   // `advance`: a placement (moves the tie cursor); false for Decide().
-  int PickQueue(const double* scores, bool advance) const;
+  int PickQueue(const double* scores, bool advance, const std::atomic<int64_t>* seeds = nullptr) const;
+  // Whether this Max decision seeds the lead's row (lead_seeds_rows).
+  bool Seeds(const Policy& p, absl::Span<const RefId> refs, const WeightSummary& ws) const;
 
   // How a decision reads History counters (set once per decision).
   struct ReadMode {
@@ -253,6 +265,8 @@ class Schedule {
   mutable std::atomic<uint64_t> rng_;
   mutable std::atomic<uint64_t> tie_cursor_{0};  // PickQueue's equal-total ties
   std::mutex seed_mu_;  // lead_seeds_rows: new rows are seeded one at a time
+  // Rows seeded on each queue (lead_seeds_rows; written under seed_mu_).
+  std::unique_ptr<std::atomic<int64_t>[]> seeds_;
 };
 
 }  // namespace scheduler

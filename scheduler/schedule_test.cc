@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+
 #include "gtest/gtest.h"
 
 namespace corral {
@@ -659,6 +661,46 @@ TEST(ScheduleMaxOverRows, StrongestRowWinsOnceTheLeadHasARow) {
   Txn t;
   t.refs = {d, w};
   EXPECT_NE(s.Place(t), QueueId(1));
+}
+
+}  // namespace
+}  // namespace scheduler
+}  // namespace corral
+
+namespace corral {
+namespace scheduler {
+namespace {
+
+// A new row goes where the fewest rows were seeded, even if another queue's
+// State total is smaller (early in a run totals are a few placements).
+TEST(ScheduleSeeding, NewRowsGoWhereFewestRowsWereSeeded) {
+  {
+    history::History h;
+    const RefId a = RefId::Of("w_id=1"), b = RefId::Of("w_id=2");
+    h.Add(a, 10, 10);
+    h.Add(b, 10, 10);
+    state::State::Options o;
+    o.num_queues = 3;
+    auto st = state::State::Create(o, Clock::Real()).value();
+    Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0,
+               /*state_scoring_only=*/true, /*lead_seeds_rows=*/true);
+    Txn ta;
+    ta.refs = {a};
+    const QueueId qa = s.Place(ta);
+    // Unknown references (weight 0) fill the other two queues' totals.
+    for (int i = 0; i < 2; ++i) {
+      Txn u;
+      for (int k = 0; k < 5; ++k) u.refs.push_back(RefId::Of(absl::StrCat("u", i, "_", k)));
+      EXPECT_NE(s.Place(u), qa);
+    }
+    EXPECT_LT(st->Total(qa), st->Total(QueueId((qa.value() + 1) % 3)));
+    Txn tb;
+    tb.refs = {b};
+    EXPECT_NE(s.Decide(tb.refs), qa);
+    EXPECT_NE(s.Place(tb), qa);  // the smallest total is qa's, but a row was seeded there
+    // Later transactions of a and b follow their rows.
+    EXPECT_EQ(s.Place(ta), qa);
+  }
 }
 
 }  // namespace

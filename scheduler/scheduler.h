@@ -72,8 +72,9 @@ class Scheduler {
     // number of the transaction's statements naming it (Txn::ref_mult).
     bool ref_multiplicity = true;
     // Schedule's Max over rows: once the lead holds a row, the queue with
-    // the strongest single reference's evidence wins.
-    bool max_over_rows = true;
+    // the strongest single reference's evidence wins. Off: a young row loses
+    // to an established one of another reference (see schedule.h).
+    bool max_over_rows = false;
     history::History::Options history;
     state::State::Options state;  // its num_queues is overridden by num_queues
     bool stealing = true;

@@ -69,7 +69,7 @@ struct BenchConfig {
   // Learned Max policies: once the lead holds a State row, the queue of the
   // strongest single reference's evidence wins (scheduler/schedule.h, "Max
   // over rows").
-  bool max_over_rows = true;
+  bool max_over_rows = false;
   // Set by ExpandCells: the cell's values of the experiment's sweep
   // dimensions other than policy and protocol ("txn_delay_us=300"), so cells
   // that differ only there get tables, CSV rows and Phase I Histories of
