@@ -44,7 +44,7 @@ ABSL_FLAG(int, repeat, 1, "Phase II repetitions, averaged");
 ABSL_FLAG(std::string, mode, "phased", "phased (Phase I then frozen Phase II) | online (keeps learning)");
 ABSL_FLAG(uint64_t, seed, 1, "random seed");
 ABSL_FLAG(bool, stealing, true, "idle workers steal from other queues");
-ABSL_FLAG(double, max_ref_share, 3,
+ABSL_FLAG(double, max_ref_share, 0,
           "learned policies: a reference in more than this / queues of the transactions never "
           "routes (0 = the paper's rule, every reference scores)");
 ABSL_FLAG(bool, ref_multiplicity, true,

@@ -54,7 +54,7 @@ class Scheduler {
     // Broad-reference rule of the Schedule (see schedule.h): a reference in
     // more than max_ref_share / num_queues of the recorded transactions never
     // routes. 0 = off (the paper's scoring).
-    double max_ref_share = 3;
+    double max_ref_share = 0;
     // Bounded-load rule of the Schedule: a queue whose State total is above
     // max_queue_load x the mean is not chosen while another is. 0 = off
     // (default: on TPC-C it split warehouses whose first transactions

@@ -62,7 +62,7 @@ struct BenchConfig {
   int show_learned = 0;
   // Learned policies: a reference in more than max_ref_share / queues of the
   // transactions never routes (scheduler/schedule.h); 0 = the paper's rule.
-  double max_ref_share = 3;
+  double max_ref_share = 0;
   // Learned policies: weigh a reference by the number of the transaction's
   // statements that name it (scheduler/schedule.h, "Multiplicity").
   bool ref_multiplicity = true;
