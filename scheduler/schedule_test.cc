@@ -512,13 +512,6 @@ TEST(ScheduleTest, FrozenHistoryReadsStayExact) {
   EXPECT_EQ(s.Decide(refs), QueueId(0));  // b unknown now
 }
 
-}  // namespace
-}  // namespace scheduler
-}  // namespace corral
-
-namespace corral {
-namespace scheduler {
-namespace {
 
 // A remote payment names its home warehouse (w_id=2, no row yet) beside a
 // heavier warehouse (w_id=5, row on queue 3). With lead-seeded rows w_id=2
@@ -548,13 +541,6 @@ TEST(ScheduleTest, LeadSeededRowsDoNotInheritAHeavierReferencesQueue) {
   }
 }
 
-}  // namespace
-}  // namespace scheduler
-}  // namespace corral
-
-namespace corral {
-namespace scheduler {
-namespace {
 
 // Deciders that read the same totals (here: placements that add nothing to
 // them, as concurrent first transactions all read zeros) go to different
@@ -573,13 +559,6 @@ TEST(ScheduleTest, EqualTotalsRotateOverQueues) {
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
-}  // namespace
-}  // namespace scheduler
-}  // namespace corral
-
-namespace corral {
-namespace scheduler {
-namespace {
 
 // Multiplicity: a remote payment names its home warehouse in 5 statements
 // and its customer's in 3. Their History weights are about equal (the
@@ -591,9 +570,7 @@ TEST(ScheduleMultiplicity, TheReferenceNamedMostLeadsAmongSimilarWeights) {
   h.Add(home, 640, 2500);
   h.Add(away, 660, 2500);
   for (bool on : {false, true}) {
-    state::State::Options o;
-    o.num_queues = 4;
-    auto st = state::State::Create(o, Clock::Real()).value();
+    auto st = MakeState(4);
     st->Set(home, {0, 50, 0, 0});
     st->Set(away, {0, 0, 0, 50});
     Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0, false,
@@ -616,13 +593,6 @@ TEST(ScheduleMultiplicity, TheReferenceNamedMostLeadsAmongSimilarWeights) {
   }
 }
 
-}  // namespace
-}  // namespace scheduler
-}  // namespace corral
-
-namespace corral {
-namespace scheduler {
-namespace {
 
 // Max over rows: d_id=3 leads by weight but holds a weak row; w_id=2's row
 // is the strongest evidence.
@@ -632,9 +602,7 @@ TEST(ScheduleMaxOverRows, StrongestRowWinsOnceTheLeadHasARow) {
   h.Add(d, 700, 2000);
   h.Add(w, 600, 2000);
   for (bool on : {false, true}) {
-    state::State::Options o;
-    o.num_queues = 4;
-    auto st = state::State::Create(o, Clock::Real()).value();
+    auto st = MakeState(4);
     st->Set(d, {0, 0, 100, 0});
     st->Set(w, {0, 8000, 0, 0});
     Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0, false,
@@ -652,9 +620,7 @@ TEST(ScheduleMaxOverRows, StrongestRowWinsOnceTheLeadHasARow) {
   }
   // A lead without a row is not compared with others' rows: it seeds one by
   // the default rule (smallest total; w's 8000 sit on queue 1).
-  state::State::Options o;
-  o.num_queues = 4;
-  auto st = state::State::Create(o, Clock::Real()).value();
+  auto st = MakeState(4);
   st->Set(w, {0, 8000, 0, 0});
   Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0, false, false,
              false, true);
@@ -663,13 +629,6 @@ TEST(ScheduleMaxOverRows, StrongestRowWinsOnceTheLeadHasARow) {
   EXPECT_NE(s.Place(t), QueueId(1));
 }
 
-}  // namespace
-}  // namespace scheduler
-}  // namespace corral
-
-namespace corral {
-namespace scheduler {
-namespace {
 
 // A new row goes where the fewest rows were seeded, even if another queue's
 // State total is smaller (early in a run totals are a few placements).
@@ -679,9 +638,7 @@ TEST(ScheduleSeeding, NewRowsGoWhereFewestRowsWereSeeded) {
     const RefId a = RefId::Of("w_id=1"), b = RefId::Of("w_id=2");
     h.Add(a, 10, 10);
     h.Add(b, 10, 10);
-    state::State::Options o;
-    o.num_queues = 3;
-    auto st = state::State::Create(o, Clock::Real()).value();
+    auto st = MakeState(3);
     Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0,
                /*state_scoring_only=*/true, /*lead_seeds_rows=*/true);
     Txn ta;

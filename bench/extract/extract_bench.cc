@@ -178,15 +178,20 @@ int TpccTxnPath(const std::string& ddl, corral::ExtractionPolicy policy, int n, 
   bench::SqlRefs sql_refs(shared_ex);
   bench::SqlRefs::Local local;
   RefMult mult;
-  for (const auto& t : txns) {
-    RefVec a, b;
+  // The text path: AppendSql + parameter copy + Extract per statement.
+  auto text_path = [&](const workloads::WorkloadTxn& t, RefVec* out) {
     sql.clear();
-    t->AppendSql(&sql);
+    t.AppendSql(&sql);
     for (const auto& s : sql) {
       params.clear();
       for (const auto& p : s.params) params.push_back(ParamValue{p.text, p.is_null});
-      if (!ex.Extract(s.tmpl, policy, ParamSpan(params), &a).ok()) return 1;
+      if (!ex.Extract(s.tmpl, policy, ParamSpan(params), out).ok()) return false;
     }
+    return true;
+  };
+  for (const auto& t : txns) {
+    RefVec a, b;
+    if (!text_path(*t, &a)) return 1;
     mult.clear();
     if (sql_refs.Extract(sql, policy, &local, &b, &mult) != 0 || a != b || mult.size() != b.size()) {
       std::printf("prepared path differs from the text path\n");
@@ -205,13 +210,7 @@ int TpccTxnPath(const std::string& ddl, corral::ExtractionPolicy policy, int n, 
     // AppendSql + parameter copy + Extract (the runner's "extraction").
     for (const auto& t : txns) {
       refs.clear();
-      sql.clear();
-      t->AppendSql(&sql);
-      for (const auto& s : sql) {
-        params.clear();
-        for (const auto& p : s.params) params.push_back(ParamValue{p.text, p.is_null});
-        if (!ex.Extract(s.tmpl, policy, ParamSpan(params), &refs).ok()) return 1;
-      }
+      if (!text_path(*t, &refs)) return 1;
     }
     int64_t c2 = ThreadCpuNs();
     // The runner's path: AppendSql + SqlRefs (prepared templates, counts).
