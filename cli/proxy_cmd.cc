@@ -29,7 +29,8 @@ ABSL_FLAG(std::string, proxy_stealing, "",
           "on | affinity | any | off: idle backends take waiting transactions of other queues "
           "(affinity: only those placed without learned affinity or waiting longer than "
           "--steal_after_ms; on: also affine ones whose keys no running transaction holds; any: all)");
-ABSL_FLAG(int, steal_after_ms, -1, "stealing on: an affine transaction is stealable after this wait (0 never)");
+ABSL_FLAG(int, steal_after_ms, -1,
+          "stealing affinity: an affine transaction is stealable after this wait (0 never)");
 ABSL_FLAG(int, query_wait_timeout, -1, "seconds a transaction may wait for its backend (0 = none)");
 ABSL_FLAG(int, metrics_port, -2, "Prometheus /metrics HTTP port (-1 off, 0 ephemeral)");
 

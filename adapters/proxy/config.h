@@ -9,7 +9,7 @@
 //   server_host / server_port / server_user / server_password / server_dbname
 //   server_conninfo = host=... port=... user=... dbname=... password=...
 //   policy = count-max-canonical-single      stealing = on | affinity | any | off
-//   steal_after_ms = 50            (on: affine transactions stealable after it; 0 never)
+//   steal_after_ms = 50            (affinity: affine transactions stealable after it; 0 never)
 //   metrics_port = 9127 (-1 off)   max_packet_size = 67108864
 //   max_prepared_statements = 512  admin_dbname = corral
 //

@@ -548,8 +548,7 @@ void Proxy::Loop::Run() {
   while (!stop_.load()) {
     // Wake in time for a waiting transaction to become stealable.
     int timeout_ms = 100;
-    if ((steal_mode() == StealMode::kAffinity || steal_mode() == StealMode::kInFlight) &&
-        opt_.steal_after_ms > 0 && waiting_any()) {
+    if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
       timeout_ms = static_cast<int>(std::clamp<int64_t>(opt_.steal_after_ms / 2, 1, 100));
     }
     int n = epoll_wait(epfd_, events, 256, timeout_ms);
@@ -1665,8 +1664,7 @@ void Proxy::Loop::Timers() {
   }
   // Affinity-aware stealing: a transaction that has waited past steal_after
   // becomes stealable without any event; idle backends look again.
-  if ((steal_mode() == StealMode::kAffinity || steal_mode() == StealMode::kInFlight) &&
-      opt_.steal_after_ms > 0 && waiting_any()) {
+  if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
     DispatchIdle();
   }
   if (opt_.query_wait_timeout_ms <= 0) return;
@@ -1840,7 +1838,8 @@ std::string Proxy::Loop::MetricsText() const {
   counter("corral_queue_waits_total", "Transactions that waited for their backend.", stats_.queue_waits);
   counter("corral_steals_total", "Waiting transactions taken by another idle backend.", stats_.steals);
   counter("corral_steals_affine_total",
-          "Steals of transactions placed by learned affinity (waited past steal_after_ms).",
+          "Steals of transactions placed by learned affinity (stealing on: no running transaction held their "
+          "references; affinity: waited past steal_after_ms).",
           stats_.steals_affine);
   counter("corral_affine_transactions_total", "Transactions placed by learned affinity.",
           stats_.affine_txns);

@@ -66,10 +66,10 @@ struct Options {
   // Idle backends take waiting transactions of other queues (steal.h):
   // stealing on = affinity- and in-flight-aware (steal_inflight: only
   // transactions placed without learned affinity, or whose references no
-  // running transaction holds, or waiting longer than steal_after_ms; 0 =
-  // never); `stealing = affinity`: the same without the in-flight part
-  // (steal_inflight false); steal_any = plain stealing (`stealing = any`);
-  // off = none.
+  // running transaction holds); `stealing = affinity`: only those placed
+  // without learned affinity, or waiting longer than steal_after_ms (0 =
+  // never; steal_inflight false); steal_any = plain stealing (`stealing =
+  // any`); off = none.
   bool stealing = true;
   bool steal_any = false;
   bool steal_inflight = true;

@@ -208,11 +208,16 @@ TEST(Steal, InFlightAwareTakesUnblockedAffineTransactions) {
   std::vector<std::deque<Waiter>> q = {{{true, 100, true}, {true, 300, false}},
                                        {{true, 50, true}},
                                        {}};
-  // Bound not reached: only the unblocked affine transaction may be stolen.
+  // Only the unblocked affine transaction may be stolen...
   StealPick p = Pick(q, 2, StealMode::kInFlight, 1000, 5000);
   EXPECT_EQ(p.queue, 0);
   EXPECT_EQ(p.pos, 1u);
-  // The affinity-only rule takes none of them.
+  // ...however long the blocked ones have waited (past the bound, a blocked
+  // one would only run beside its holder and conflict).
+  p = Pick(q, 2, StealMode::kInFlight, 100000, 5000);
+  EXPECT_EQ(p.queue, 0);
+  EXPECT_EQ(p.pos, 1u);
+  // The affinity-only rule takes none of them before the bound.
   EXPECT_EQ(Pick(q, 2, StealMode::kAffinity, 1000, 5000).queue, -1);
   // Once everything is unblocked the oldest wins again.
   q[1][0].blocked = false;
@@ -224,8 +229,8 @@ TEST(Steal, InFlightAwareTakesUnblockedAffineTransactions) {
   // ...waits when all are blocked...
   q[0][1].blocked = true;
   EXPECT_EQ(Own(q[0], StealMode::kInFlight, 1000, 5000), -1);
-  // ...takes the front past the bound, and is plain FIFO in other modes.
-  EXPECT_EQ(Own(q[0], StealMode::kInFlight, 6000, 5000), 0);
+  // ...also past the bound, and is plain FIFO in other modes.
+  EXPECT_EQ(Own(q[0], StealMode::kInFlight, 100000, 5000), -1);
   EXPECT_EQ(Own(q[0], StealMode::kAffinity, 1000, 5000), 0);
   EXPECT_EQ(Own(q[0], StealMode::kAny, 1000, 5000), 0);
   EXPECT_EQ(Own({}, StealMode::kInFlight, 1000, 5000), -1);
@@ -233,6 +238,8 @@ TEST(Steal, InFlightAwareTakesUnblockedAffineTransactions) {
   EXPECT_TRUE(MaySteal(StealMode::kInFlight, false, true, 0, 0));
   EXPECT_FALSE(MaySteal(StealMode::kInFlight, true, true, 0, 0));
   EXPECT_TRUE(MaySteal(StealMode::kInFlight, true, false, 0, 0));
+  EXPECT_FALSE(MaySteal(StealMode::kInFlight, true, true, 100000, 5000));
+  EXPECT_TRUE(MaySteal(StealMode::kAffinity, true, true, 100000, 5000));
 }
 
 TEST(Steal, RouteReportsLearnedAffinity) {
