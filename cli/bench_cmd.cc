@@ -60,7 +60,7 @@ ABSL_FLAG(double, txn_delay_us, 0,
           "embedded engine: wall time a transaction holds its locks / read set before commit "
           "(models interactive round trips; 0 = none)");
 ABSL_FLAG(std::string, insert_refs, "foreign-keys",
-          "which INSERT columns yield references: foreign-keys (columns in a foreign-key class) | all");
+          "which INSERT and UPDATE SET columns yield references: foreign-keys (columns in a foreign-key class) | all");
 ABSL_FLAG(int, show_learned, 0, "print the N learned references with the most Phase I aborts");
 ABSL_FLAG(double, retry_wait_us, -1,
           "engine: max wait for the conflicting record before a conflict abort is reported "
@@ -72,6 +72,9 @@ ABSL_FLAG(std::string, csv, "", "write one CSV row per Phase II run to this file
 ABSL_FLAG(std::string, timeline_csv, "", "write the per-0.5s timeline (tps, abort rate, memory) to this file");
 ABSL_FLAG(std::string, backend, "engine", "engine (embedded) | postgres (needs --conninfo; bench/pgbackend)");
 ABSL_FLAG(std::string, conninfo, "", "libpq conninfo for --backend=postgres");
+ABSL_FLAG(bool, pg_seqscan, false,
+          "--backend=postgres: allow sequential scans (default: SET enable_seqscan = off in every session, "
+          "so SERIALIZABLE reads of small tables take tuple, not relation-level, SIRead locks)");
 ABSL_FLAG(std::string, isolation, "serializable",
           "--backend=postgres: serializable | repeatable-read | read-committed");
 
@@ -117,6 +120,7 @@ int RunBench(const std::vector<char*>& args) {
   c.max_ref_share = absl::GetFlag(FLAGS_max_ref_share);
   c.ref_multiplicity = absl::GetFlag(FLAGS_ref_multiplicity);
   c.max_over_rows = absl::GetFlag(FLAGS_max_over_rows);
+  c.pg_seqscan = absl::GetFlag(FLAGS_pg_seqscan);
   c.max_queue_load = absl::GetFlag(FLAGS_max_queue_load);
   c.txn_delay_us = absl::GetFlag(FLAGS_txn_delay_us);
   c.backend = absl::GetFlag(FLAGS_backend);

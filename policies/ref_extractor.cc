@@ -479,8 +479,10 @@ class Compiler {
           if (val != nullptr && val->NodeType() == "SubLink") Where(*val, scope, NewConj());
           continue;
         }
+        const std::string col = Str(rt, "name");
+        if (!schema_.WrittenColumnYieldsRef(table, col)) continue;
         int conj = NewConj();
-        plan_->conjs[conj].eqs.push_back(AddColumnPred(table, Str(rt, "name"), std::move(v)));
+        plan_->conjs[conj].eqs.push_back(AddColumnPred(table, col, std::move(v)));
       }
     }
     int conj = NewConj();
@@ -519,7 +521,7 @@ class Compiler {
       if (items == nullptr) continue;
       int conj = NewConj();
       for (size_t i = 0; i < items->items().size() && i < cols.size(); ++i) {
-        if (!schema_.InsertColumnYieldsRef(table, cols[i])) continue;
+        if (!schema_.WrittenColumnYieldsRef(table, cols[i])) continue;
         ValueSrc v;
         if (!ValueOf(items->items()[i], &v)) continue;
         plan_->conjs[conj].eqs.push_back(AddColumnPred(table, cols[i], std::move(v)));

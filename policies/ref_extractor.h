@@ -12,7 +12,9 @@
 //    conjunction with the equalities (`IN (1,2)` and `w_id=5` -> `i_id=1 AND
 //    w_id=5`, `i_id=2 AND w_id=5`); further IN lists of the same conjunction
 //    are left out under All.
-//  - UPDATE `SET col = const|$n`: each its own reference in both groupings.
+//  - UPDATE `SET col = const|$n`: each its own reference in both groupings
+//    (only for foreign-key-class columns under InsertRefs::kForeignKeys, as
+//    for INSERT).
 //  - INSERT (col, ...) VALUES (...), (...): col=value per column (only the
 //    foreign-key-class columns when the Schema says InsertRefs::kForeignKeys
 //    and the table has such columns); under All

@@ -92,7 +92,7 @@ TypeClass TypeClassOfTypeName(absl::string_view t) {
 
 bool Schema::HasTable(absl::string_view table) const { return tables_.contains(table); }
 
-bool Schema::InsertColumnYieldsRef(absl::string_view table, absl::string_view column) const {
+bool Schema::WrittenColumnYieldsRef(absl::string_view table, absl::string_view column) const {
   if (insert_refs_ == InsertRefs::kAll) return true;
   if (table_has_classes_.find(table) == table_has_classes_.end()) return true;
   return class_of_.find(absl::StrCat(table, ".", column)) != class_of_.end();

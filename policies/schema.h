@@ -55,21 +55,22 @@ struct FunctionDef {
   std::vector<FunctionParamDef> params;  // the arguments a call passes, in order
 };
 
-// Which INSERT column/value pairs yield references (RefExtractor).
+// Which written values yield references (RefExtractor): INSERT column/value
+// pairs and UPDATE `SET col = value`. WHERE references are never affected.
 enum class InsertRefs {
   kAll,          // every column (DESIGN.md "References"; the default)
   kForeignKeys,  // in a table that has foreign-key classes, only its columns
-                 // that belong to one (they name existing rows: the data an
-                 // insert can contend on); tables without any keep all
+                 // that belong to one (they name existing rows: the data a
+                 // write can contend on); tables without any keep all
 };
 
 class Schema {
  public:
   bool HasTable(absl::string_view table) const;
   InsertRefs insert_refs() const { return insert_refs_; }
-  // Whether `INSERT INTO table (column, ...)` yields a reference for column
-  // under insert_refs().
-  bool InsertColumnYieldsRef(absl::string_view table, absl::string_view column) const;
+  // Whether a written value of table.column (`INSERT INTO table (column, ..)`,
+  // `UPDATE table SET column = ..`) yields a reference under insert_refs().
+  bool WrittenColumnYieldsRef(absl::string_view table, absl::string_view column) const;
   bool HasColumn(absl::string_view table, absl::string_view column) const;
   // Columns of a table in declaration order (empty if unknown).
   std::vector<std::string> ColumnsOf(absl::string_view table) const;
@@ -131,11 +132,14 @@ class SchemaBuilder {
   // A bad line gives an error naming its line number.
   absl::Status AddMappingText(absl::string_view text);
 
-  // Which INSERT columns yield references (default kAll). Why kForeignKeys
+  // Which written values yield references (default kAll). Why kForeignKeys
   // exists: auto-extracted TPC-C INSERTs yield ol_number=1..15,
   // ol_quantity=1..10, o_all_local=1, values shared by most NewOrders that
   // name no existing data; under Count they outrank w_id=k and route
   // NewOrders of every warehouse to one queue (measured, bench/RESULTS.md).
+  // SET values likewise: SmallBank's Amalgamate writes `bal = 0`, a value in
+  // every Amalgamate, which outranked the accounts under Count and sent all
+  // Amalgamates to one queue of their own (bench/RESULTS.md, issue 7).
   void SetInsertRefs(InsertRefs mode) { insert_refs_ = mode; }
 
   absl::StatusOr<std::shared_ptr<const Schema>> Build() const;

@@ -189,7 +189,9 @@ std::vector<std::string> InsertRefTexts(InsertRefs mode, const std::string& sql)
 
 // Under kForeignKeys an INSERT yields only the columns that name existing
 // rows (foreign-key classes): the order line's order and item, not its line
-// number or quantity. WHERE and SET references are not affected.
+// number or quantity. SET values likewise (the stock row's quantity is not
+// data a transaction can contend on; its item and warehouse are). WHERE
+// references are not affected.
 TEST(SchemaTest, InsertForeignKeysOnly) {
   const std::string ins =
       "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, "
@@ -200,8 +202,13 @@ TEST(SchemaTest, InsertForeignKeysOnly) {
   EXPECT_NE(std::find(all.begin(), all.end(), "ol_number=7"), all.end());
   EXPECT_NE(std::find(all.begin(), all.end(), "ol_quantity=5"), all.end());
   const std::string upd = "UPDATE stock SET s_quantity = 6 WHERE s_i_id = 2 AND s_w_id = 5";
-  EXPECT_EQ(InsertRefTexts(InsertRefs::kForeignKeys, upd),
+  EXPECT_EQ(InsertRefTexts(InsertRefs::kForeignKeys, upd), (std::vector<std::string>{"i_id=2", "w_id=5"}));
+  EXPECT_EQ(InsertRefTexts(InsertRefs::kAll, upd),
             (std::vector<std::string>{"i_id=2", "s_quantity=6", "w_id=5"}));
+  // A SET column that is itself in a foreign-key class still yields one.
+  const std::string fk_set = "UPDATE customer SET c_d_id = 3 WHERE c_w_id = 1 AND c_id = 9";
+  std::vector<std::string> fk = InsertRefTexts(InsertRefs::kForeignKeys, fk_set);
+  EXPECT_NE(std::find(fk.begin(), fk.end(), "d_id=3"), fk.end());
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ cmd_start() {
     if as_owner "$PGBIN/pg_ctl" -D "$dir/data" -w -t 30 -l "$dir/server.log" \
         -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off \
             -c synchronous_commit=off -c full_page_writes=off \
-            -c max_connections=200 -c shared_buffers=64MB" start >/dev/null 2>&1; then
+            -c max_connections=200 -c shared_buffers=64MB ${CORRAL_PG_OPTS:-}" start >/dev/null 2>&1; then
       echo "$port" >"$dir/port"
       echo "$dir" >"$STATE_FILE"
       log "PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$port, dir $dir"

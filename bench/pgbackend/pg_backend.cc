@@ -247,6 +247,7 @@ class PgBackend : public Backend {
     adapters::PgExecutorOptions eo = o_.executor;
     eo.isolation = o_.isolation;
     if (auto iso = adapters::ParsePgIsolation(c.protocol); iso.ok()) eo.isolation = *iso;
+    if (!c.pg_seqscan) eo.session_setup.push_back("SET enable_seqscan = off");
 
     auto admin = Connect(admin_ci);
     if (!admin.ok()) return admin.status();

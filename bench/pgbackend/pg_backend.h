@@ -31,6 +31,9 @@
 // an isolation level ("serializable", "repeatable-read", "read-committed"),
 // which lets experiment specs sweep it as `protocol = ...`.
 //
+// Plans: unless BenchConfig::pg_seqscan, every executor session runs SET
+// enable_seqscan = off (config.h says why: relation-level SIRead locks).
+//
 // Check(): TPC-C consistency conditions 1-4 (W_YTD = sum(D_YTD); D_NEXT_O_ID
 // - 1 = max(O_ID) = max(NO_O_ID); new_order ids contiguous; sum(O_OL_CNT) =
 // order_line rows), per district, in SQL. SmallBank: every account still has

@@ -27,6 +27,14 @@ absl::Status Dbl(absl::string_view key, absl::string_view v, double* out) {
   return absl::OkStatus();
 }
 
+absl::Status Bool(absl::string_view key, absl::string_view v, bool* out) {
+  std::string b = absl::AsciiStrToLower(v);
+  if (b == "true" || b == "on" || b == "1" || b == "yes") *out = true;
+  else if (b == "false" || b == "off" || b == "0" || b == "no") *out = false;
+  else return Bad(key, v, "on|off");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const std::vector<std::string>& SettingKeys() {
@@ -35,7 +43,7 @@ const std::vector<std::string>& SettingKeys() {
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample", "show_learned", "max_ref_share", "max_queue_load", "txn_delay_us",
-      "insert_refs", "ref_multiplicity", "max_over_rows"};
+      "insert_refs", "ref_multiplicity", "max_over_rows", "pg_seqscan"};
   return k;
 }
 
@@ -81,21 +89,10 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
   if (key == "max_ref_share") return Dbl(key, v, &c->max_ref_share);
   if (key == "show_learned") return Num(key, v, &c->show_learned);
   if (key == "retry_wait_us") return Dbl(key, v, &c->retry_wait_us);
-  if (key == "ref_multiplicity" || key == "max_over_rows") {
-    bool* field = key == "ref_multiplicity" ? &c->ref_multiplicity : &c->max_over_rows;
-    std::string b = absl::AsciiStrToLower(v);
-    if (b == "true" || b == "on" || b == "1" || b == "yes") *field = true;
-    else if (b == "false" || b == "off" || b == "0" || b == "no") *field = false;
-    else return Bad(key, v, "on|off");
-    return absl::OkStatus();
-  }
-  if (key == "stealing") {
-    std::string b = absl::AsciiStrToLower(v);
-    if (b == "true" || b == "on" || b == "1" || b == "yes") c->stealing = true;
-    else if (b == "false" || b == "off" || b == "0" || b == "no") c->stealing = false;
-    else return Bad(key, v, "on|off");
-    return absl::OkStatus();
-  }
+  if (key == "ref_multiplicity") return Bool(key, v, &c->ref_multiplicity);
+  if (key == "max_over_rows") return Bool(key, v, &c->max_over_rows);
+  if (key == "pg_seqscan") return Bool(key, v, &c->pg_seqscan);
+  if (key == "stealing") return Bool(key, v, &c->stealing);
   if (key == "mode") {
     std::string m = absl::AsciiStrToLower(v);
     if (m == "phased") c->mode = RunMode::kPhased;

@@ -70,12 +70,21 @@ struct BenchConfig {
   // strongest single reference's evidence wins (scheduler/schedule.h, "Max
   // over rows").
   bool max_over_rows = false;
+  // backend = postgres: allow sequential scans in the executors' sessions.
+  // Off (default): every session runs SET enable_seqscan = off, so the
+  // planner reads the small tables (TPC-C warehouse, district) by index. A
+  // sequential scan takes a relation-level SIRead lock under SERIALIZABLE
+  // (PostgreSQL docs, 13.2.3), which makes every write to that table by any
+  // other transaction an rw-conflict: two warehouses' transactions on two
+  // connections then fail each other with 40001 although they share no row.
+  bool pg_seqscan = false;
   // Set by ExpandCells: the cell's values of the experiment's sweep
   // dimensions other than policy and protocol ("txn_delay_us=300"), so cells
   // that differ only there get tables, CSV rows and Phase I Histories of
   // their own. Empty for a single run.
   std::string sweep_label;
-  // Which INSERT columns yield references (policies/schema.h InsertRefs):
+  // Which INSERT and UPDATE SET columns yield references (policies/schema.h
+  // InsertRefs):
   // "foreign-keys" (default here: the references the paper hand-labelled)
   // or "all" (DESIGN.md's extraction rule).
   InsertRefs insert_refs = InsertRefs::kForeignKeys;

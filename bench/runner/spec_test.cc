@@ -115,6 +115,23 @@ TEST(Config, ApplyAndValidate) {
   EXPECT_FALSE(ApplySetting(&c, "seed", "-x").ok());
 }
 
+TEST(Config, BooleanKeysTakeOnOffAndNameTheKeyOnABadValue) {
+  BenchConfig c;
+  EXPECT_FALSE(c.pg_seqscan);
+  EXPECT_TRUE(ApplySetting(&c, "pg_seqscan", "on").ok());
+  EXPECT_TRUE(c.pg_seqscan);
+  EXPECT_TRUE(ApplySetting(&c, "stealing", "No").ok());
+  EXPECT_FALSE(c.stealing);
+  EXPECT_TRUE(ApplySetting(&c, "max_over_rows", "1").ok());
+  EXPECT_TRUE(c.max_over_rows);
+  EXPECT_TRUE(ApplySetting(&c, "ref_multiplicity", "false").ok());
+  EXPECT_FALSE(c.ref_multiplicity);
+  absl::Status bad = ApplySetting(&c, "pg_seqscan", "maybe");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.message()).find("pg_seqscan"), std::string::npos) << bad;
+  EXPECT_TRUE(c.pg_seqscan);  // unchanged by the bad value
+}
+
 }  // namespace
 }  // namespace bench
 }  // namespace corral
