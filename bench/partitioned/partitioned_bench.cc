@@ -244,7 +244,7 @@ int Sweep() {
     return 1;
   }
   out << "variant,scheme,f,measured_tps,model_tps,err,tsp,tspS,tmp,tmpC,"
-         "stall,l,abort,mr,gap,rcpu,coord,reexec,sysabort,cores,tlock\n";
+         "stall,l,abort,mr,gap,rcpu,coord,reexec,sysabort,cores,tlock,wait\n";
   const std::vector<std::string> names = absl::StrSplit(
       absl::GetFlag(FLAGS_schemes), ',', absl::SkipEmpty());
   for (const std::string& sn : names) {
@@ -262,13 +262,13 @@ int Sweep() {
       char line[512];
       std::snprintf(line, sizeof(line),
                     "%s,%s,%.3f,%.0f,%.0f,%.4f,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f,"
-                    "%.4f,%.3f,%.2f,%.2f,%.2f,%lld,%lld,%.2f,%.2f",
+                    "%.4f,%.3f,%.2f,%.2f,%.2f,%lld,%lld,%.2f,%.2f,%.2f",
                     variant.c_str(), sn.c_str(), f, meas, pred, err, p.tsp_us,
                     p.tsp_spec_us, p.tmp_us, p.tmp_cpu_us, p.StallUs(),
                     p.lock_overhead, p.abort_rate, p.multi_round_share,
                     p.round_gap_us, p.round_cpu_us, p.coordinator_us,
                     (long long)win.reexecuted, (long long)win.system_aborts, p.cores,
-                    p.tsp_lock_us);
+                    p.tsp_lock_us, p.mp_wait_cpu_us);
       out << line << "\n";
       std::printf("%s\n", line);
       std::fflush(stdout);

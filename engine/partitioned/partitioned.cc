@@ -528,6 +528,7 @@ Window EngineImpl::TakeWindow() {
   }
   // Busy times are wall times; on a shared machine a busy thread also waits
   // for a core. Scale them to CPU time with the partitions' measured ratio.
+  const int64_t busy_wall = ps.busy_ns;
   const double k = ps.busy_ns > 0 && cpu > 0
                        ? std::min(1.0, static_cast<double>(cpu) / ps.busy_ns)
                        : 1.0;
@@ -603,6 +604,14 @@ Window EngineImpl::TakeWindow() {
     m.multi_round_share = static_cast<double>(mr) / w.mp_committed;
   }
   if (cs.decided > 0) m.coordinator_us = avg(cs.busy_ns, cs.decided);
+  // The partitions' CPU beyond their busy wall time was spent waiting in and
+  // waking from the inbox; with MP transactions running, it is charged to
+  // them (at f = 0 the SP busy times already carry the measured share).
+  if (mp_all >= 5 && cpu > busy_wall) {
+    m.mp_wait_cpu_us = avg(cpu - busy_wall, mp_all);
+  } else if (mp_all >= 5) {
+    m.mp_wait_cpu_us = 0;
+  }
   w.params = m;
   return w;
 }

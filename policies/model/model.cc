@@ -27,7 +27,7 @@ double ExtraRoundCpu(const ModelParams& p) {
 // coordinator cannot use more than `cores` CPUs together.
 double Cap(const ModelParams& p, double tput, double partition_cpu_per_txn) {
   if (p.cores <= 0) return tput;
-  double cpu = partition_cpu_per_txn + p.f * p.coordinator_us;
+  double cpu = partition_cpu_per_txn + p.f * (p.coordinator_us + p.mp_wait_cpu_us);
   if (cpu <= 0) return tput;
   return std::min(tput, p.cores * 1e6 / cpu);
 }
@@ -86,10 +86,10 @@ std::string ModelParams::ToString() const {
   std::snprintf(buf, sizeof(buf),
                 "P=%d w=%d tsp=%.1f tspS=%.1f tmp=%.1f tmpC=%.1f tmpN=%.1f "
                 "stall=%.1f l=%.3f tlock=%.1f f=%.3f abort=%.3f mr=%.3f gap=%.1f "
-                "rcpu=%.1f coord=%.1f",
+                "rcpu=%.1f coord=%.1f wait=%.1f",
                 partitions, mp_width, tsp_us, tsp_spec_us, tmp_us, tmp_cpu_us,
                 tmp_net_us, StallUs(), lock_overhead, tsp_lock_us, f, abort_rate,
-                multi_round_share, round_gap_us, round_cpu_us, coordinator_us);
+                multi_round_share, round_gap_us, round_cpu_us, coordinator_us, mp_wait_cpu_us);
   return buf;
 }
 

@@ -59,8 +59,11 @@
 //  * A single coordinator: if coordinator_us (CPU per MP transaction at the
 //    coordinator) is known and shares a core budget `cores` with the
 //    partitions (our 2-core machine), the prediction is capped by the CPU
-//    budget: throughput <= cores / (f coordinator_us + per-txn partition CPU).
-//    With cores = 0 (the paper: separate machines) there is no cap.
+//    budget: throughput <= cores / (f (coordinator_us + mp_wait_cpu_us) +
+//    per-txn partition CPU), mp_wait_cpu_us being the partitions' CPU spent
+//    waiting for and waking on messages, per MP transaction (measured: their
+//    thread CPU beyond their busy wall time). With cores = 0 (the paper:
+//    separate machines) there is no cap.
 //  * tsp_lock_us: where the SP time under locks is measured directly it
 //    replaces (1 + l) tspS.
 // Selector: SchemeSelector adds hysteresis (gain > min_gain for
@@ -98,6 +101,10 @@ struct ModelParams {
   double round_gap_us = 0;     // idle gap between two rounds at a partition
   double round_cpu_us = 0;     // extra CPU per extra round at a partition
   double coordinator_us = 0;   // coordinator CPU per MP txn (0: unknown)
+  // Partition-thread CPU outside busy periods (waiting in and waking from
+  // the inbox: syscalls, context switches), summed over the partitions, per
+  // MP transaction; counted in the CPU cap only (0: unknown).
+  double mp_wait_cpu_us = 0;
   double cores = 0;            // shared CPU budget (0: one machine each)
   // Locking runs SP txns without locks while no MP txn is active at the
   // partition (the paper's optimization, not in its formula): with

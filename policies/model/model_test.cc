@@ -164,6 +164,10 @@ TEST(ModelTest, CoreBudgetCaps) {
   p.coordinator_us = 100;
   EXPECT_LT(SpeculationThroughput(p), uncapped);
   EXPECT_LE(SpeculationThroughput(p), 1e6 / (2 * 55 + 100) + 1e-6);
+  // The partitions' waiting CPU per MP transaction joins the budget.
+  p.mp_wait_cpu_us = 40;
+  EXPECT_NEAR(SpeculationThroughput(p), 1e6 / (2 * 55 + 100 + 40), 1e-6);
+  EXPECT_NEAR(BlockingThroughput(p), 1e6 / (2 * 55 + 100 + 40), 1e-6);
 }
 
 TEST(SelectorTest, HysteresisNeedsTwoWindows) {
