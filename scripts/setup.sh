@@ -18,6 +18,12 @@ PKGS=(
   postgresql-contrib   # pgbench
   pgbouncer            # the peer in the proxy benchmark
   python3-matplotlib   # plots
+  python3-psycopg      # client-driver tests through the proxy (psycopg 3)
+  python3-asyncpg      # client-driver tests (binary parameters)
+  libpostgresql-jdbc-java  # the PostgreSQL JDBC driver for the Java client tests
+  default-jdk-headless # javac/java for the JDBC client tests
+  clang-14             # libFuzzer targets (scripts/fuzz.sh)
+  libfuzzer-14-dev
 )
 
 missing=()
