@@ -627,6 +627,9 @@ absl::optional<Refusal> ClientSession::OnStatement(absl::string_view sql) {
     if (absl::optional<Refusal> refusal = StatementEffects(text, *stmt, &block, &effects)) return refusal;
   }
   for (Effect& e : effects) {
+    // In a failed transaction block the server ignores everything up to
+    // ROLLBACK / ROLLBACK TO SAVEPOINT.
+    if (status_ == 'E' && e.kind != Kind::kRollbackTo && e.kind != Kind::kEnd) continue;
     switch (e.kind) {
       case Kind::kSet:
         SetValue(e.name, std::move(e.value));

@@ -589,6 +589,8 @@ TEST(SessionParamsPgTest, ModelMatchesServerThroughTransactions) {
       "SAVEPOINT a",
       "SET statement_timeout = '9s'",
       "SELECT 1/0",
+      "SET work_mem = '11MB'",  // ignored: the block has failed
+      "SAVEPOINT b",
       "ROLLBACK TO SAVEPOINT a",
       "COMMIT",
       "BEGIN",
