@@ -3,7 +3,9 @@
 // TpccWorkload::Next: mix, NURand customers and items, remote supply
 // warehouses, remote-customer payments, rollbacks); this file translates
 // them into the partitioned engine's key/value fragments, loads the initial
-// values, and checks consistency conditions after a run.
+// values, and checks consistency conditions after a run. It is a benchmark
+// workload on the engine, so it lives in bench/ (the engine does not depend
+// on the benchmarks).
 //
 //   workloads::TpccParams tp;  tp.warehouses = 2;  tp.remote_item_prob = 0.1;
 //   PartitionedTpcc tpcc(tp, /*partitions=*/2);
@@ -72,8 +74,8 @@
 //
 // Thread-safety: Next and Record are thread-safe (Record locks a mutex
 // briefly); Load and Check are quiescent.
-#ifndef CORRAL_ENGINE_PARTITIONED_TPCC_H_
-#define CORRAL_ENGINE_PARTITIONED_TPCC_H_
+#ifndef CORRAL_BENCH_PARTITIONED_TPCC_H_
+#define CORRAL_BENCH_PARTITIONED_TPCC_H_
 
 #include <atomic>
 #include <cstdint>
@@ -174,4 +176,4 @@ class TpccDriver {
 }  // namespace partitioned
 }  // namespace corral
 
-#endif  // CORRAL_ENGINE_PARTITIONED_TPCC_H_
+#endif  // CORRAL_BENCH_PARTITIONED_TPCC_H_

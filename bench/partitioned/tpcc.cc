@@ -1,4 +1,4 @@
-#include "engine/partitioned/tpcc.h"
+#include "bench/partitioned/tpcc.h"
 
 #include <algorithm>
 #include <cmath>
