@@ -81,6 +81,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -131,6 +132,9 @@ class PartitionedTpcc {
   int64_t StockSlot(int i, int field) const;
   int64_t ItemSlot(int i) const;
   int PartitionOf(int w) const { return (w - 1) % P_; }
+  // The customer a Payment / OrderStatus names: c_id, or by last name the
+  // customer carrying that name number (see the header).
+  int CustomerId(int c_id, bool by_last_name, const std::string& c_last) const;
 
   workloads::TpccParams p_;
   workloads::TpccWorkload gen_;
