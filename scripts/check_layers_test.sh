@@ -36,41 +36,35 @@ clean() {
   put "$r" schemas/x.h '#include "cli/main.h"'
 }
 
-# expect_fail NAME ROOT PATTERN: the checker exits 1 and prints PATTERN.
-expect_fail() {
+# upward NAME FILE TEXT PATTERN: a clean tree plus FILE holding TEXT fails,
+# and the checker prints PATTERN.
+upward() {
   local out rc
-  out=$("$PY" "$CHECK" --root="$2" 2>&1); rc=$?
+  clean "$R"
+  put "$R" "$2" "$3"
+  out=$("$PY" "$CHECK" --root="$R" 2>&1); rc=$?
   [ $rc -eq 1 ] || fail "$1: exit $rc, want 1; output: $out"
-  grep -qF -- "$3" <<<"$out" || fail "$1: output lacks '$3': $out"
+  grep -qF -- "$4" <<<"$out" || fail "$1: output lacks '$4': $out"
 }
 
 R="$T/tree"
 clean "$R"
 out=$("$PY" "$CHECK" --root="$R" 2>&1) || fail "clean tree: exit $?: $out"
 
-clean "$R"
-put "$R" engine/partitioned/tpcc.h $'// TPC-C\n#include "engine/engine.h"\n#include "bench/workloads/tpcc.h"'
-expect_fail "upward include" "$R" "engine/partitioned/tpcc.h:3: layer 'engine' uses higher layer 'bench' (bench/workloads/tpcc.h)"
-
-clean "$R"
-put "$R" engine/partitioned/BUILD $'cc_library(\n    name = "tpcc",\n    deps = [":partitioned", "//bench/workloads:tpcc"],\n)'
-expect_fail "upward Bazel dep" "$R" "engine/partitioned/BUILD:3: layer 'engine' uses higher layer 'bench' (//bench/workloads:tpcc)"
-
-clean "$R"
-put "$R" common/hash.h '  #  include "policies/policy.h"'
-expect_fail "lowest layer" "$R" "common/hash.h:1: layer 'common' uses higher layer 'policies'"
-
-clean "$R"
-put "$R" adapters/exec.cc '#include "engine/engine.h"'
-expect_fail "sibling include" "$R" "adapters/exec.cc:1: layer 'adapters' uses sibling layer 'engine'"
-
-clean "$R"
-put "$R" engine/BUILD 'cc_library(name = "e", deps = ["@//adapters:pg"])'
-expect_fail "sibling dep" "$R" "engine/BUILD:1: layer 'engine' uses sibling layer 'adapters' (//adapters:pg)"
-
-clean "$R"
-put "$R" bench/util.h '#include "tests/proxy/util.h"'
-expect_fail "tests used" "$R" "bench/util.h:1: layer 'bench' uses higher layer 'tests'"
+upward "upward include" engine/partitioned/tpcc.h \
+  $'// TPC-C\n#include "engine/engine.h"\n#include "bench/workloads/tpcc.h"' \
+  "engine/partitioned/tpcc.h:3: layer 'engine' uses higher layer 'bench' (bench/workloads/tpcc.h)"
+upward "upward Bazel dep" engine/partitioned/BUILD \
+  $'cc_library(\n    name = "tpcc",\n    deps = [":partitioned", "//bench/workloads:tpcc"],\n)' \
+  "engine/partitioned/BUILD:3: layer 'engine' uses higher layer 'bench' (//bench/workloads:tpcc)"
+upward "lowest layer" common/hash.h '  #  include "policies/policy.h"' \
+  "common/hash.h:1: layer 'common' uses higher layer 'policies'"
+upward "sibling include" adapters/exec.cc '#include "engine/engine.h"' \
+  "adapters/exec.cc:1: layer 'adapters' uses sibling layer 'engine'"
+upward "sibling dep" engine/BUILD 'cc_library(name = "e", deps = ["@//adapters:pg"])' \
+  "engine/BUILD:1: layer 'engine' uses sibling layer 'adapters' (//adapters:pg)"
+upward "tests used" bench/util.h '#include "tests/proxy/util.h"' \
+  "bench/util.h:1: layer 'bench' uses higher layer 'tests'"
 
 # --junit: one case, failed, counted by the suite's summary.
 clean "$R"
