@@ -146,8 +146,8 @@ class State {
   //
   // `untracked` (all three recording calls): references of the transaction
   // that get no row (the Schedule's scoring-only mode leaves out references
-  // that cannot score) but still count in totals[q], so the default rule and
-  // the load bound see every reference. Untracked counts are never evicted:
+  // that cannot score) but still count in totals[q], so the default rule
+  // sees every reference. Untracked counts are never evicted:
   // totals = sum over held rows + untracked placements.
   void Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked = 0);
   // Decide-and-record: calls `choose` once with refs[lead]'s row (empty when
