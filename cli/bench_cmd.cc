@@ -44,18 +44,9 @@ ABSL_FLAG(int, repeat, 1, "Phase II repetitions, averaged");
 ABSL_FLAG(std::string, mode, "phased", "phased (Phase I then frozen Phase II) | online (keeps learning)");
 ABSL_FLAG(uint64_t, seed, 1, "random seed");
 ABSL_FLAG(bool, stealing, true, "idle workers steal from other queues");
-ABSL_FLAG(double, max_ref_share, 0,
-          "learned policies: a reference in more than this / queues of the transactions never "
-          "routes (0 = the paper's rule, every reference scores)");
 ABSL_FLAG(bool, ref_multiplicity, true,
           "learned policies: weigh a reference by how many of the transaction's statements name it "
           "(false = the paper's weights)");
-ABSL_FLAG(bool, max_over_rows, false,
-          "learned Max policies: once the top-weight reference has a State row, the queue with the "
-          "strongest single reference's evidence wins (false = the lead's row only, the paper's Max)");
-ABSL_FLAG(double, max_queue_load, 0,
-          "learned policies: a queue whose State total is above this x the mean is not chosen "
-          "while another is (0 = off, the paper's rule)");
 ABSL_FLAG(double, txn_delay_us, 0,
           "embedded engine: wall time a transaction holds its locks / read set before commit "
           "(models interactive round trips; 0 = none)");
@@ -117,11 +108,8 @@ int RunBench(const std::vector<char*>& args) {
   c.max_attempts = absl::GetFlag(FLAGS_max_attempts);
   c.progress_s = absl::GetFlag(FLAGS_progress);
   c.show_learned = absl::GetFlag(FLAGS_show_learned);
-  c.max_ref_share = absl::GetFlag(FLAGS_max_ref_share);
   c.ref_multiplicity = absl::GetFlag(FLAGS_ref_multiplicity);
-  c.max_over_rows = absl::GetFlag(FLAGS_max_over_rows);
   c.pg_seqscan = absl::GetFlag(FLAGS_pg_seqscan);
-  c.max_queue_load = absl::GetFlag(FLAGS_max_queue_load);
   c.txn_delay_us = absl::GetFlag(FLAGS_txn_delay_us);
   c.backend = absl::GetFlag(FLAGS_backend);
   c.conninfo = absl::GetFlag(FLAGS_conninfo);

@@ -42,7 +42,6 @@ void History::Record(absl::Span<const RefId> refs, bool committed, const TextPro
     ignored_frozen_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  records_.fetch_add(1, std::memory_order_relaxed);
   size_t i = 0;
   while (i < refs.size()) {
     {
@@ -149,7 +148,6 @@ void History::Regenerate() {
   // Serializes regenerations (a table-full record and an admin call may race).
   std::lock_guard<std::mutex> l(regen_mu_);
   index_.Clear();  // waits for readers of the old table to leave
-  records_.store(0, std::memory_order_relaxed);
   texts_.clear();
   regenerations_.fetch_add(1, std::memory_order_relaxed);
   epoch_.fetch_add(1, std::memory_order_acq_rel);

@@ -143,12 +143,6 @@ class History {
   void Regenerate();
 
   int64_t size() const { return index_.size(); }
-  // Transaction attempts recorded (Record calls not ignored) since the last
-  // Regenerate, plus AddRecords: the denominator of a reference's share of
-  // the load, attempts(r) / records().
-  int64_t records() const { return records_.load(std::memory_order_relaxed); }
-  // Adds to records() (loading a saved table; ignores the freeze).
-  void AddRecords(int64_t n) { records_.fetch_add(n, std::memory_order_relaxed); }
   int64_t regenerations() const { return regenerations_.load(std::memory_order_relaxed); }
   // Records ignored because frozen, and new references not added because full.
   int64_t ignored_frozen() const { return ignored_frozen_.load(std::memory_order_relaxed); }
@@ -171,7 +165,6 @@ class History {
   const Options options_;
   RefIndex index_;
   TextMap texts_;
-  alignas(64) std::atomic<int64_t> records_{0};  // written on every Record
   std::atomic<bool> frozen_{false};
   std::atomic<int64_t> epoch_{0};
   std::atomic<int64_t> regenerations_{0};

@@ -78,17 +78,12 @@ constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 }  // namespace
 
 Schedule::Schedule(const history::History* history, state::State* state, const Policy& policy,
-                   uint64_t seed, int64_t weight_cache_ns, double max_ref_share,
-                   double max_queue_load, bool state_scoring_only, bool lead_seeds_rows,
-                   bool ref_multiplicity, bool max_over_rows)
+                   uint64_t seed, const ScheduleOptions& options)
     : history_(history),
-      weight_cache_ns_(weight_cache_ns),
-      max_ref_share_(max_ref_share),
-      max_queue_load_(max_queue_load),
-      state_scoring_only_(state_scoring_only),
-      lead_seeds_rows_(lead_seeds_rows),
-      ref_multiplicity_(ref_multiplicity),
-      max_over_rows_(max_over_rows),
+      weight_cache_ns_(options.weight_cache_ns),
+      state_scoring_only_(options.state_scoring_only),
+      lead_seeds_rows_(options.lead_seeds_rows),
+      ref_multiplicity_(options.ref_multiplicity),
       instance_(next_instance.fetch_add(1)),
       state_(state),
       num_queues_(state->num_queues()),
@@ -142,24 +137,13 @@ Schedule::ReadMode Schedule::ReadModeNow() const {
   m.frozen = history_->frozen();
   m.cached = weight_cache_ns_ > 0;
   if (m.cached && !m.frozen) m.now = MonoNanos();
-  if (max_ref_share_ > 0) m.records = history_->records();
   return m;
 }
 
 double Schedule::Weight(RefId r, Weighting w, const ReadMode& m) const {
   history::History::Counts counts;
   const bool known = m.cached ? CachedCounts(r, m, &counts) : history_->Get(r, &counts);
-  return known ? WeightOf(counts, w, m) : 0.0;
-}
-
-double Schedule::WeightOf(const history::History::Counts& counts, Weighting w,
-                          const ReadMode& m) const {
-  if (max_ref_share_ > 0 && m.records >= kMinRecordsForShare &&
-      static_cast<double>(counts.aborts + counts.commits) * num_queues_ >
-          max_ref_share_ * static_cast<double>(m.records)) {
-    return 0.0;  // broad: see the header
-  }
-  return history::History::WeightOf(counts, w);
+  return known ? history::History::WeightOf(counts, w) : 0.0;
 }
 
 bool Schedule::CachedCounts(RefId r, const ReadMode& m, history::History::Counts* out) const {
@@ -210,22 +194,8 @@ int Schedule::PickQueue(const double* scores, bool advance, const std::atomic<in
   s.Fit(n);
   int64_t* totals = s.totals.data();
   state_->ReadTotals(totals);
-  // Bounded load: queues above max_queue_load_ x mean are not eligible
-  // (unless none is below, e.g. all zero).
-  double cap = 0;
-  if (max_queue_load_ > 0) {
-    int64_t sum = 0;
-    for (int q = 0; q < n; ++q) sum += totals[q];
-    cap = max_queue_load_ * static_cast<double>(sum) / n;
-    int eligible = 0;
-    for (int q = 0; q < n; ++q) eligible += static_cast<double>(totals[q]) <= cap;
-    if (eligible == 0 || sum == 0) cap = 0;
-  }
-  auto ok = [&](int q) { return cap == 0 || static_cast<double>(totals[q]) <= cap; };
   double top = 0;
-  for (int q = 0; q < n; ++q) {
-    if (ok(q)) top = std::max(top, scores[q]);
-  }
+  for (int q = 0; q < n; ++q) top = std::max(top, scores[q]);
   const double floor = top - top * 1e-9;  // ties within a relative 1e-9
   // Among the tied queues, the smallest total; among equal totals, the first
   // at or after a cursor that every placement advances, so deciders that
@@ -240,7 +210,7 @@ int Schedule::PickQueue(const double* scores, bool advance, const std::atomic<in
   int64_t chosen_total = 0, chosen_seeds = 0;
   int equal = 0;
   for (int q = 0; q < n; ++q) {
-    if (scores[q] < floor || !ok(q)) continue;
+    if (scores[q] < floor) continue;
     const int64_t t = totals[q];
     const int64_t sd = seeded(q);
     if (chosen < 0 || sd < chosen_seeds || (sd == chosen_seeds && t < chosen_total)) {
@@ -256,7 +226,7 @@ int Schedule::PickQueue(const double* scores, bool advance, const std::atomic<in
     const int start = static_cast<int>(cursor % static_cast<uint64_t>(n));
     for (int i = 0; i < n; ++i) {
       const int q = (start + i) % n;
-      if (scores[q] >= floor && ok(q) && totals[q] == chosen_total && seeded(q) == chosen_seeds) return q;
+      if (scores[q] >= floor && totals[q] == chosen_total && seeded(q) == chosen_seeds) return q;
     }
   }
   return chosen;
@@ -292,7 +262,7 @@ Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefI
     if (m.cached) {
       w[i] = Weight(refs[i], p.weighting, m);
     } else {
-      w[i] = known[i] ? WeightOf(counts[i], p.weighting, m) : 0.0;
+      w[i] = known[i] ? history::History::WeightOf(counts[i], p.weighting) : 0.0;
     }
     if (use_mult && i < mult.size() && mult[i] > 1) w[i] *= mult[i];
     if (w[i] > ws.best) {
@@ -311,24 +281,11 @@ bool Schedule::Seeds(const Policy& p, absl::Span<const RefId> refs, const Weight
          ws.lead < refs.size() && !state_->Contains(refs[ws.lead]);
 }
 
-bool Schedule::MaxOverRows(const Policy& p, absl::Span<const RefId> refs, const WeightSummary& ws) const {
-  return max_over_rows_ && p.aggregation == Aggregation::kMax && ws.best > 0 && ws.lead < refs.size() &&
-         state_->Contains(refs[ws.lead]);
-}
-
 void Schedule::Score(const Policy& p, absl::Span<const RefId> refs, const double* w, double best,
-                     size_t lead, double* scores) const {
+                     double* scores) const {
   const int n = num_queues_;
   uint64_t* row = tls_scratch.row.data();
   std::fill(scores, scores + n, 0.0);
-  if (p.aggregation == Aggregation::kMax && max_over_rows_ && best > 0 && lead < refs.size() &&
-      state_->Contains(refs[lead])) {
-    for (size_t i = 0; i < refs.size(); ++i) {
-      if (w[i] <= 0 || !state_->ReadRow(refs[i], row)) continue;
-      for (int q = 0; q < n; ++q) scores[q] = std::max(scores[q], w[i] * static_cast<double>(row[q]));
-    }
-    return;
-  }
   if (p.aggregation == Aggregation::kSum) {
     for (size_t i = 0; i < refs.size(); ++i) {
       if (w[i] <= 0 || !state_->ReadRow(refs[i], row)) continue;
@@ -351,7 +308,7 @@ QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
   double* w = s.Weights(refs.size());
   const WeightSummary ws = Weights(p, refs, mult, w);
   double* scores = s.scores.data();
-  Score(p, refs, w, ws.best, ws.lead, scores);
+  Score(p, refs, w, ws.best, scores);
   if (scores_out != nullptr) scores_out->assign(scores, scores + n);
   return QueueId(PickQueue(scores, /*advance=*/false, Seeds(p, refs, ws) ? seeds_.get() : nullptr));
 }
@@ -390,15 +347,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
   }
 
   QueueId q;
-  if (MaxOverRows(p, refs, ws) && !rec.empty()) {
-    // The queue with the strongest evidence; the lead (it has a row) is
-    // recorded there as a lead, the others reinforce-only.
-    double* scores = s.scores.data();
-    Score(p, refs, w, ws.best, ws.lead, scores);
-    const QueueId chosen(PickQueue(scores, /*advance=*/true));
-    q = state_->RecordChosen(
-        rec, rec_lead, [chosen](const state::State::RowView&) { return chosen; }, untracked);
-  } else if (p.aggregation == Aggregation::kMax && ws.tied <= 1 && !rec.empty()) {
+  if (p.aggregation == Aggregation::kMax && ws.tied <= 1 && !rec.empty()) {
     // One State operation on the lead reads its row, scores and records; no
     // reference scores when best == 0 (every queue ties at 0).
     const double best = ws.best;
@@ -431,10 +380,10 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
       q = place();
     }
   } else {
-    // Sum, Max over rows, several references sharing the top weight, or
-    // nothing to record a row for.
+    // Sum, several references sharing the top weight, or nothing to record
+    // a row for.
     double* scores = s.scores.data();
-    Score(p, refs, w, ws.best, ws.lead, scores);
+    Score(p, refs, w, ws.best, scores);
     q = QueueId(PickQueue(scores, /*advance=*/true));
     state_->Record(rec, q, untracked);
   }

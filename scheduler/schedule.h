@@ -20,28 +20,6 @@
 // instead of all taking queue 0; a fresh State fills round-robin). A single
 // deciding thread's decisions are deterministic.
 //
-// Broad references (learned policies, `max_ref_share` > 0): a reference found
-// in more than max_ref_share / queues of the transactions the History has
-// recorded (attempts(r) * queues > max_ref_share * History::records(), once
-// the History holds at least kMinRecordsForShare attempts) weighs 0: routing
-// by it would pile more than a queue's fair share of the load onto one queue.
-// Automatic extraction yields such references (TPC-C's `o_all_local=1` and
-// `ol_number=1..5` are in every NewOrder); under Count they collect the most
-// aborts simply because they are everywhere, and without this rule
-// Count/Max sends every NewOrder, and with it the State of every warehouse,
-// to one queue (measured: all TPC-C commits on one of 8 queues). The paper
-// hand-labelled its references and never met them. 0 turns the rule off (the
-// paper's scoring, as DESIGN.md's worked examples assume).
-//
-// Bounded load (learned policies, `max_queue_load` > 0): a queue whose State
-// total exceeds max_queue_load x the mean total over all queues is not
-// eligible while another queue is; the transaction goes to the best-scoring
-// eligible queue (then the default rule among eligible queues). This is
-// "consistent hashing with bounded loads" (Mirrokni, Thorup, Zadimoghaddam,
-// SODA 2018) applied to learned affinity: a reference keeps its queue until
-// that queue carries more than its share, so no set of references can starve
-// the other executors. 0 = off (the paper's rule).
-//
 // Lead-seeded rows (`lead_seeds_rows`, with state_scoring_only): a missing
 // State row of a scoring reference is created only by a transaction the
 // reference leads (its weight is the top one); beside a heavier reference, a
@@ -71,26 +49,6 @@
 // (measured in bench/RESULTS.md). Off = the paper's weights (DESIGN.md's
 // worked examples; each reference there is named once anyway). The History
 // and the State still count a transaction once per reference.
-//
-// Max over rows (`max_over_rows`, Max only): once the top-weight reference
-// (the lead) holds a State row, the score of q is the largest
-// weight(r) * State[r][q] over every reference with a row, i.e. the queue
-// with the strongest single piece of evidence, not necessarily the lead's.
-// A lead without a row still seeds one as above (its evidence is not
-// compared with other references' rows, which would put it on their
-// queue). Why: under canonical naming `d_id=3` spans every warehouse; it
-// gathers about as many aborts as a `w_id`, and a remote payment whose
-// customer sits in the same district number names it in as many statements
-// as its home warehouse, so it can lead; its row (a few hundred placements,
-// made while it led) then sent the payment to another warehouse's queue,
-// while the home warehouse's row held thousands on the right one. Where the
-// lead's row is the strongest (DESIGN.md's examples) the result is the
-// paper's Max. Off in Scheduler: it favours established rows over young
-// ones, and at the start of a run a warehouse whose row had 1 placement
-// lost its remote transactions to another warehouse's row of hundreds; as
-// the lead they were recorded there, the row moved, and two warehouses
-// shared one queue for the whole run (measured: 3 of 4 TPC-C runs, 0.6x
-// the throughput).
 //
 // Baselines: Original = uniform random queue (a seeded, thread-safe
 // generator: deterministic for a single deciding thread), Hard Partition =
@@ -141,42 +99,43 @@
 namespace corral {
 namespace scheduler {
 
+// A History read cache and the rules beyond the paper (see above), each off
+// by default: all off is the paper's Schedule, which DESIGN.md's worked
+// examples assume; scheduler::Scheduler turns the three rules on.
+struct ScheduleOptions {
+  // > 0 turns on a per-thread History read cache (1024 direct-mapped entries
+  // per thread): a reference's counters are reused for up to that many ns (a
+  // stale read, the paper's accepted trade-off; it halves the table
+  // operations per decision for recurring references). Regenerate()
+  // invalidates it at once. 0 reads the History every time.
+  //
+  // While the History is frozen (experiment Phase II) its counters do not
+  // change, so a cached read is kept for as long as the freeze lasts
+  // (History::epoch()). A frozen History is not read through the cache
+  // unless asked: the History's lock-free table is shared by all deciding
+  // threads, while the cache is 128 KiB per thread (8 workers: 1 MiB,
+  // missing in L2); measured in a TPC-C run, reading the table directly
+  // saved ~1.9 us of CPU per decision (bench/RESULTS.md).
+  int64_t weight_cache_ns = 0;
+  // Learned policies: Place records State rows only for the references that
+  // can score under the current policy (History weight > 0); the others
+  // still count in the queue's State total (State's `untracked`), so the
+  // default rule sees every reference. A reference that starts to score
+  // gets its row from its next placement on (a TPC-C NewOrder names ~60
+  // references, of which a handful ever abort).
+  bool state_scoring_only = false;
+  // "Lead-seeded rows" above (with state_scoring_only).
+  bool lead_seeds_rows = false;
+  // "Multiplicity" above.
+  bool ref_multiplicity = false;
+};
+
 class Schedule {
  public:
   // `history` and `state` must outlive the Schedule; the queue count is the
   // State's.
-  // `weight_cache_ns` > 0 turns on a per-thread History read cache (1024
-  // direct-mapped entries per thread): a reference's counters are reused for
-  // up to that many ns (a stale read, the paper's accepted trade-off; it
-  // halves the table operations per decision for recurring references).
-  // Regenerate() invalidates it at once. 0 (default) reads the History every
-  // time.
-  //
-  // `state_scoring_only` (learned policies): Place records State rows only
-  // for the references that can score under the current policy (History
-  // weight > 0 and not broad); the others still count in the queue's State
-  // total (State's `untracked`), so the default rule and the load bound see
-  // every reference. A reference that starts to score gets its row from its
-  // next placement on. Off by default (the paper's State, which DESIGN.md's
-  // worked examples assume); scheduler::Scheduler turns it on (a TPC-C
-  // NewOrder names ~60 references, of which a handful ever abort).
-  //
-  // While the History is frozen (experiment Phase II) its counters do not
-  // change, so a cached read (weight_cache_ns > 0) is kept for as long as the
-  // freeze lasts (History::epoch()). A frozen History is not read through
-  // the cache unless asked: the History's lock-free table is shared by all
-  // deciding threads, while the cache is 128 KiB per thread (8 workers: 1
-  // MiB, missing in L2); measured in a TPC-C run, reading the table directly
-  // saved ~1.9 us of CPU per decision (bench/RESULTS.md).
   Schedule(const history::History* history, state::State* state, const Policy& policy,
-           uint64_t seed, int64_t weight_cache_ns = 0, double max_ref_share = 0,
-           double max_queue_load = 0, bool state_scoring_only = false,
-           bool lead_seeds_rows = false, bool ref_multiplicity = false,
-           bool max_over_rows = false);
-
-  // Below this many recorded attempts the broad-reference rule is not applied
-  // (shares are meaningless in a History that has barely started).
-  static constexpr int64_t kMinRecordsForShare = 1000;
+           uint64_t seed, const ScheduleOptions& options = ScheduleOptions());
   Schedule(const Schedule&) = delete;
   Schedule& operator=(const Schedule&) = delete;
 
@@ -221,12 +180,9 @@ class Schedule {
   // With ref_multiplicity, w[i] is multiplied by mult[i] (when given).
   WeightSummary Weights(const Policy& p, absl::Span<const RefId> refs,
                         absl::Span<const uint16_t> mult, double* w) const;
-  // Scores from weights (as Weights gives them) and State rows. `lead` is
-  // the top-weight reference (Max over rows: see the header).
+  // Scores from weights (as Weights gives them) and State rows.
   void Score(const Policy& p, absl::Span<const RefId> refs, const double* w, double best,
-             size_t lead, double* scores) const;
-  // Max over rows applies: Max, the option on, and the lead holds a row.
-  bool MaxOverRows(const Policy& p, absl::Span<const RefId> refs, const WeightSummary& ws) const;
+             double* scores) const;
   // The winner among queues whose score is within 1e-9 (relative) of the
   // top: smallest State total, then the tie cursor. With `seeds` (a new
   // row's queue): fewest rows seeded there first, then as before.
@@ -241,23 +197,17 @@ class Schedule {
     bool frozen = false;     // History frozen: cached reads never expire
     int64_t now = 0;         // for cache staleness (not frozen)
     int64_t epoch = 0;       // History::epoch() (frozen)
-    int64_t records = 0;     // History::records() (broad rule)
   };
   ReadMode ReadModeNow() const;
   double Weight(RefId r, Weighting w, const ReadMode& m) const;
-  // weight of counts that the History holds (0 when broad).
-  double WeightOf(const history::History::Counts& c, Weighting w, const ReadMode& m) const;
   // The per-thread cached History counters of `r`.
   bool CachedCounts(RefId r, const ReadMode& m, history::History::Counts* out) const;
 
   const history::History* const history_;
   const int64_t weight_cache_ns_;
-  const double max_ref_share_;
-  const double max_queue_load_;
   const bool state_scoring_only_;
   const bool lead_seeds_rows_;
   const bool ref_multiplicity_;
-  const bool max_over_rows_;
   const uint64_t instance_;  // identifies this Schedule in thread caches
   state::State* const state_;
   const int num_queues_;

@@ -16,6 +16,15 @@ Policy P(absl::string_view name) {
   return *p;
 }
 
+// Schedule options: scoring-only State, lead-seeded rows, multiplicity.
+ScheduleOptions Rules(bool scoring_only, bool lead_seeds = false, bool multiplicity = false) {
+  ScheduleOptions o;
+  o.state_scoring_only = scoring_only;
+  o.lead_seeds_rows = lead_seeds;
+  o.ref_multiplicity = multiplicity;
+  return o;
+}
+
 std::unique_ptr<state::State> MakeState(int queues, state::EvictionMode mode = state::EvictionMode::kStable,
                                         int64_t max_entries = 1 << 20) {
   state::State::Options o;
@@ -114,69 +123,6 @@ TEST(ScheduleTest, UnknownReferencesGoToSmallestTotalThenLowestIndex) {
   EXPECT_EQ(s.Decide(refs, 0, &scores), QueueId(1));  // totals 5,2,2,7: tie 1,2 -> 1
   for (double v : scores) EXPECT_EQ(v, 0.0);
   EXPECT_EQ(s.Decide({}, 0), QueueId(1));
-}
-
-// A reference present in most transactions (TPC-C's ol_number=1) collects
-// the most aborts under Count; with the broad-reference rule it never routes,
-// and the selective reference behind it decides.
-TEST(ScheduleTest, BroadReferenceDoesNotRouteWhenShareCapIsOn) {
-  history::History h;
-  h.AddRecords(2000);
-  h.Add(RefId::Of("ol_number=1"), 500, 1000);  // 75% of attempts
-  h.Add(RefId::Of("w_id=3"), 100, 300);        // 20% of attempts
-  auto st = MakeState(4);
-  st->Set(RefId::Of("ol_number=1"), {50, 0, 0, 0});
-  st->Set(RefId::Of("w_id=3"), {0, 0, 9, 0});
-  RefVec refs = {RefId::Of("ol_number=1"), RefId::Of("w_id=3")};
-  Schedule paper(&h, st.get(), P("count-max-canonical-single"), 1);
-  EXPECT_EQ(paper.Decide(refs, 0), QueueId(0));
-  // 0.75 * 4 = 3 > 1.5 (broad); 0.2 * 4 = 0.8 <= 1.5 (routes).
-  Schedule capped(&h, st.get(), P("count-max-canonical-single"), 1, 0, /*max_ref_share=*/1.5);
-  std::vector<double> scores;
-  EXPECT_EQ(capped.Decide(refs, 0, &scores), QueueId(2));
-  EXPECT_DOUBLE_EQ(scores[2], 100.0 * 9);
-  EXPECT_EQ(scores[0], 0.0);
-  // The same under Sum, and through Place (the single-lead fast path).
-  Schedule sum(&h, st.get(), P("count-sum-canonical-single"), 1, 0, 1.5);
-  EXPECT_EQ(sum.Decide(refs, 0), QueueId(2));
-  Txn t;
-  t.refs = refs;
-  EXPECT_EQ(capped.Place(t), QueueId(2));
-}
-
-TEST(ScheduleTest, ShareCapWaitsForEnoughRecords) {
-  history::History h;
-  h.AddRecords(Schedule::kMinRecordsForShare - 1);
-  h.Add(RefId::Of("everywhere=1"), 10, 10);
-  auto st = MakeState(2);
-  st->Set(RefId::Of("everywhere=1"), {0, 4});
-  Schedule s(&h, st.get(), P("count-max-canonical-single"), 1, 0, 1.0);
-  EXPECT_EQ(s.Decide({RefId::Of("everywhere=1")}, 0), QueueId(1));  // too few records: scores
-}
-
-// Bounded load: the reference's queue is over max_queue_load x the mean
-// total, so the transaction goes to the best eligible queue (here, by the
-// default rule, the smallest total).
-TEST(ScheduleTest, OverloadedQueueIsSkippedUnderBoundedLoad) {
-  history::History h;
-  h.Add(RefId::Of("hot=1"), 10, 0);
-  auto st = MakeState(4);
-  st->Set(RefId::Of("hot=1"), {100, 0, 0, 0});
-  st->Set(RefId::Of("other=1"), {0, 12, 10, 11});
-  // totals 100, 12, 10, 11: mean 33.25; cap 1.25 x mean = 41.6.
-  RefVec refs = {RefId::Of("hot=1")};
-  Schedule paper(&h, st.get(), P("count-max-canonical-single"), 1);
-  EXPECT_EQ(paper.Decide(refs, 0), QueueId(0));
-  Schedule bounded(&h, st.get(), P("count-max-canonical-single"), 1, 0, 0, /*max_queue_load=*/1.25);
-  EXPECT_EQ(bounded.Decide(refs, 0), QueueId(2));
-  Txn t;
-  t.refs = refs;
-  EXPECT_EQ(bounded.Place(t), QueueId(2));
-  // A queue at the cap stays eligible: a second reference scoring on queue 1
-  // (total 12) wins over the default.
-  h.Add(RefId::Of("warm=1"), 20, 0);
-  st->Set(RefId::Of("warm=1"), {0, 3, 0, 0});
-  EXPECT_EQ(bounded.Decide({RefId::Of("hot=1"), RefId::Of("warm=1")}, 0), QueueId(1));
 }
 
 TEST(ScheduleTest, FreshTablesSpreadByTheDefaultRule) {
@@ -296,7 +242,9 @@ TEST(ScheduleTest, WeightCacheServesStaleReadsUntilRegenerate) {
   h.Add(RefId::Of("b"), 2, 0);
   st->Set(RefId::Of("a"), {1, 0});
   st->Set(RefId::Of("b"), {0, 1});
-  Schedule cached(&h, st.get(), P("count-max-canonical-single"), 1, int64_t{3600} * 1000000000);
+  ScheduleOptions hour;
+  hour.weight_cache_ns = int64_t{3600} * 1000000000;
+  Schedule cached(&h, st.get(), P("count-max-canonical-single"), 1, hour);
   Schedule fresh(&h, st.get(), P("count-max-canonical-single"), 1);
   RefVec refs = {RefId::Of("a"), RefId::Of("b")};
   EXPECT_EQ(cached.Decide(refs), QueueId(1));
@@ -388,8 +336,8 @@ TEST(ScheduleTest, SumCountsADuplicateReferenceOnce) {
   EXPECT_DOUBLE_EQ(scores[1], 4.0);
 }
 
-// Scoring-only State: rows only for references with weight > 0 (not
-// broad); totals count every distinct reference.
+// Scoring-only State: rows only for references with weight > 0; totals
+// count every distinct reference.
 TEST(ScheduleTest, ScoringOnlyRecordsRowsOnlyForScoringReferences) {
   for (const char* name : {"count-max-canonical-single", "count-sum-canonical-single",
                            "fraction-max-canonical-single"}) {
@@ -397,7 +345,7 @@ TEST(ScheduleTest, ScoringOnlyRecordsRowsOnlyForScoringReferences) {
     auto st = MakeState(2);
     h.Add(RefId(1), 3, 1);   // scores
     h.Add(RefId(2), 0, 9);   // known, weight 0
-    Schedule s(&h, st.get(), P(name), 1, 0, 0, 0, /*state_scoring_only=*/true);
+    Schedule s(&h, st.get(), P(name), 1, Rules(/*scoring_only=*/true));
     Txn t;
     t.refs = {RefId(1), RefId(2), RefId(3), RefId(3)};  // RefId(3) unknown, twice
     const QueueId q = s.Place(t);
@@ -419,22 +367,6 @@ TEST(ScheduleTest, ScoringOnlyRecordsRowsOnlyForScoringReferences) {
   }
 }
 
-TEST(ScheduleTest, ScoringOnlyLeavesOutBroadReferences) {
-  history::History h;
-  auto st = MakeState(4);
-  h.AddRecords(2000);
-  h.Add(RefId(1), 1000, 1000);  // in every record: broad under a 1.5 share cap
-  h.Add(RefId(2), 5, 5);
-  Schedule s(&h, st.get(), P("count-max-canonical-single"), 1, 0, 1.5, 0, true);
-  Txn t;
-  t.refs = {RefId(1), RefId(2)};
-  const QueueId q = s.Place(t);
-  uint64_t row[4];
-  EXPECT_FALSE(st->ReadRow(RefId(1), row));
-  ASSERT_TRUE(st->ReadRow(RefId(2), row));
-  EXPECT_EQ(st->Total(q), 2);
-}
-
 // References that cannot score never change a decision, so with the same
 // History, scoring-only and full State place every transaction alike (the
 // totals, which count every reference, agree too).
@@ -444,8 +376,8 @@ TEST(ScheduleTest, ScoringOnlyPlacesLikeTheFullState) {
     history::History h;
     for (int r = 0; r < 60; ++r) h.Add(RefId(100 + r), r % 3 == 0 ? 0 : r % 7, 10);
     auto full_st = MakeState(4), part_st = MakeState(4);
-    Schedule full(&h, full_st.get(), P(name), 1, 0, 0, 1.25, false);
-    Schedule part(&h, part_st.get(), P(name), 1, 0, 0, 1.25, true);
+    Schedule full(&h, full_st.get(), P(name), 1, Rules(false));
+    Schedule part(&h, part_st.get(), P(name), 1, Rules(true));
     uint64_t x = 12345;
     int64_t partial_rows_smaller = 0;
     for (int i = 0; i < 3000; ++i) {
@@ -469,7 +401,7 @@ TEST(ScheduleTest, UnplaceUndoesAScoringOnlyPlace) {
   auto st = MakeState(2);
   h.Add(RefId(1), 3, 1);
   st->Set(RefId(1), {0, 4});
-  Schedule s(&h, st.get(), P("count-sum-canonical-single"), 1, 0, 0, 0, true);
+  Schedule s(&h, st.get(), P("count-sum-canonical-single"), 1, Rules(true));
   Txn t;
   t.refs = {RefId(1), RefId(2), RefId(3)};
   const QueueId q = s.Place(t);
@@ -525,7 +457,7 @@ TEST(ScheduleTest, LeadSeededRowsDoNotInheritAHeavierReferencesQueue) {
     auto st = MakeState(4);
     st->Set(RefId::Of("w_id=5"), {0, 0, 0, 6});
     st->Set(RefId::Of("w_id=9"), {2, 0, 3, 0});  // totals 2, 0, 3, 6
-    Schedule s(&h, st.get(), P("count-max-canonical-single"), 1, 0, 0, 0, true, seeded);
+    Schedule s(&h, st.get(), P("count-max-canonical-single"), 1, Rules(true, seeded));
     Txn remote;
     remote.refs = {RefId::Of("w_id=2"), RefId::Of("w_id=5")};
     EXPECT_EQ(s.Place(remote), QueueId(3));
@@ -573,8 +505,7 @@ TEST(ScheduleMultiplicity, TheReferenceNamedMostLeadsAmongSimilarWeights) {
     auto st = MakeState(4);
     st->Set(home, {0, 50, 0, 0});
     st->Set(away, {0, 0, 0, 50});
-    Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0, false,
-               false, on);
+    Schedule s(&h, st.get(), P("count-max-canonical-single"), 1, Rules(false, false, on));
     Txn t;
     t.refs = {away, home};
     t.ref_mult = {3, 5};
@@ -594,42 +525,6 @@ TEST(ScheduleMultiplicity, TheReferenceNamedMostLeadsAmongSimilarWeights) {
 }
 
 
-// Max over rows: d_id=3 leads by weight but holds a weak row; w_id=2's row
-// is the strongest evidence.
-TEST(ScheduleMaxOverRows, StrongestRowWinsOnceTheLeadHasARow) {
-  history::History h;
-  const RefId d = RefId::Of("d_id=3"), w = RefId::Of("w_id=2");
-  h.Add(d, 700, 2000);
-  h.Add(w, 600, 2000);
-  for (bool on : {false, true}) {
-    auto st = MakeState(4);
-    st->Set(d, {0, 0, 100, 0});
-    st->Set(w, {0, 8000, 0, 0});
-    Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0, false,
-               false, false, on);
-    Txn t;
-    t.refs = {d, w};
-    std::vector<double> scores;
-    EXPECT_EQ(s.Decide(t.refs, 0, &scores), QueueId(on ? 1 : 2)) << on;
-    EXPECT_DOUBLE_EQ(scores[1], on ? 600.0 * 8000 : 0.0);
-    EXPECT_DOUBLE_EQ(scores[2], 700.0 * 100);
-    EXPECT_EQ(s.Place(t), QueueId(on ? 1 : 2)) << on;
-    uint64_t row[4];
-    ASSERT_TRUE(st->ReadRow(d, row));
-    EXPECT_EQ(row[on ? 1 : 2], on ? 1u : 101u);  // the lead is recorded where it went
-  }
-  // A lead without a row is not compared with others' rows: it seeds one by
-  // the default rule (smallest total; w's 8000 sit on queue 1).
-  auto st = MakeState(4);
-  st->Set(w, {0, 8000, 0, 0});
-  Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0, false, false,
-             false, true);
-  Txn t;
-  t.refs = {d, w};
-  EXPECT_NE(s.Place(t), QueueId(1));
-}
-
-
 // A new row goes where the fewest rows were seeded, even if another queue's
 // State total is smaller (early in a run totals are a few placements).
 TEST(ScheduleSeeding, NewRowsGoWhereFewestRowsWereSeeded) {
@@ -639,8 +534,8 @@ TEST(ScheduleSeeding, NewRowsGoWhereFewestRowsWereSeeded) {
     h.Add(a, 10, 10);
     h.Add(b, 10, 10);
     auto st = MakeState(3);
-    Schedule s(&h, st.get(), ParsePolicy("count-max-canonical-single").value(), 1, 0, 0, 0,
-               /*state_scoring_only=*/true, /*lead_seeds_rows=*/true);
+    Schedule s(&h, st.get(), P("count-max-canonical-single"), 1,
+               Rules(/*scoring_only=*/true, /*lead_seeds=*/true));
     Txn ta;
     ta.refs = {a};
     const QueueId qa = s.Place(ta);

@@ -25,12 +25,13 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
   if (!st.ok()) return st.status();
   s->state_ = std::move(st).value();
   s->history_ = std::make_unique<history::History>(options.history);
-  s->schedule_ =
-      std::make_unique<Schedule>(s->history_.get(), s->state_.get(), options.policy,
-                                 options.seed, options.weight_cache_ns, options.max_ref_share,
-                                 options.max_queue_load, options.state_scoring_only,
-                                 options.lead_seeds_rows, options.ref_multiplicity,
-                                 options.max_over_rows);
+  ScheduleOptions sched;
+  sched.weight_cache_ns = options.weight_cache_ns;
+  sched.state_scoring_only = options.state_scoring_only;
+  sched.lead_seeds_rows = options.lead_seeds_rows;
+  sched.ref_multiplicity = options.ref_multiplicity;
+  s->schedule_ = std::make_unique<Schedule>(s->history_.get(), s->state_.get(), options.policy,
+                                            options.seed, sched);
   if (!executors.empty()) {
     RunQueues::Options qo;
     qo.num_queues = options.num_queues;

@@ -51,18 +51,8 @@ class Scheduler {
     // Per-thread History read cache staleness for decisions (0 = off); see
     // Schedule.
     int64_t weight_cache_ns = 0;
-    // Broad-reference rule of the Schedule (see schedule.h): a reference in
-    // more than max_ref_share / num_queues of the recorded transactions never
-    // routes. 0 = off (the paper's scoring).
-    double max_ref_share = 0;
-    // Bounded-load rule of the Schedule: a queue whose State total is above
-    // max_queue_load x the mean is not chosen while another is. 0 = off
-    // (default: on TPC-C it split warehouses whose first transactions
-    // happened to share a queue, raising aborts; measured in
-    // bench/RESULTS.md).
-    double max_queue_load = 0;
     // Schedule's scoring-only State: rows only for references that can score
-    // (History weight > 0, not broad); totals still count every reference.
+    // (History weight > 0); totals still count every reference.
     bool state_scoring_only = true;
     // With it: a State row is created only by a transaction its reference
     // leads (Schedule, "Lead-seeded rows"), and other transactions only
@@ -71,10 +61,6 @@ class Scheduler {
     // Schedule's multiplicity rule: a reference's weight is multiplied by the
     // number of the transaction's statements naming it (Txn::ref_mult).
     bool ref_multiplicity = true;
-    // Schedule's Max over rows: once the lead holds a row, the queue with
-    // the strongest single reference's evidence wins. Off: a young row loses
-    // to an established one of another reference (see schedule.h).
-    bool max_over_rows = false;
     history::History::Options history;
     state::State::Options state;  // its num_queues is overridden by num_queues
     bool stealing = true;

@@ -50,9 +50,6 @@ TEST(SchedulerTest, CreateValidates) {
 TEST(SchedulerTest, RoutingOnlyForTheProxy) {
   Scheduler::Options o;
   o.num_queues = 4;
-  // One reference carries all the traffic here, so the bounded-load rule
-  // would (rightly) spread it; this test is about affinity alone.
-  o.max_queue_load = 0;
   auto s = Scheduler::Create(o, {}).value();
   Txn t;
   t.refs = {RefId::Of("w_id=3")};
@@ -243,14 +240,17 @@ TEST(SchedulerTest, RefusedSubmitLeavesNoStateCounts) {
   Scheduler::Options o;
   o.num_queues = 2;
   o.queue_capacity = 1;
-  o.max_queue_load = 1.25;  // the second transaction goes to the other queue
   auto s = Scheduler::Create(o, {&e0, &e1}).value();  // not started: nothing is popped
-  const RefId r = RefId::Of("k=1");
-  s->history().Add(r, 1, 0);  // r scores (has a row); k=2 counts in the totals only
+  // Two scoring references; each seeds its row on a queue of its own (the
+  // fewest seeded), so each queue takes one transaction and refuses the
+  // rest. k=2 counts in the totals only.
+  const RefId r[2] = {RefId::Of("k=1"), RefId::Of("k=3")};
+  s->history().Add(r[0], 1, 0);
+  s->history().Add(r[1], 1, 0);
   int accepted = 0, refused = 0;
   for (int i = 0; i < 6; ++i) {
     auto t = std::make_unique<Txn>();
-    t->refs = {r, RefId::Of("k=2"), r};
+    t->refs = {r[i % 2], RefId::Of("k=2"), r[i % 2]};
     const absl::Status st = s->Submit(std::move(t));
     if (st.ok()) {
       ++accepted;
@@ -261,10 +261,14 @@ TEST(SchedulerTest, RefusedSubmitLeavesNoStateCounts) {
   }
   EXPECT_EQ(accepted, 2);
   EXPECT_EQ(refused, 4);
-  uint64_t row[2];
-  ASSERT_TRUE(s->state().ReadRow(r, row));
-  EXPECT_EQ(row[0] + row[1], 2u);
-  EXPECT_EQ(s->state().Total(QueueId(0)) + s->state().Total(QueueId(1)), 4);
+  uint64_t row0[2], row1[2];
+  ASSERT_TRUE(s->state().ReadRow(r[0], row0));
+  ASSERT_TRUE(s->state().ReadRow(r[1], row1));
+  EXPECT_EQ(row0[0] + row0[1], 1u);
+  EXPECT_EQ(row1[0] + row1[1], 1u);
+  EXPECT_EQ(row0[0] + row1[0], 1u);  // one row on each queue
+  EXPECT_EQ(s->state().Total(QueueId(0)), 2);
+  EXPECT_EQ(s->state().Total(QueueId(1)), 2);
   EXPECT_EQ(s->run_queues()->TotalSize(), 2);
 }
 

@@ -154,21 +154,26 @@ int64_t State::Bump(Node* n, int qi, int64_t window) const {
   return 1;
 }
 
+State::Node* State::InitNode(history::RefNode* x, int64_t window) {
+  Node* n = static_cast<Node*>(x);
+  new (&n->latch) std::atomic<uint32_t>(0);
+  new (&n->max_queue) std::atomic<int32_t>(-1);
+  new (&n->total) std::atomic<uint64_t>(0);
+  new (&n->seq) std::atomic<uint64_t>(next_seq_.fetch_add(1, kRelaxed));
+  new (&n->rate) std::atomic<double>(0);
+  new (&n->window) std::atomic<int64_t>(window);
+  new (&n->cur) std::atomic<uint32_t>(0);
+  new (&n->dead) std::atomic<uint32_t>(0);
+  std::atomic<uint32_t>* counts = n->counts();
+  for (int q = 0; q < num_queues_; ++q) new (&counts[q]) std::atomic<uint32_t>(0);
+  return n;
+}
+
 void State::InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* inserted) {
   for (;;) {
     int64_t got = 0;
     auto [rn, fresh] = index_.FindOrInsert(r.value(), [&](history::RefNode* x) {
-      Node* n = static_cast<Node*>(x);
-      new (&n->latch) std::atomic<uint32_t>(0);
-      new (&n->max_queue) std::atomic<int32_t>(-1);
-      new (&n->total) std::atomic<uint64_t>(0);
-      new (&n->seq) std::atomic<uint64_t>(next_seq_.fetch_add(1, kRelaxed));
-      new (&n->rate) std::atomic<double>(0);
-      new (&n->window) std::atomic<int64_t>(window);
-      new (&n->cur) std::atomic<uint32_t>(0);
-      new (&n->dead) std::atomic<uint32_t>(0);
-      std::atomic<uint32_t>* counts = n->counts();
-      for (int q = 0; q < num_queues_; ++q) new (&counts[q]) std::atomic<uint32_t>(0);
+      Node* n = InitNode(x, window);
       got = Bump(n, qi, window);  // not yet published: no latch needed
     });
     if (fresh) {
@@ -311,18 +316,7 @@ void State::Set(RefId ref, absl::Span<const uint64_t> counts_in) {
         break;
       }
       auto [rn, fresh] = index_.FindOrInsert(ref.value(), [&](history::RefNode* x) {
-        Node* n = static_cast<Node*>(x);
-        new (&n->latch) std::atomic<uint32_t>(0);
-        new (&n->max_queue) std::atomic<int32_t>(-1);
-        new (&n->total) std::atomic<uint64_t>(0);
-        new (&n->seq) std::atomic<uint64_t>(next_seq_.fetch_add(1, kRelaxed));
-        new (&n->rate) std::atomic<double>(0);
-        new (&n->window) std::atomic<int64_t>(window);
-        new (&n->cur) std::atomic<uint32_t>(0);
-        new (&n->dead) std::atomic<uint32_t>(0);
-        std::atomic<uint32_t>* counts = n->counts();
-        for (int q = 0; q < num_queues_; ++q) new (&counts[q]) std::atomic<uint32_t>(0);
-        assign(n);
+        assign(InitNode(x, window));
       });
       if (fresh) break;
       (void)rn;  // inserted by another thread meanwhile: assign under its latch

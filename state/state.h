@@ -146,8 +146,8 @@ class State {
   //
   // `untracked` (all three recording calls): references of the transaction
   // that get no row (the Schedule's scoring-only mode leaves out references
-  // that cannot score) but still count in totals[q], so the default rule and
-  // the load bound see every reference. Untracked counts are never evicted:
+  // that cannot score) but still count in totals[q], so the default rule
+  // sees every reference. Untracked counts are never evicted:
   // totals = sum over held rows + untracked placements.
   void Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked = 0);
   // Decide-and-record: calls `choose` once with refs[lead]'s row (empty when
@@ -228,6 +228,9 @@ class State {
   static void UnlockNode(Node* n) { n->latch.store(0, std::memory_order_release); }
   // The live node of r, latched; null when r is not held. Inside a guard.
   Node* FindLocked(RefId r) const;
+  // Constructs a fresh node's fields in the index's raw memory (zero counts,
+  // the next first-seen number), before the index publishes it.
+  Node* InitNode(history::RefNode* x, int64_t window);
   // One arrival of n's reference on queue qi (n latched or unpublished);
   // returns 1 when counts[qi] grew (0 when saturated), for the totals.
   int64_t Bump(Node* n, int qi, int64_t window) const;

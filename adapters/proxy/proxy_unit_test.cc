@@ -245,7 +245,6 @@ TEST(Steal, InFlightAwareTakesUnblockedAffineTransactions) {
 TEST(Steal, RouteReportsLearnedAffinity) {
   scheduler::Scheduler::Options so;
   so.num_queues = 4;
-  so.max_queue_load = 0;
   auto s = scheduler::Scheduler::Create(so, {}).value();
   scheduler::Txn t;
   t.refs = {RefId::Of("aid=7")};

@@ -11,7 +11,7 @@
 //       quiescent points), then interleaved slices of the three fixed
 //       schemes; loss of the chosen scheme vs the best -> selector.csv
 //   partitioned_bench --mode=tpcc --remote_grid=0,0.01,0.1,0.5
-//       TPC-C partitioned by warehouse (engine/partitioned/tpcc.h): per
+//       TPC-C partitioned by warehouse (bench/partitioned/tpcc.h): per
 //       remote probability every fixed scheme (throughput, MP share, model
 //       prediction, consistency check after the run) -> tpcc.csv, and a
 //       selector cell as above, checked too -> tpcc_selector.csv
@@ -33,9 +33,9 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "bench/partitioned/tpcc.h"
 #include "common/clock.h"
 #include "engine/partitioned/partitioned.h"
-#include "engine/partitioned/tpcc.h"
 #include "policies/model/model.h"
 
 ABSL_FLAG(std::string, mode, "sweep", "sweep | selector | tpcc");

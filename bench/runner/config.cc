@@ -42,8 +42,8 @@ const std::vector<std::string>& SettingKeys() {
       "backend", "conninfo", "workload", "protocol", "policy", "queues", "threads", "clients",
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
-      "progress", "sample", "show_learned", "max_ref_share", "max_queue_load", "txn_delay_us",
-      "insert_refs", "ref_multiplicity", "max_over_rows", "pg_seqscan"};
+      "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
+      "pg_seqscan"};
   return k;
 }
 
@@ -85,12 +85,9 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
     return absl::OkStatus();
   }
   if (key == "txn_delay_us") return Dbl(key, v, &c->txn_delay_us);
-  if (key == "max_queue_load") return Dbl(key, v, &c->max_queue_load);
-  if (key == "max_ref_share") return Dbl(key, v, &c->max_ref_share);
   if (key == "show_learned") return Num(key, v, &c->show_learned);
   if (key == "retry_wait_us") return Dbl(key, v, &c->retry_wait_us);
   if (key == "ref_multiplicity") return Bool(key, v, &c->ref_multiplicity);
-  if (key == "max_over_rows") return Bool(key, v, &c->max_over_rows);
   if (key == "pg_seqscan") return Bool(key, v, &c->pg_seqscan);
   if (key == "stealing") return Bool(key, v, &c->stealing);
   if (key == "mode") {
@@ -140,11 +137,7 @@ absl::Status Validate(const BenchConfig& c) {
   if (c.warmup_s < 0 || c.phase1_s < 0) return absl::InvalidArgumentError("warmup/phase1 must be >= 0");
   if (c.repeat < 1) return absl::InvalidArgumentError("repeat must be >= 1");
   if (c.arrival_rate < 0) return absl::InvalidArgumentError("arrival_rate must be >= 0");
-  if (c.max_queue_load != 0 && c.max_queue_load < 1) {
-    return absl::InvalidArgumentError("max_queue_load must be 0 (off) or >= 1");
-  }
   if (c.txn_delay_us < 0) return absl::InvalidArgumentError("txn_delay_us must be >= 0");
-  if (c.max_ref_share < 0) return absl::InvalidArgumentError("max_ref_share must be >= 0");
   if (c.clients < 0) return absl::InvalidArgumentError("clients must be >= 0");
   return absl::OkStatus();
 }

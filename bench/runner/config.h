@@ -59,17 +59,10 @@ struct BenchConfig {
   int max_attempts = 0;            // 0 = retry conflict aborts until commit
   double progress_s = 1;           // progress line period (0 = silent)
   double sample_s = 0.5;           // timeline sample period
-  int show_learned = 0;
-  // Learned policies: a reference in more than max_ref_share / queues of the
-  // transactions never routes (scheduler/schedule.h); 0 = the paper's rule.
-  double max_ref_share = 0;
+  int show_learned = 0;             // report the N references with most Phase I aborts
   // Learned policies: weigh a reference by the number of the transaction's
   // statements that name it (scheduler/schedule.h, "Multiplicity").
   bool ref_multiplicity = true;
-  // Learned Max policies: once the lead holds a State row, the queue of the
-  // strongest single reference's evidence wins (scheduler/schedule.h, "Max
-  // over rows").
-  bool max_over_rows = false;
   // backend = postgres: allow sequential scans in the executors' sessions.
   // Off (default): every session runs SET enable_seqscan = off, so the
   // planner reads the small tables (TPC-C warehouse, district) by index. A
@@ -88,9 +81,6 @@ struct BenchConfig {
   // "foreign-keys" (default here: the references the paper hand-labelled)
   // or "all" (DESIGN.md's extraction rule).
   InsertRefs insert_refs = InsertRefs::kForeignKeys;
-  // Learned policies: a queue whose State total is above max_queue_load x the
-  // mean is not chosen while another is (scheduler/schedule.h); 0 = off.
-  double max_queue_load = 0;            // report the N references with most Phase I aborts
 };
 
 // Sets one field from its key (the names above; "threads" = "queues",

@@ -284,10 +284,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   so.policy = spec.sched_policy;
   so.seed = spec.seed;
   so.stealing = c.stealing;
-  so.max_ref_share = c.max_ref_share;
   so.ref_multiplicity = c.ref_multiplicity;
-  so.max_over_rows = c.max_over_rows;
-  so.max_queue_load = c.max_queue_load;
   so.workers.max_attempts = c.max_attempts;
   auto s_or = scheduler::Scheduler::Create(so, inst->Executors(), hook, clock);
   if (!s_or.ok()) return s_or.status();
@@ -295,7 +292,6 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   sched = s.get();
   if (spec.load != nullptr) {
     for (const auto& e : spec.load->entries) s->history().Add(e.ref, e.counts.aborts, e.counts.commits);
-    s->history().AddRecords(spec.load->records);
   }
   if (spec.freeze) s->history().Freeze();
   auto history_sum = [&] {
@@ -435,7 +431,6 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   m.history_counts_end = history_sum();
   if (spec.save != nullptr) {
     spec.save->entries = s->history().TopByAborts(static_cast<size_t>(s->history().size()) + 64);
-    spec.save->records = s->history().records();
   }
   if (spec.load != nullptr && c.show_learned > 0) {
     const size_t k = std::min(spec.load->entries.size(), static_cast<size_t>(c.show_learned));

@@ -164,7 +164,6 @@ struct BenchResult {
 // policies with the same extraction half by the experiment driver).
 struct LearnedHistory {
   std::vector<history::History::TopEntry> entries;
-  int64_t records = 0;  // History::records(): attempts behind the counters
 };
 
 class Runner {

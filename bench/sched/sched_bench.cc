@@ -219,6 +219,8 @@ void Run() {
   const int64_t n = absl::GetFlag(FLAGS_history_refs);
   const std::vector<int> queues = Ints(absl::GetFlag(FLAGS_queues));
   const std::vector<int> ks = Ints(absl::GetFlag(FLAGS_refs));
+  scheduler::ScheduleOptions cache;
+  cache.weight_cache_ns = absl::GetFlag(FLAGS_weight_cache_ns);
   std::vector<Policy> policies;
   for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_policies), ',')) {
     policies.push_back(ParsePolicy(p).value());
@@ -248,8 +250,7 @@ void Run() {
       const double o = absl::GetFlag(FLAGS_baseline) ? Measure(orig, n, k, true, 7, false) : 0;
       for (RefDraw::Kind dist : dists) {
         for (const Policy& p : policies) {
-          scheduler::Schedule s(&tab.history, tab.state.get(), p, 1,
-                                absl::GetFlag(FLAGS_weight_cache_ns));
+          scheduler::Schedule s(&tab.history, tab.state.get(), p, 1, cache);
           const double d =
               absl::GetFlag(FLAGS_decide) ? Measure(s, n, k, false, 11, false, nullptr, nullptr, dist) : 0;
           double p10 = 0;
@@ -268,8 +269,7 @@ void Run() {
   std::printf("%-9s %7s %14s %16s\n", "refs", "threads", "median_ns", "total_Mdec/s");
   Tables tab(n, 8);
   scheduler::Schedule s(&tab.history, tab.state.get(),
-                        ParsePolicy("count-max-canonical-single").value(), 1,
-                        absl::GetFlag(FLAGS_weight_cache_ns));
+                        ParsePolicy("count-max-canonical-single").value(), 1, cache);
   for (bool hot : {false, true}) {
     for (int threads : {1, 2, 4}) {
       std::vector<double> med(threads);

@@ -14,12 +14,6 @@ namespace corral {
 namespace workloads {
 namespace {
 
-std::unique_ptr<engine::Database> NewDb(const std::string& protocol) {
-  engine::DatabaseOptions o;
-  o.protocol = protocol;
-  return engine::Database::Create(o).value();
-}
-
 SmallBankParams SmallParams() {
   SmallBankParams p;
   p.accounts = 1000;
@@ -38,11 +32,7 @@ TEST_P(SmallBankProtocolTest, ConcurrentRunConservesMoney) {
   opt.threads = 4;
   opt.seconds = 0.3;
   RunStats s = RunConcurrently(w, db.get(), opt);
-  EXPECT_EQ(s.failed, 0u) << s.first_failure;
-  EXPECT_EQ(s.gave_up, 0u);
-  for (size_t k = 0; k < s.commits_by_type.size(); ++k) {
-    EXPECT_GT(s.commits_by_type[k], 0u) << w.TxnTypeNames()[k];
-  }
+  ExpectCleanRunOfEveryType(w, s);
   absl::Status st = w.Check(*db);
   EXPECT_TRUE(st.ok()) << st;
   std::cout << GetParam() << ": " << s.commits << " commits, " << s.conflicts << " conflicts, "
@@ -51,11 +41,7 @@ TEST_P(SmallBankProtocolTest, ConcurrentRunConservesMoney) {
 
 INSTANTIATE_TEST_SUITE_P(AllProtocols, SmallBankProtocolTest,
                          ::testing::ValuesIn(engine::ProtocolNames()),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           std::string n = i.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+                         ProtocolParamName);
 
 TEST(SmallBankTest, UnauditedChangeViolatesConservation) {
   auto db = NewDb("occ");
@@ -144,21 +130,7 @@ TEST(SmallBankTest, SqlReferencesAndFormsAgree) {
   EXPECT_NE(std::find(texts.begin(), texts.end(), "checking.custid=42"), texts.end())
       << absl::StrJoin(texts, " | ");
 
-  Rng rng(8);
-  for (int i = 0; i < 300; ++i) {
-    auto g = w.Next(rng);
-    sql.clear();
-    g->AppendSql(&sql);
-    for (RefNaming n : {RefNaming::kLiteral, RefNaming::kCanonical}) {
-      for (RefGrouping gr : {RefGrouping::kSingle, RefGrouping::kAll}) {
-        RefVec a, b;
-        ASSERT_TRUE(ExtractRefs(ex, sql, {n, gr}, false, &a, nullptr).ok());
-        ASSERT_TRUE(ExtractRefs(ex, sql, {n, gr}, true, &b, nullptr).ok());
-        ASSERT_FALSE(a.empty());
-        EXPECT_EQ(a, b) << sql[0].Literal();
-      }
-    }
-  }
+  ExpectFormsAgree(w, ex, 8, 300);
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "bench/workloads/tatp.h"
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,12 +12,6 @@
 namespace corral {
 namespace workloads {
 namespace {
-
-std::unique_ptr<engine::Database> NewDb(const std::string& protocol) {
-  engine::DatabaseOptions o;
-  o.protocol = protocol;
-  return engine::Database::Create(o).value();
-}
 
 TatpParams SmallParams() {
   TatpParams p;
@@ -38,11 +31,7 @@ TEST_P(TatpProtocolTest, ConcurrentRunKeepsCallForwardingConsistent) {
   opt.threads = 4;
   opt.seconds = 0.3;
   RunStats s = RunConcurrently(w, db.get(), opt);
-  EXPECT_EQ(s.failed, 0u) << s.first_failure;
-  EXPECT_EQ(s.gave_up, 0u);
-  for (size_t k = 0; k < s.commits_by_type.size(); ++k) {
-    EXPECT_GT(s.commits_by_type[k], 0u) << w.TxnTypeNames()[k];
-  }
+  ExpectCleanRunOfEveryType(w, s);
   EXPECT_GT(s.user_aborts, 0u);  // failed inserts / deletes / missing facilities
   absl::Status st = w.Check(*db);
   EXPECT_TRUE(st.ok()) << st;
@@ -52,11 +41,7 @@ TEST_P(TatpProtocolTest, ConcurrentRunKeepsCallForwardingConsistent) {
 
 INSTANTIATE_TEST_SUITE_P(AllProtocols, TatpProtocolTest,
                          ::testing::ValuesIn(engine::ProtocolNames()),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           std::string n = i.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+                         ProtocolParamName);
 
 TEST(TatpTest, CorruptionsAreNamed) {
   auto db = NewDb("occ");
@@ -172,21 +157,7 @@ TEST(TatpTest, SqlReferencesAndFormsAgree) {
   EXPECT_TRUE(has_sid) << all;
   EXPECT_TRUE(has_nbr) << all;
 
-  Rng rng(8);
-  for (int i = 0; i < 300; ++i) {
-    auto g = w.Next(rng);
-    sql.clear();
-    g->AppendSql(&sql);
-    for (RefNaming n : {RefNaming::kLiteral, RefNaming::kCanonical}) {
-      for (RefGrouping gr : {RefGrouping::kSingle, RefGrouping::kAll}) {
-        RefVec a, b;
-        ASSERT_TRUE(ExtractRefs(ex, sql, {n, gr}, false, &a, nullptr).ok());
-        ASSERT_TRUE(ExtractRefs(ex, sql, {n, gr}, true, &b, nullptr).ok());
-        ASSERT_FALSE(a.empty());
-        EXPECT_EQ(a, b) << sql[0].Literal();
-      }
-    }
-  }
+  ExpectFormsAgree(w, ex, 8, 300);
 }
 
 }  // namespace

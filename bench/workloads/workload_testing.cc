@@ -1,5 +1,6 @@
 #include "bench/workloads/workload_testing.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +11,46 @@
 
 namespace corral {
 namespace workloads {
+
+std::unique_ptr<engine::Database> NewDb(const std::string& protocol) {
+  engine::DatabaseOptions o;
+  o.protocol = protocol;
+  return engine::Database::Create(o).value();
+}
+
+std::string ProtocolParamName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+}
+
+void ExpectCleanRunOfEveryType(const Workload& w, const RunStats& s) {
+  EXPECT_EQ(s.failed, 0u) << s.first_failure;
+  EXPECT_EQ(s.gave_up, 0u);
+  ASSERT_EQ(s.commits_by_type.size(), w.TxnTypeNames().size());
+  for (size_t k = 0; k < s.commits_by_type.size(); ++k) {
+    EXPECT_GT(s.commits_by_type[k], 0u) << w.TxnTypeNames()[k];
+  }
+}
+
+void ExpectFormsAgree(const Workload& w, RefExtractor& ex, uint64_t seed, int txns) {
+  Rng rng(seed);
+  std::vector<SqlStatement> sql;
+  for (int i = 0; i < txns; ++i) {
+    auto g = w.Next(rng);
+    sql.clear();
+    g->AppendSql(&sql);
+    for (RefNaming n : {RefNaming::kLiteral, RefNaming::kCanonical}) {
+      for (RefGrouping gr : {RefGrouping::kSingle, RefGrouping::kAll}) {
+        RefVec a, b;
+        ASSERT_TRUE(ExtractRefs(ex, sql, {n, gr}, false, &a, nullptr).ok());
+        ASSERT_TRUE(ExtractRefs(ex, sql, {n, gr}, true, &b, nullptr).ok());
+        ASSERT_FALSE(a.empty());
+        EXPECT_EQ(a, b) << sql[0].Literal();
+      }
+    }
+  }
+}
 
 RunStats RunConcurrently(const Workload& w, engine::Database* db, const RunOptions& opt) {
   // Each thread fills its own slot; the main thread merges after join (no

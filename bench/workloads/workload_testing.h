@@ -1,6 +1,7 @@
 // Test helpers for the workload tests: a bounded concurrent run on the
 // engine (one EngineExecutor per thread, conflicts retried), locating the
 // DDL files, and extracting a transaction's references from its SQL form.
+// Failures are reported through gtest.
 //
 //   RunStats s = RunConcurrently(w, db.get(), {.threads = 3, .seconds = 0.3});
 //   EXPECT_EQ(s.failed, 0);
@@ -18,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "bench/workloads/workload.h"
 #include "engine/engine.h"
+#include "gtest/gtest.h"
 #include "policies/ref_extractor.h"
 #include "policies/schema.h"
 
@@ -37,10 +39,18 @@ struct RunStats {
   std::string first_failure;
 };
 
+// A fresh engine database under `protocol` (dies on a bad name).
+std::unique_ptr<engine::Database> NewDb(const std::string& protocol);
+// Test-name suffix for a protocol parameter ("2pl-nowait" -> "2pl_nowait").
+std::string ProtocolParamName(const ::testing::TestParamInfo<std::string>& info);
+
 // Generates and runs transactions on `threads` threads until the time or
 // count bound; a conflict is retried (backoff in the executor) up to 10,000
 // times, then counted in gave_up.
 RunStats RunConcurrently(const Workload& w, engine::Database* db, const RunOptions& opt);
+// A clean run: no failure, no transaction that gave up, and a commit of
+// every transaction type of `w` (gtest failures otherwise).
+void ExpectCleanRunOfEveryType(const Workload& w, const RunStats& s);
 
 // The contents of a file given relative to the repository root (found
 // through this package's runfiles, which link back into the source tree).
@@ -53,6 +63,10 @@ absl::StatusOr<std::shared_ptr<const Schema>> LoadPolicySchema(const std::string
 absl::Status ExtractRefs(RefExtractor& ex, const std::vector<SqlStatement>& stmts,
                          ExtractionPolicy policy, bool literal_form, RefVec* ids,
                          std::vector<std::string>* texts);
+// For `txns` transactions generated from `seed`: under every naming and
+// grouping, the template + parameters form and the literal text form yield
+// the same non-empty references (gtest failures otherwise).
+void ExpectFormsAgree(const Workload& w, RefExtractor& ex, uint64_t seed, int txns);
 
 }  // namespace workloads
 }  // namespace corral

@@ -14,12 +14,6 @@ namespace corral {
 namespace workloads {
 namespace {
 
-std::unique_ptr<engine::Database> NewDb(const std::string& protocol) {
-  engine::DatabaseOptions o;
-  o.protocol = protocol;
-  return engine::Database::Create(o).value();
-}
-
 YcsbParams SmallParams() {
   YcsbParams p;
   p.records = 2000;
@@ -49,11 +43,7 @@ TEST_P(YcsbProtocolTest, CounterSumEqualsCommittedReadModifyWrites) {
 
 INSTANTIATE_TEST_SUITE_P(AllProtocols, YcsbProtocolTest,
                          ::testing::ValuesIn(engine::ProtocolNames()),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           std::string n = i.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+                         ProtocolParamName);
 
 TEST(YcsbTest, UncountedIncrementIsDetected) {
   auto db = NewDb("occ");

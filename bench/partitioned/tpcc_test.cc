@@ -2,7 +2,7 @@
 // conditions (tpcc.h), conflict-serializability of the committed history and
 // the engine's protocol checks must hold after a closed-loop run with many
 // remote (multi-partition) transactions; a corrupted value must be caught.
-#include "engine/partitioned/tpcc.h"
+#include "bench/partitioned/tpcc.h"
 
 #include <chrono>
 #include <memory>

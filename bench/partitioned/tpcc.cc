@@ -1,4 +1,4 @@
-#include "engine/partitioned/tpcc.h"
+#include "bench/partitioned/tpcc.h"
 
 #include <algorithm>
 #include <cmath>
@@ -91,6 +91,12 @@ absl::Status PartitionedTpcc::Load(PartitionedEngine* eng) {
   return absl::OkStatus();
 }
 
+int PartitionedTpcc::CustomerId(int c_id, bool by_last_name, const std::string& c_last) const {
+  if (!by_last_name) return c_id;
+  auto it = name_number_.find(c_last);
+  return it == name_number_.end() ? 1 : it->second + 1;
+}
+
 PartitionedTpcc::Txn PartitionedTpcc::Next(workloads::Rng& rng) const {
   std::unique_ptr<workloads::WorkloadTxn> base = gen_.Next(rng);
   const auto* t = static_cast<const workloads::TpccTxn*>(base.get());
@@ -137,11 +143,7 @@ PartitionedTpcc::Txn PartitionedTpcc::Next(workloads::Rng& rng) const {
       const workloads::PaymentInput& in = t->payment;
       out.w = in.w_id;
       out.d = in.d_id;
-      int c_id = in.c_id;
-      if (in.by_last_name) {
-        auto it = name_number_.find(in.c_last);
-        c_id = it == name_number_.end() ? 1 : it->second + 1;
-      }
+      const int c_id = CustomerId(in.c_id, in.by_last_name, in.c_last);
       out.amount = std::llround(in.h_amount * 100);
       out.multi_partition = PartitionOf(in.c_w_id) != PartitionOf(in.w_id);
       ops.push_back(Op::Add(Key(in.w_id, kWYtd), out.amount));
@@ -156,11 +158,7 @@ PartitionedTpcc::Txn PartitionedTpcc::Next(workloads::Rng& rng) const {
       const workloads::OrderStatusInput& in = t->order_status;
       out.w = in.w_id;
       out.d = in.d_id;
-      int c_id = in.c_id;
-      if (in.by_last_name) {
-        auto it = name_number_.find(in.c_last);
-        c_id = it == name_number_.end() ? 1 : it->second + 1;
-      }
+      const int c_id = CustomerId(in.c_id, in.by_last_name, in.c_last);
       ops.push_back(Op::Read(Key(in.w_id, CustomerSlot(in.d_id, c_id, kCBalance))));
       ops.push_back(Op::Read(Key(in.w_id, CustomerSlot(in.d_id, c_id, kCYtd))));
       ops.push_back(Op::Read(Key(in.w_id, DistrictSlot(in.d_id, kDNextOId))));

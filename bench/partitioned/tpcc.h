@@ -3,7 +3,9 @@
 // TpccWorkload::Next: mix, NURand customers and items, remote supply
 // warehouses, remote-customer payments, rollbacks); this file translates
 // them into the partitioned engine's key/value fragments, loads the initial
-// values, and checks consistency conditions after a run.
+// values, and checks consistency conditions after a run. It is a benchmark
+// workload on the engine, so it lives in bench/ (the engine does not depend
+// on the benchmarks).
 //
 //   workloads::TpccParams tp;  tp.warehouses = 2;  tp.remote_item_prob = 0.1;
 //   PartitionedTpcc tpcc(tp, /*partitions=*/2);
@@ -72,13 +74,14 @@
 //
 // Thread-safety: Next and Record are thread-safe (Record locks a mutex
 // briefly); Load and Check are quiescent.
-#ifndef CORRAL_ENGINE_PARTITIONED_TPCC_H_
-#define CORRAL_ENGINE_PARTITIONED_TPCC_H_
+#ifndef CORRAL_BENCH_PARTITIONED_TPCC_H_
+#define CORRAL_BENCH_PARTITIONED_TPCC_H_
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -129,6 +132,9 @@ class PartitionedTpcc {
   int64_t StockSlot(int i, int field) const;
   int64_t ItemSlot(int i) const;
   int PartitionOf(int w) const { return (w - 1) % P_; }
+  // The customer a Payment / OrderStatus names: c_id, or by last name the
+  // customer carrying that name number (see the header).
+  int CustomerId(int c_id, bool by_last_name, const std::string& c_last) const;
 
   workloads::TpccParams p_;
   workloads::TpccWorkload gen_;
@@ -174,4 +180,4 @@ class TpccDriver {
 }  // namespace partitioned
 }  // namespace corral
 
-#endif  // CORRAL_ENGINE_PARTITIONED_TPCC_H_
+#endif  // CORRAL_BENCH_PARTITIONED_TPCC_H_
