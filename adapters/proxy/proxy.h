@@ -40,6 +40,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "adapters/proxy/stats.h"
 #include "policies/policy.h"
 #include "policies/schema.h"
 #include "scheduler/scheduler.h"
@@ -81,28 +82,6 @@ struct Options {
   // Schema for canonical references; null: read from the server's catalog.
   std::shared_ptr<const Schema> schema;
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
-};
-
-// Counters; read from any thread.
-struct Stats {
-  std::atomic<int64_t> commits{0};
-  std::atomic<int64_t> aborts_40001{0};
-  std::atomic<int64_t> aborts_40P01{0};
-  std::atomic<int64_t> user_errors{0};
-  std::atomic<int64_t> rollbacks{0};
-  std::atomic<int64_t> transactions{0};
-  std::atomic<int64_t> queue_waits{0};
-  std::atomic<int64_t> steals{0};
-  std::atomic<int64_t> steals_affine{0};  // of them: placed by affinity, waited past steal_after
-  std::atomic<int64_t> affine_txns{0};    // transactions placed by learned affinity
-  std::atomic<int64_t> wait_timeouts{0};
-  std::atomic<int64_t> clients_accepted{0};
-  std::atomic<int64_t> clients_rejected{0};
-  std::atomic<int64_t> protocol_errors{0};
-  std::atomic<int64_t> backend_failures{0};
-  std::atomic<int64_t> cancels{0};
-  std::atomic<int64_t> parses_injected{0};
-  std::atomic<int64_t> client_rollbacks{0};  // client left mid-transaction
 };
 
 class Proxy {
