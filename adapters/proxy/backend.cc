@@ -218,13 +218,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
     }
     if (forward && c != nullptr) Send(c, f.raw);
   }
-  if (b->in_off == b->in.size()) {
-    b->in.clear();
-    b->in_off = 0;
-  } else if (b->in_off > (1u << 20)) {
-    b->in.erase(0, b->in_off);
-    b->in_off = 0;
-  }
+  CompactBuffer(&b->in, &b->in_off);
 }
 
 void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {

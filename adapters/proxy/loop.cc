@@ -63,20 +63,18 @@ absl::Status Proxy::Loop::Init(std::atomic<int>* port, std::atomic<int>* metrics
     if (absl::Status st = ConnectBackend(b.get()); !st.ok()) return st;
     backends_.push_back(std::move(b));
   }
+  if (absl::Status st = ListenOn(&listen_, opt_.listen_port, port); !st.ok()) return st;
+  if (opt_.metrics_port >= 0) return ListenOn(&metrics_listen_, opt_.metrics_port, metrics_port);
+  return absl::OkStatus();
+}
+
+absl::Status Proxy::Loop::ListenOn(Conn* c, int port, std::atomic<int>* bound) {
   int p = 0;
-  auto fd = net::Listen(opt_.listen_addr, opt_.listen_port, &p);
+  auto fd = net::Listen(opt_.listen_addr, port, &p);
   if (!fd.ok()) return fd.status();
-  listen_.fd = *fd;
-  AddFd(&listen_, EPOLLIN);
-  port->store(p);
-  if (opt_.metrics_port >= 0) {
-    int mp = 0;
-    auto mfd = net::Listen(opt_.listen_addr, opt_.metrics_port, &mp);
-    if (!mfd.ok()) return mfd.status();
-    metrics_listen_.fd = *mfd;
-    AddFd(&metrics_listen_, EPOLLIN);
-    metrics_port->store(mp);
-  }
+  c->fd = *fd;
+  AddFd(c, EPOLLIN);
+  bound->store(p);
   return absl::OkStatus();
 }
 
@@ -119,13 +117,7 @@ void Proxy::Loop::Flush(Conn* c) {
     c->out_off = 0;
     return;
   }
-  if (c->out_off == c->out.size()) {
-    c->out.clear();
-    c->out_off = 0;
-  } else if (c->out_off > (1u << 20)) {
-    c->out.erase(0, c->out_off);
-    c->out_off = 0;
-  }
+  CompactBuffer(&c->out, &c->out_off);
   const bool want = !c->out.empty();
   if (want != c->epollout) {
     c->epollout = want;

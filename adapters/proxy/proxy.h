@@ -24,6 +24,10 @@
 //   ...
 //   p->Stop();
 //
+// Code map: proxy_internal.h lists the event loop's files (loop, client
+// session, pump, extended protocol, backend) and the pieces with their own
+// seams (net, prepared, router, admin_console, metrics, stats).
+//
 // Thread safety: Create/Start/Stop from one controlling thread; port(),
 // stats(), scheduler() and the admin helpers may be called from any thread
 // while the loop runs.
@@ -101,7 +105,7 @@ class Proxy {
   // The Prometheus text exposition of the counters.
   std::string MetricsText() const;
 
-  class Loop;  // the event loop (proxy.cc)
+  class Loop;  // the event loop (proxy_internal.h)
 
  private:
   explicit Proxy(const Options& options);

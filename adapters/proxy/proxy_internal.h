@@ -53,6 +53,18 @@ namespace proxy {
 // The server's connection string for libpq (catalog reads).
 std::string ServerConninfo(const Options& o);
 
+// Drops the consumed front [0, *off) of a connection buffer: all of it once
+// consumed, or once more than 1 MiB of it is.
+inline void CompactBuffer(std::string* buf, size_t* off) {
+  if (*off == buf->size()) {
+    buf->clear();
+    *off = 0;
+  } else if (*off > (1u << 20)) {
+    buf->erase(0, *off);
+    *off = 0;
+  }
+}
+
 // A socket the loop polls, with its buffered input and output.
 struct Conn {
   enum Kind { kListen, kClient, kBackend, kMetricsListen, kHttp, kWake };
@@ -90,7 +102,8 @@ struct Backend : Conn {
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
 };
 
-// One client connection and its session.
+// One client connection and its session (its startup parameters and SET /
+// RESET tracking belong here, applied on a backend in Attach).
 struct Client : Conn {
   Client() : Conn(kClient) {}
   enum Phase { kStartup, kAuth, kReady };
@@ -133,6 +146,9 @@ class Proxy::Loop : private AdminSource {
  private:
   // --- plumbing (loop.cc)
   void AddFd(Conn* c, uint32_t events);
+  // Binds `c` as a listening socket on listen_addr:port, polled; the bound
+  // port goes to *bound.
+  absl::Status ListenOn(Conn* c, int port, std::atomic<int>* bound);
   void Send(Conn* c, absl::string_view bytes) {
     c->out.append(bytes.data(), bytes.size());
     MarkDirty(c);
