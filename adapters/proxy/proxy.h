@@ -24,6 +24,10 @@
 //   ...
 //   p->Stop();
 //
+// Code map: proxy_internal.h lists the event loop's files (loop, client
+// session, pump, extended protocol, backend) and the pieces with their own
+// seams (net, prepared, router, admin_console, metrics, stats).
+//
 // Thread safety: Create/Start/Stop from one controlling thread; port(),
 // stats(), scheduler() and the admin helpers may be called from any thread
 // while the loop runs.
@@ -40,6 +44,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "adapters/proxy/stats.h"
 #include "policies/policy.h"
 #include "policies/schema.h"
 #include "scheduler/scheduler.h"
@@ -83,28 +88,6 @@ struct Options {
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
 };
 
-// Counters; read from any thread.
-struct Stats {
-  std::atomic<int64_t> commits{0};
-  std::atomic<int64_t> aborts_40001{0};
-  std::atomic<int64_t> aborts_40P01{0};
-  std::atomic<int64_t> user_errors{0};
-  std::atomic<int64_t> rollbacks{0};
-  std::atomic<int64_t> transactions{0};
-  std::atomic<int64_t> queue_waits{0};
-  std::atomic<int64_t> steals{0};
-  std::atomic<int64_t> steals_affine{0};  // of them: placed by affinity, waited past steal_after
-  std::atomic<int64_t> affine_txns{0};    // transactions placed by learned affinity
-  std::atomic<int64_t> wait_timeouts{0};
-  std::atomic<int64_t> clients_accepted{0};
-  std::atomic<int64_t> clients_rejected{0};
-  std::atomic<int64_t> protocol_errors{0};
-  std::atomic<int64_t> backend_failures{0};
-  std::atomic<int64_t> cancels{0};
-  std::atomic<int64_t> parses_injected{0};
-  std::atomic<int64_t> client_rollbacks{0};  // client left mid-transaction
-};
-
 class Proxy {
  public:
   static absl::StatusOr<std::unique_ptr<Proxy>> Create(const Options& options);
@@ -122,7 +105,7 @@ class Proxy {
   // The Prometheus text exposition of the counters.
   std::string MetricsText() const;
 
-  class Loop;  // the event loop (proxy.cc)
+  class Loop;  // the event loop (proxy_internal.h)
 
  private:
   explicit Proxy(const Options& options);

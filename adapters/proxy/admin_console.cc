@@ -1,0 +1,111 @@
+#include "adapters/proxy/admin_console.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "adapters/proxy/wire.h"
+
+namespace corral {
+namespace proxy {
+
+void AdminConsole::OnMessage(char type, absl::string_view body, std::string* out) {
+  if (type != 'Q') {
+    wire::AppendError(out, "ERROR", "0A000", "the admin console speaks the simple query protocol only");
+    if (type == 'S') wire::AppendReadyForQuery(out, 'I');
+    return;
+  }
+  wire::Reader r(body);
+  Query(r.CString(), out);
+}
+
+void AdminConsole::Query(absl::string_view sql_in, std::string* out) {
+  std::string sql = absl::AsciiStrToLower(absl::StripAsciiWhitespace(sql_in));
+  while (!sql.empty() && (sql.back() == ';' || absl::ascii_isspace(sql.back()))) sql.pop_back();
+  std::vector<std::string> words = absl::StrSplit(sql, ' ', absl::SkipEmpty());
+  auto is = [&](const char* a, const char* b) { return words.size() == 2 && words[0] == a && words[1] == b; };
+  auto done = [&]() { wire::AppendReadyForQuery(out, 'I'); };
+  if (is("show", "stats")) {
+    const Stats& s = source_.stats();
+    std::vector<std::vector<std::string>> rows;
+    auto row = [&](const char* k, int64_t v) { rows.push_back({k, std::to_string(v)}); };
+    row("transactions", s.transactions);
+    row("commits", s.commits);
+    row("conflict_aborts_40001", s.aborts_40001);
+    row("conflict_aborts_40P01", s.aborts_40P01);
+    row("user_errors", s.user_errors);
+    row("rollbacks", s.rollbacks);
+    row("queue_waits", s.queue_waits);
+    row("steals", s.steals);
+    row("steals_affine", s.steals_affine);
+    row("affine_transactions", s.affine_txns);
+    row("wait_timeouts", s.wait_timeouts);
+    row("clients", source_.clients_now());
+    row("clients_accepted", s.clients_accepted);
+    row("clients_rejected", s.clients_rejected);
+    row("client_rollbacks", s.client_rollbacks);
+    row("protocol_errors", s.protocol_errors);
+    row("backend_failures", s.backend_failures);
+    row("cancels", s.cancels);
+    row("parses_injected", s.parses_injected);
+    wire::AppendTextResult(out, {"stat", "value"}, rows);
+    return done();
+  }
+  if (is("show", "queues")) {
+    std::vector<std::vector<std::string>> rows;
+    for (const AdminSource::QueueRow& q : source_.Queues()) {
+      rows.push_back({std::to_string(q.index), std::to_string(q.server_pid), q.state, q.client,
+                      std::to_string(q.waiting), std::to_string(q.transactions), std::to_string(q.prepared)});
+    }
+    wire::AppendTextResult(out, {"queue", "server_pid", "state", "client", "waiting", "transactions", "prepared"},
+                           rows);
+    return done();
+  }
+  if (is("show", "clients")) {
+    std::vector<std::vector<std::string>> rows;
+    for (const AdminSource::ClientRow& c : source_.Clients()) {
+      rows.push_back({std::to_string(c.id), c.user, c.database, c.state, c.queue, std::to_string(c.transactions)});
+    }
+    wire::AppendTextResult(out, {"id", "user", "database", "state", "queue", "transactions"}, rows);
+    return done();
+  }
+  if (is("show", "history")) {
+    std::vector<std::vector<std::string>> rows;
+    for (const AdminSource::HistoryRow& e : source_.TopByAborts(20)) {
+      rows.push_back({e.reference, std::to_string(e.aborts), std::to_string(e.commits)});
+    }
+    wire::AppendTextResult(out, {"reference", "aborts", "commits"}, rows);
+    return done();
+  }
+  if (is("show", "policy")) {
+    wire::AppendTextResult(out, {"policy", "stealing"}, {{source_.PolicyName(), source_.StealingName()}});
+    return done();
+  }
+  if (words.size() == 3 && words[0] == "set" && words[1] == "policy") {
+    std::string name = words[2];
+    name.erase(std::remove(name.begin(), name.end(), '\''), name.end());
+    if (absl::Status st = source_.SetPolicy(name); !st.ok()) {
+      wire::AppendError(out, "ERROR", "22023", st.message());
+    } else {
+      wire::AppendCommandComplete(out, "SET");
+    }
+    return done();
+  }
+  if (words.size() == 1 && words[0] == "reload") {
+    if (absl::Status st = source_.Reload(); !st.ok()) {
+      wire::AppendError(out, "ERROR", "F0000", absl::StrCat("RELOAD failed: ", st.message()));
+    } else {
+      wire::AppendCommandComplete(out, "RELOAD");
+    }
+    return done();
+  }
+  wire::AppendError(out, "ERROR", "42601",
+                    absl::StrCat("unknown admin command '", sql_in,
+                                 "'; try SHOW STATS | QUEUES | CLIENTS | HISTORY | POLICY, "
+                                 "SET POLICY <name>, RELOAD"));
+  done();
+}
+
+}  // namespace proxy
+}  // namespace corral

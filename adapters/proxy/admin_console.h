@@ -1,0 +1,85 @@
+// The proxy's admin console: the SQL a client connected to the admin
+// database ("corral") may send (SHOW STATS | QUEUES | CLIENTS | HISTORY |
+// POLICY, SET POLICY <name>, RELOAD), answered as protocol bytes. It works
+// against AdminSource, a narrow view of the proxy (counters, queues, clients,
+// history, the policy setter and reload), so it is testable without sockets.
+//
+//   class Fake : public proxy::AdminSource { ... };
+//   Fake src;
+//   proxy::AdminConsole console(&src);
+//   std::string out;
+//   console.OnMessage('Q', query_body, &out);   // RowDescription..ReadyForQuery
+//
+// Thread safety: not thread-safe; the event loop owns the console and calls
+// it (and through it the source) on its thread only.
+#ifndef CORRAL_ADAPTERS_PROXY_ADMIN_CONSOLE_H_
+#define CORRAL_ADAPTERS_PROXY_ADMIN_CONSOLE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "adapters/proxy/stats.h"
+
+namespace corral {
+namespace proxy {
+
+// What the console reads and changes; the proxy's event loop implements it.
+class AdminSource {
+ public:
+  struct QueueRow {
+    int index = 0;
+    int32_t server_pid = 0;
+    std::string state;   // down | active | idle
+    std::string client;  // the attached client's id, "" when none
+    size_t waiting = 0;
+    int64_t transactions = 0;
+    size_t prepared = 0;
+  };
+  struct ClientRow {
+    uint64_t id = 0;
+    std::string user, database;
+    std::string state;  // admin | active | waiting | idle
+    std::string queue;  // its backend's or wait queue's index, "" when none
+    int64_t transactions = 0;
+  };
+  struct HistoryRow {
+    std::string reference;  // display text (or the hex id)
+    int64_t aborts = 0, commits = 0;
+  };
+
+  virtual ~AdminSource() = default;
+  virtual const Stats& stats() const = 0;
+  virtual int64_t clients_now() const = 0;
+  virtual std::vector<QueueRow> Queues() const = 0;
+  virtual std::vector<ClientRow> Clients() const = 0;
+  virtual std::vector<HistoryRow> TopByAborts(size_t k) const = 0;
+  virtual std::string PolicyName() const = 0;
+  virtual std::string StealingName() const = 0;
+  // The policy by name (ParsePolicy's names); an error for an unknown one.
+  virtual absl::Status SetPolicy(const std::string& name) = 0;
+  // Re-reads the config file's online keys and the catalog.
+  virtual absl::Status Reload() = 0;
+};
+
+class AdminConsole {
+ public:
+  explicit AdminConsole(AdminSource* source) : source_(*source) {}
+
+  // One frontend message of an admin client (not 'X', which closes it):
+  // a Query is answered; other messages get "simple query protocol only"
+  // (and a ReadyForQuery for a Sync).
+  void OnMessage(char type, absl::string_view body, std::string* out);
+  // One admin statement; appends its result and ReadyForQuery to out.
+  void Query(absl::string_view sql, std::string* out);
+
+ private:
+  AdminSource& source_;
+};
+
+}  // namespace proxy
+}  // namespace corral
+
+#endif  // CORRAL_ADAPTERS_PROXY_ADMIN_CONSOLE_H_

@@ -1,0 +1,156 @@
+#include "adapters/proxy/admin_console.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "adapters/proxy/wire.h"
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace proxy {
+namespace {
+
+class FakeSource : public AdminSource {
+ public:
+  const Stats& stats() const override { return stats_; }
+  int64_t clients_now() const override { return 3; }
+  std::vector<QueueRow> Queues() const override {
+    QueueRow q;
+    q.index = 1;
+    q.server_pid = 4242;
+    q.state = "active";
+    q.client = "7";
+    q.waiting = 2;
+    return {q};
+  }
+  std::vector<ClientRow> Clients() const override {
+    ClientRow c;
+    c.id = 7;
+    c.user = "alice";
+    c.database = "shop";
+    c.state = "active";
+    c.queue = "1";
+    return {c};
+  }
+  std::vector<HistoryRow> TopByAborts(size_t k) const override {
+    last_k_ = k;
+    return {{"w_id=5", 9, 1}};
+  }
+  std::string PolicyName() const override { return policy_; }
+  std::string StealingName() const override { return "on"; }
+  absl::Status SetPolicy(const std::string& name) override {
+    if (name != "original") return absl::InvalidArgumentError("unknown policy 'bogus'");
+    policy_ = name;
+    return absl::OkStatus();
+  }
+  absl::Status Reload() override {
+    ++reloads_;
+    return reload_status_;
+  }
+
+  Stats stats_;
+  std::string policy_ = "count-max-canonical-single";
+  mutable size_t last_k_ = 0;
+  int reloads_ = 0;
+  absl::Status reload_status_ = absl::OkStatus();
+};
+
+// The messages of `out` as (type, body) pairs.
+std::vector<std::pair<char, std::string>> Messages(const std::string& out) {
+  std::vector<std::pair<char, std::string>> msgs;
+  absl::string_view rest(out);
+  while (!rest.empty()) {
+    wire::Frame f;
+    size_t used = 0;
+    EXPECT_TRUE(wire::NextFrame(rest, 1 << 20, &f, &used).ok());
+    if (used == 0) break;
+    msgs.emplace_back(f.type, std::string(f.body));
+    rest.remove_prefix(used);
+  }
+  return msgs;
+}
+
+std::string Query(AdminConsole& console, const std::string& sql) {
+  std::string body = sql;
+  body.push_back('\0');
+  std::string out;
+  console.OnMessage('Q', body, &out);
+  return out;
+}
+
+TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
+  FakeSource src;
+  src.stats_.commits = 12;
+  src.stats_.aborts_40001 = 5;
+  AdminConsole console(&src);
+  const std::string out = Query(console, "  show   STATS ; ");
+  auto msgs = Messages(out);
+  ASSERT_GE(msgs.size(), 3u);
+  EXPECT_EQ(msgs.front().first, 'T');
+  EXPECT_EQ(msgs.back().first, 'Z');
+  EXPECT_TRUE(absl::StrContains(out, std::string("commits") + std::string("\0\0\0\x02", 4) + "12"));
+  EXPECT_TRUE(absl::StrContains(out, "conflict_aborts_40001"));
+  EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 19"));
+}
+
+TEST(AdminConsole, ShowQueuesClientsHistoryPolicy) {
+  FakeSource src;
+  AdminConsole console(&src);
+  std::string out = Query(console, "SHOW QUEUES");
+  EXPECT_TRUE(absl::StrContains(out, "4242"));
+  EXPECT_TRUE(absl::StrContains(out, "active"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 1"));
+  out = Query(console, "show clients");
+  EXPECT_TRUE(absl::StrContains(out, "alice"));
+  EXPECT_TRUE(absl::StrContains(out, "shop"));
+  out = Query(console, "show history");
+  EXPECT_TRUE(absl::StrContains(out, "w_id=5"));
+  EXPECT_EQ(src.last_k_, 20u);
+  out = Query(console, "show policy");
+  EXPECT_TRUE(absl::StrContains(out, "count-max-canonical-single"));
+}
+
+TEST(AdminConsole, SetPolicyAndReloadReportErrors) {
+  FakeSource src;
+  AdminConsole console(&src);
+  std::string out = Query(console, "SET POLICY 'original'");
+  EXPECT_EQ(src.policy_, "original");
+  EXPECT_TRUE(absl::StrContains(out, "SET"));
+  EXPECT_EQ(Messages(out).front().first, 'C');
+  out = Query(console, "set policy bogus");
+  EXPECT_EQ(src.policy_, "original");
+  auto msgs = Messages(out);
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[0].first, 'E');
+  EXPECT_EQ(wire::ErrorSqlState(msgs[0].second), "22023");
+  src.reload_status_ = absl::NotFoundError("no such file");
+  out = Query(console, "RELOAD;");
+  EXPECT_EQ(src.reloads_, 1);
+  EXPECT_TRUE(absl::StrContains(out, "RELOAD failed: no such file"));
+}
+
+TEST(AdminConsole, UnknownCommandAndExtendedProtocol) {
+  FakeSource src;
+  AdminConsole console(&src);
+  std::string out = Query(console, "DROP TABLE x");
+  auto msgs = Messages(out);
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(wire::ErrorSqlState(msgs[0].second), "42601");
+  EXPECT_EQ(msgs[1].first, 'Z');
+  out.clear();
+  console.OnMessage('P', std::string("\0select 1\0\0\0", 12), &out);
+  msgs = Messages(out);
+  ASSERT_EQ(msgs.size(), 1u);  // no ReadyForQuery before the Sync
+  EXPECT_EQ(wire::ErrorSqlState(msgs[0].second), "0A000");
+  out.clear();
+  console.OnMessage('S', "", &out);
+  msgs = Messages(out);
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[1].first, 'Z');
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral

@@ -1,0 +1,273 @@
+// Proxy::Loop, part 5 of 5 (see proxy_internal.h): backend connections.
+// Connecting and authenticating to the server (trust, cleartext, md5,
+// SCRAM-SHA-256), reading backend messages (forwarding to the attached
+// client, dropping the proxy's own responses, noting the outcome),
+// failure and reconnect, proxy-internal statements and cancels.
+// Later: ParameterDescription ('t') from the backend is read here for
+// binary Bind decoding.
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "adapters/proxy/net.h"
+#include "adapters/proxy/proxy_internal.h"
+#include "adapters/proxy/wire.h"
+#include "common/clock.h"
+
+namespace corral {
+namespace proxy {
+
+absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
+  auto fd_or = net::ConnectTcp(opt_.server_host, opt_.server_port);
+  if (!fd_or.ok()) return fd_or.status();
+  const int fd = *fd_or;
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string pkt;
+  size_t at = wire::BeginMessage(&pkt, 0);
+  wire::PutInt32(&pkt, wire::kProtocol3);
+  for (const auto& [k, v] : {std::pair<std::string, std::string>{"user", opt_.server_user},
+                             {"database", opt_.server_dbname},
+                             {"application_name", "corral-proxy"}}) {
+    pkt.append(k);
+    pkt.push_back('\0');
+    pkt.append(v);
+    pkt.push_back('\0');
+  }
+  pkt.push_back('\0');
+  wire::EndMessage(&pkt, at);
+  auto fail = [&](absl::Status st) {
+    ::close(fd);
+    return st;
+  };
+  if (!net::WriteAll(fd, pkt)) return fail(absl::UnavailableError("cannot send the startup packet"));
+  std::string buf;
+  std::vector<std::pair<std::string, std::string>> params;
+  std::unique_ptr<auth::ScramClient> scram;
+  while (true) {
+    char type = 0;
+    std::string body;
+    if (absl::Status st = net::ReadMessage(fd, &buf, &type, &body); !st.ok()) return fail(st);
+    wire::Reader r(body);
+    if (type == 'R') {
+      const int32_t code = r.Int32();
+      if (code == 0) continue;
+      if (code == 10 || code == 11 || code == 12) {  // SASL: SCRAM-SHA-256
+        std::string reply;
+        size_t m = wire::BeginMessage(&reply, 'p');
+        if (code == 10) {
+          scram = std::make_unique<auth::ScramClient>(opt_.server_password);
+          const std::string first = scram->FirstMessage();
+          reply.append("SCRAM-SHA-256");
+          reply.push_back('\0');
+          wire::PutInt32(&reply, static_cast<int32_t>(first.size()));
+          reply.append(first);
+        } else if (scram == nullptr) {
+          return fail(absl::UnavailableError("server sent a SASL message out of order"));
+        } else if (code == 11) {
+          auto final_msg = scram->FinalMessage(r.rest());
+          if (!final_msg.ok()) return fail(final_msg.status());
+          reply.append(*final_msg);
+        } else {
+          if (absl::Status st = scram->VerifyServerFinal(r.rest()); !st.ok()) return fail(st);
+          continue;
+        }
+        wire::EndMessage(&reply, m);
+        if (!net::WriteAll(fd, reply)) return fail(absl::UnavailableError("cannot send the SASL response"));
+        continue;
+      }
+      std::string reply;
+      size_t m = wire::BeginMessage(&reply, 'p');
+      if (code == 3) {
+        reply.append(opt_.server_password);
+      } else if (code == 5) {
+        reply.append(auth::Md5Response(opt_.server_user, opt_.server_password, r.Bytes(4)));
+      } else {
+        return fail(absl::UnimplementedError(
+            absl::StrCat("the server asks for authentication method ", code,
+                         " (the proxy speaks trust, password, md5 and SCRAM-SHA-256)")));
+      }
+      reply.push_back('\0');
+      wire::EndMessage(&reply, m);
+      if (!net::WriteAll(fd, reply)) return fail(absl::UnavailableError("cannot send the password"));
+    } else if (type == 'S') {
+      std::string k(r.CString());
+      std::string v(r.CString());
+      params.emplace_back(std::move(k), std::move(v));
+    } else if (type == 'K') {
+      b->pid = r.Int32();
+      b->secret = r.Int32();
+    } else if (type == 'E') {
+      auto f = wire::ParseErrorFields(body);
+      return fail(absl::UnavailableError(
+          absl::StrCat("server refused the connection: ", f['C'], " ", f['M'])));
+    } else if (type == 'Z') {
+      break;
+    }
+  }
+  timeval zero{0, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &zero, sizeof(zero));
+  net::SetNonBlocking(fd);
+  if (server_params_.empty()) server_params_ = params;
+  b->fd = fd;
+  b->in = std::move(buf);
+  b->in_off = 0;
+  b->out.clear();
+  b->out_off = 0;
+  b->epollout = false;
+  b->alive = true;
+  b->status = 'I';
+  b->batches.clear();
+  b->batches.push_back(Batch());
+  b->cache.Clear();
+  AddFd(b, EPOLLIN);
+  return absl::OkStatus();
+}
+
+void Proxy::Loop::OnBackendInput(Backend* b) {
+  while (b->alive) {
+    absl::string_view buf = absl::string_view(b->in).substr(b->in_off);
+    wire::Frame f;
+    size_t used = 0;
+    if (absl::Status st = wire::NextFrame(buf, 1u << 30, &f, &used); !st.ok()) {
+      FailBackend(b, st.message());
+      return;
+    }
+    if (used == 0) break;
+    b->in_off += used;
+    Client* c = b->client;
+    Batch& front = b->batches.front();
+    bool forward = !front.swallow;
+    if (trace_) {
+      std::fprintf(stderr, "b%d -> c%lld %c%s\n", b->index, c ? (long long)c->id : -1LL, f.type,
+                   f.type == 'Z' ? std::string(f.body).c_str() : "");
+    }
+    switch (f.type) {
+      case '1':
+        if (!front.parses.empty()) {
+          ParseEntry e = std::move(front.parses.front());
+          front.parses.pop_front();
+          if (!e.key.empty()) b->cache.Confirm(e.key);
+          if (e.drop) forward = false;
+        }
+        break;
+      case '3':
+        if (!front.closes.empty()) {
+          if (front.closes.front()) forward = false;
+          front.closes.pop_front();
+        }
+        break;
+      case 'E': {
+        absl::string_view state = wire::ErrorSqlState(f.body);
+        if (absl::StartsWith(state, "57P") || absl::StartsWith(state, "08")) {
+          auto fields = wire::ParseErrorFields(f.body);
+          if (fields['S'] == "FATAL" || fields['S'] == "PANIC") {
+            // The server is closing this connection; the client's connection
+            // (to the proxy) survives: FailBackend reports 08006 instead.
+            b->fatal = fields['M'];
+            forward = false;
+            break;
+          }
+        }
+        if (forward && c != nullptr) {
+          if (state == "40001" || state == "40P01") {
+            c->route.conflict_state = std::string(state);
+          } else {
+            c->route.had_error = true;
+          }
+        }
+        break;
+      }
+      case 'C':
+        if (forward && c != nullptr && absl::StartsWith(f.body, "ROLLBACK")) c->route.rolled_back = true;
+        break;
+      case 'S': {
+        wire::Reader r(f.body);
+        std::string k(r.CString());
+        std::string v(r.CString());
+        for (auto& [pk, pv] : server_params_) {
+          if (pk == k && b->index == 0 && c == nullptr) pv = v;
+        }
+        break;
+      }
+      case 'Z': {
+        b->status = f.body.empty() ? 'I' : f.body[0];
+        // Parses skipped after an error never happened: forget them.
+        b->cache.ForgetUnconfirmed(front.parses);
+        if (b->batches.size() > 1) b->batches.pop_front();
+        if (forward && c != nullptr) Send(c, f.raw);
+        if (b->Idle()) {
+          if (c != nullptr && b->status == 'I') {
+            EndTxn(c, b);
+          } else if (c == nullptr) {
+            if (b->status != 'I') {
+              SendInternal(b, "ROLLBACK");
+            } else {
+              Dispatch(b);
+            }
+          }
+        }
+        continue;
+      }
+      default:
+        break;
+    }
+    if (forward && c != nullptr) Send(c, f.raw);
+  }
+  CompactBuffer(&b->in, &b->in_off);
+}
+
+void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
+  stats_.backend_failures++;
+  epoll_ctl(epfd_, EPOLL_CTL_DEL, b->fd, nullptr);
+  ::close(b->fd);
+  b->fd = -1;
+  b->alive = false;
+  if (Client* c = b->client; c != nullptr) {
+    int outstanding = 0;
+    for (size_t i = 0; i + 1 < b->batches.size(); ++i) {
+      if (!b->batches[i].swallow) ++outstanding;
+    }
+    wire::AppendError(&c->out, "ERROR", "08006",
+                      absl::StrCat("server connection lost (backend ", b->index, ": ",
+                                   b->fatal.empty() ? std::string(why) : b->fatal,
+                                   "): the transaction on it was rolled back"));
+    for (int i = 0; i < outstanding; ++i) wire::AppendReadyForQuery(&c->out, 'I');
+    if (outstanding == 0) c->txn_lost = true;
+    MarkDirty(c);
+    router_->Finish(c->route, scheduler::Outcome::kFailed);
+    Detach(b, c);
+    // Anything the client sent after the failed batch is routed anew.
+  }
+  b->batches.clear();
+  b->batches.push_back(Batch());
+  b->fatal.clear();
+  if (absl::Status st = ConnectBackend(b); !st.ok()) {
+    b->reconnect_at = MonoNanos() + 1000000000LL;
+  } else {
+    Dispatch(b);
+  }
+}
+
+void Proxy::Loop::SendInternal(Backend* b, absl::string_view sql) {
+  std::string q;
+  size_t at = wire::BeginMessage(&q, 'Q');
+  q.append(sql.data(), sql.size());
+  q.push_back('\0');
+  wire::EndMessage(&q, at);
+  Send(b, q);
+  b->batches.back().swallow = true;
+  b->batches.back().msgs++;
+  EndBatch(b);
+}
+
+void Proxy::Loop::SendCancel(Backend* b) {
+  net::SendCancelRequest(opt_.server_host, opt_.server_port, b->pid, b->secret);
+}
+
+}  // namespace proxy
+}  // namespace corral

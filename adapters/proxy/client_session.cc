@@ -1,0 +1,259 @@
+// Proxy::Loop, part 2 of 5 (see proxy_internal.h): the client session:
+// startup packet, authentication (trust, md5, SCRAM-SHA-256), framing of
+// frontend messages, protocol errors, closing a client, cancel requests.
+// Later: per-client session parameters (startup params, SET / RESET) are
+// tracked here, on Client, and applied on a backend before a transaction.
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "adapters/proxy/proxy_internal.h"
+#include "adapters/proxy/wire.h"
+
+namespace corral {
+namespace proxy {
+namespace {
+constexpr size_t kMaxPendingMessages = 100000;
+}  // namespace
+
+void Proxy::Loop::ProtocolError(Client* c, absl::string_view sqlstate, absl::string_view message) {
+  stats_.protocol_errors++;
+  wire::AppendError(&c->out, "FATAL", sqlstate, message);
+  // Best effort: the error is small; the socket is closed right after.
+  if (c->out_off < c->out.size()) {
+    (void)!::send(c->fd, c->out.data() + c->out_off, c->out.size() - c->out_off, MSG_NOSIGNAL);
+  }
+  c->out.clear();
+  c->out_off = 0;
+  CloseClient(c);
+}
+
+void Proxy::Loop::OnClientInput(Client* c) {
+  while (!c->dead) {
+    absl::string_view buf = absl::string_view(c->in).substr(c->in_off);
+    if (c->phase == Client::kStartup) {
+      absl::string_view body;
+      size_t used = 0;
+      if (absl::Status st = wire::NextStartup(buf, 10000, &body, &used); !st.ok()) {
+        ProtocolError(c, "08P01", st.message());
+        return;
+      }
+      if (used == 0) break;
+      c->in_off += used;
+      HandleStartup(c, body);
+      continue;
+    }
+    wire::Frame f;
+    size_t used = 0;
+    if (buf.empty()) break;
+    if (!wire::IsFrontendType(buf[0])) {
+      ProtocolError(c, "08P01",
+                    absl::StrFormat("invalid frontend message type %d ('%c'): closing the connection",
+                                    static_cast<unsigned char>(buf[0]),
+                                    absl::ascii_isprint(buf[0]) ? buf[0] : '?'));
+      return;
+    }
+    if (absl::Status st = wire::NextFrame(buf, opt_.max_message_bytes, &f, &used); !st.ok()) {
+      ProtocolError(c, "08P01", absl::StrCat(st.message(), ": closing the connection"));
+      return;
+    }
+    if (used == 0) break;
+    c->in_off += used;
+    if (c->phase == Client::kAuth) {
+      if (f.type != 'p') {
+        ProtocolError(c, "08P01", "expected a password message");
+        return;
+      }
+      HandlePassword(c, f.body);
+      continue;
+    }
+    if (f.type == 'p') {
+      ProtocolError(c, "08P01", "unexpected password message");
+      return;
+    }
+    if (c->pending.size() >= kMaxPendingMessages) {
+      ProtocolError(c, "54000", "too many pipelined messages without Sync");
+      return;
+    }
+    if (c->backend != nullptr && c->pending.empty() && !c->admin && f.type != 'X') {
+      // Fast path: a transaction in progress, nothing queued: no copy.
+      Forward(c, c->backend, f.type, f.raw);
+      continue;
+    }
+    c->pending.push_back(Msg{f.type, std::string(f.raw)});
+  }
+  if (c->dead) return;
+  if (c->in_off == c->in.size()) {
+    c->in.clear();
+    c->in_off = 0;
+  }
+  if (c->phase == Client::kReady) Pump(c);
+}
+
+void Proxy::Loop::HandleStartup(Client* c, absl::string_view body) {
+  wire::Reader r(body);
+  const int32_t code = r.Int32();
+  if (code == wire::kSslRequest || code == wire::kGssEncRequest) {
+    Send(c, "N");
+    return;
+  }
+  if (code == wire::kCancelRequest) {
+    const int32_t pid = r.Int32();
+    const int32_t secret = r.Int32();
+    HandleCancel(pid, secret);
+    CloseClient(c);
+    return;
+  }
+  if (code != wire::kProtocol3) {
+    ProtocolError(c, "0A000", absl::StrCat("unsupported frontend protocol ", code >> 16, ".",
+                                           code & 0xffff, ": the proxy speaks 3.0"));
+    return;
+  }
+  if (c->over_limit) {
+    stats_.clients_rejected++;
+    ProtocolError(c, "53300",
+                  absl::StrCat("no more connections allowed (max_client_conn = ", opt_.max_client_conn, ")"));
+    return;
+  }
+  while (r.ok()) {
+    absl::string_view k = r.CString();
+    if (k.empty()) break;
+    absl::string_view v = r.CString();
+    if (k == "user") c->user = std::string(v);
+    if (k == "database") c->database = std::string(v);
+  }
+  if (c->user.empty()) {
+    ProtocolError(c, "28000", "no PostgreSQL user name specified in startup packet");
+    return;
+  }
+  if (c->database.empty()) c->database = c->user;
+  c->admin = c->database == opt_.admin_dbname;
+  if (opt_.auth_type == "scram-sha-256") {
+    std::string mechs = "SCRAM-SHA-256";
+    mechs.push_back('\0');
+    mechs.push_back('\0');
+    wire::AppendAuth(&c->out, 10, mechs);
+    MarkDirty(c);
+    c->phase = Client::kAuth;
+    return;
+  }
+  if (opt_.auth_type == "md5") {
+    c->salt.resize(4);
+    for (char& ch : c->salt) ch = static_cast<char>(rng_());
+    wire::AppendAuth(&c->out, 5, c->salt);
+    MarkDirty(c);
+    c->phase = Client::kAuth;
+    return;
+  }
+  FinishLogin(c);
+}
+
+void Proxy::Loop::HandlePassword(Client* c, absl::string_view body) {
+  wire::Reader r(body);
+  const std::string failed = absl::StrCat("password authentication failed for user \"", c->user, "\"");
+  auto it = opt_.users.find(c->user);
+  if (opt_.auth_type == "scram-sha-256") {
+    if (it == opt_.users.end()) {
+      ProtocolError(c, "28P01", failed);
+      return;
+    }
+    if (c->scram == nullptr) {  // SASLInitialResponse
+      absl::string_view mech = r.CString();
+      const int32_t len = r.Int32();
+      absl::string_view data = len >= 0 ? r.Bytes(len) : absl::string_view();
+      if (!r.ok() || mech != "SCRAM-SHA-256") {
+        ProtocolError(c, "28000", "expected a SCRAM-SHA-256 SASLInitialResponse");
+        return;
+      }
+      c->scram = std::make_unique<auth::ScramServer>(it->second);
+      auto first = c->scram->ServerFirst(data);
+      if (!first.ok()) {
+        ProtocolError(c, "28000", first.status().message());
+        return;
+      }
+      wire::AppendAuth(&c->out, 11, *first);
+      MarkDirty(c);
+      return;
+    }
+    auto final_msg = c->scram->ServerFinal(body);
+    if (!final_msg.ok()) {
+      ProtocolError(c, "28P01", failed);
+      return;
+    }
+    wire::AppendAuth(&c->out, 12, *final_msg);
+    c->scram.reset();
+    FinishLogin(c);
+    return;
+  }
+  absl::string_view given = r.CString();
+  if (it == opt_.users.end() || auth::Md5Response(c->user, it->second, c->salt) != given) {
+    ProtocolError(c, "28P01", failed);
+    return;
+  }
+  FinishLogin(c);
+}
+
+void Proxy::Loop::FinishLogin(Client* c) {
+  wire::AppendAuth(&c->out, 0);
+  for (const auto& [k, v] : server_params_) wire::AppendParameterStatus(&c->out, k, v);
+  do {
+    c->key_pid = static_cast<int32_t>(rng_() & 0x7fffffff);
+    c->key_secret = static_cast<int32_t>(rng_());
+  } while (keys_.contains(c->cancel_key()));
+  keys_[c->cancel_key()] = c;
+  wire::AppendBackendKeyData(&c->out, c->key_pid, c->key_secret);
+  wire::AppendReadyForQuery(&c->out, 'I');
+  MarkDirty(c);
+  c->phase = Client::kReady;
+}
+
+void Proxy::Loop::CloseClient(Client* c) {
+  if (c->dead) return;
+  c->dead = true;
+  epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  ::close(c->fd);
+  c->fd = -1;
+  keys_.erase(c->cancel_key());
+  if (c->waiting) {
+    auto& q = waitq_[c->wait_queue];
+    q.erase(std::remove(q.begin(), q.end(), c), q.end());
+    c->waiting = false;
+  }
+  if (Backend* b = c->backend; b != nullptr) {
+    // The client left mid-transaction: roll back on the backend, then free it.
+    stats_.client_rollbacks++;
+    Detach(b, c);
+    if (b->batches.size() > 1) SendCancel(b);  // a statement may still run
+    if (b->batches.back().msgs > 0) {
+      std::string sync;
+      wire::AppendEmpty(&sync, 'S');
+      Send(b, sync);
+      EndBatch(b);
+    }
+    SendInternal(b, "ROLLBACK");
+  }
+  auto it = clients_.find(c);
+  if (it != clients_.end()) {
+    graveyard_.push_back(std::move(it->second));
+    clients_.erase(it);
+  }
+  clients_now_.store(clients_.size());
+}
+
+void Proxy::Loop::HandleCancel(int32_t pid, int32_t secret) {
+  auto it = keys_.find((uint64_t(uint32_t(pid)) << 32) | uint32_t(secret));
+  if (it == keys_.end()) return;
+  Client* c = it->second;
+  if (c->backend != nullptr) {
+    stats_.cancels++;
+    SendCancel(c->backend);
+  }
+}
+
+}  // namespace proxy
+}  // namespace corral

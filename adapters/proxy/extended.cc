@@ -1,0 +1,219 @@
+// Proxy::Loop, part 4 of 5 (see proxy_internal.h): the extended protocol.
+// Units the proxy answers itself (a held BEGIN and its COMMIT / ROLLBACK;
+// PQprepare-style Parse+Sync outside a transaction), and forwarding to the
+// backend with the client's named statements mapped to backend names,
+// prepared on demand (StatementCache, prepared.h).
+#include "absl/container/flat_hash_map.h"
+#include "adapters/proxy/proxy_internal.h"
+#include "adapters/proxy/wire.h"
+
+namespace corral {
+namespace proxy {
+
+// A unit that only runs BEGIN (or COMMIT/ROLLBACK of a held BEGIN) is
+// answered by the proxy with the responses the server would send.
+bool Proxy::Loop::AnswerHeldExtended(Client* c, size_t end) {
+  absl::flat_hash_map<std::string, std::string> local;
+  TxnControl kind = TxnControl::kOther;
+  int executes = 0;
+  for (size_t i = 0; i <= end; ++i) {
+    const Msg& u = c->pending[i];
+    wire::Reader r(u.body());
+    if (u.type == 'P') {
+      std::string name(r.CString());
+      local[name] = std::string(r.CString());
+    } else if (u.type == 'B') {
+      r.CString();
+      const std::string* text = FindStatementText(local, c->stmts, std::string(r.CString()));
+      if (text == nullptr) return false;
+      const TxnControl k = ClassifyTxnControl(*text);
+      if (k == TxnControl::kOther || (kind != TxnControl::kOther && k != kind)) return false;
+      kind = k;
+    } else if (u.type == 'E') {
+      ++executes;
+    } else if (u.type == 'D' || u.type == 'S' || u.type == 'H') {
+      // answerable
+    } else {
+      return false;
+    }
+  }
+  if (executes != 1 || kind == TxnControl::kOther) return false;
+  if (kind != TxnControl::kBegin && c->held_begin.empty()) return false;
+  std::string begin_text;
+  for (size_t i = 0; i <= end; ++i) {
+    Msg u = std::move(c->pending.front());
+    c->pending.pop_front();
+    wire::Reader r(u.body());
+    switch (u.type) {
+      case 'P': {
+        std::string name;
+        PreparedDef d = PreparedDef::FromParse(u.body(), &name);
+        begin_text = d.query;
+        if (!name.empty()) c->stmts[name] = std::move(d);
+        wire::AppendEmpty(&c->out, '1');
+        break;
+      }
+      case 'B': {
+        r.CString();
+        const std::string* text = FindStatementText(local, c->stmts, std::string(r.CString()));
+        begin_text = text != nullptr ? *text : std::string();
+        wire::AppendEmpty(&c->out, '2');
+        break;
+      }
+      case 'D': {
+        if (r.Byte() == 'S') {
+          std::string pd;
+          size_t at = wire::BeginMessage(&pd, 't');
+          wire::PutInt16(&pd, 0);
+          wire::EndMessage(&pd, at);
+          c->out.append(pd);
+        }
+        wire::AppendEmpty(&c->out, 'n');
+        break;
+      }
+      case 'E':
+        if (kind == TxnControl::kBegin) {
+          if (c->held_begin.empty()) c->held_begin = begin_text;
+          wire::AppendCommandComplete(&c->out, "BEGIN");
+        } else {
+          EndHeldTxn(c, kind);
+        }
+        break;
+      case 'S':
+        wire::AppendReadyForQuery(&c->out, c->held_begin.empty() ? 'I' : 'T');
+        break;
+      default:
+        break;
+    }
+  }
+  MarkDirty(c);
+  return true;
+}
+
+// A unit of named Parses and a Sync only (libpq's PQprepare) outside a
+// transaction needs no backend: the statements are recorded for the client
+// and prepared on demand where its transactions land. A syntax error is
+// reported here (libpg_query); other errors (a missing table) come with the
+// first execution. Answering locally also keeps synchronous PQprepare calls
+// of a single-threaded client from waiting behind its own open transactions.
+bool Proxy::Loop::AnswerPrepareOnly(Client* c, size_t end) {
+  if (c->pending[end].type != 'S') return false;
+  for (size_t i = 0; i < end; ++i) {
+    const Msg& u = c->pending[i];
+    if (u.type != 'P') return false;
+    wire::Reader r(u.body());
+    if (r.CString().empty()) return false;
+  }
+  if (end == 0) return false;
+  bool failed = false;
+  for (size_t i = 0; i <= end; ++i) {
+    Msg u = std::move(c->pending.front());
+    c->pending.pop_front();
+    if (u.type == 'S') {
+      wire::AppendReadyForQuery(&c->out, c->held_begin.empty() ? 'I' : (failed ? 'E' : 'T'));
+      break;
+    }
+    if (failed) continue;
+    std::string name;
+    PreparedDef d = PreparedDef::FromParse(u.body(), &name);
+    if (absl::Status st = router_->CheckSyntax(d.query); !st.ok()) {
+      wire::AppendError(&c->out, "ERROR", "42601", st.message());
+      failed = true;
+      continue;
+    }
+    c->stmts[name] = std::move(d);
+    wire::AppendEmpty(&c->out, '1');
+  }
+  MarkDirty(c);
+  return true;
+}
+
+std::string Proxy::Loop::EnsurePrepared(Backend* b, const PreparedDef& d, bool client_parse) {
+  std::string msgs;
+  std::string name = b->cache.Ensure(d, client_parse, &b->batches.back(), &msgs);
+  if (!msgs.empty()) {
+    if (!client_parse) stats_.parses_injected++;
+    Send(b, msgs);
+  }
+  return name;
+}
+
+void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view raw) {
+  const absl::string_view body = raw.substr(5);
+  Batch& open = b->batches.back();
+  open.msgs++;
+  wire::Reader r(body);
+  switch (type) {
+    case 'Q':
+    case 'S':
+    case 'F':
+      Send(b, raw);
+      EndBatch(b);
+      return;
+    case 'P': {
+      if (r.CString().empty()) {  // the unnamed statement: as it is
+        open.parses.push_back(ParseEntry{false, ""});
+        Send(b, raw);
+        return;
+      }
+      std::string name;
+      PreparedDef d = PreparedDef::FromParse(body, &name);
+      EnsurePrepared(b, d, /*client_parse=*/true);
+      c->stmts[name] = std::move(d);
+      return;
+    }
+    case 'B': {
+      absl::string_view portal = r.CString();
+      std::string stmt(r.CString());
+      auto it = stmt.empty() ? c->stmts.end() : c->stmts.find(stmt);
+      if (it == c->stmts.end()) {
+        Send(b, raw);
+        return;
+      }
+      const std::string bname = EnsurePrepared(b, it->second, false);
+      std::string msg;
+      size_t at = wire::BeginMessage(&msg, 'B');
+      msg.append(portal.data(), portal.size());
+      msg.push_back('\0');
+      msg.append(bname);
+      msg.push_back('\0');
+      absl::string_view rest = r.rest();
+      msg.append(rest.data(), rest.size());
+      wire::EndMessage(&msg, at);
+      Send(b, msg);
+      return;
+    }
+    case 'D':
+    case 'C': {
+      const uint8_t what = r.Byte();
+      std::string name(r.CString());
+      if (type == 'C') open.closes.push_back(false);
+      if (what != 'S' || name.empty()) {
+        Send(b, raw);
+        return;
+      }
+      std::string bname;
+      if (type == 'C') {
+        c->stmts.erase(name);
+        bname = "corral_closed";  // closing a missing statement is not an error
+      } else {
+        auto it = c->stmts.find(name);
+        if (it == c->stmts.end()) {
+          Send(b, raw);
+          return;
+        }
+        bname = EnsurePrepared(b, it->second, false);
+      }
+      std::string msg;
+      AppendStatementMessage(&msg, type, bname);
+      Send(b, msg);
+      return;
+    }
+    default:
+      Send(b, raw);
+      return;
+  }
+}
+
+}  // namespace proxy
+}  // namespace corral

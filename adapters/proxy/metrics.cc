@@ -1,0 +1,56 @@
+#include "adapters/proxy/metrics.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace corral {
+namespace proxy {
+namespace metrics {
+
+std::string MetricsText(const Stats& stats, int64_t clients) {
+  std::string s;
+  auto counter = [&](const char* name, const char* help, int64_t v) {
+    absl::StrAppend(&s, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ", v, "\n");
+  };
+  counter("corral_transactions_total", "Transactions routed.", stats.transactions);
+  counter("corral_commits_total", "Committed transactions.", stats.commits);
+  absl::StrAppend(&s,
+                  "# HELP corral_conflict_aborts_total Conflict aborts by SQLSTATE.\n"
+                  "# TYPE corral_conflict_aborts_total counter\n"
+                  "corral_conflict_aborts_total{sqlstate=\"40001\"} ",
+                  stats.aborts_40001.load(), "\ncorral_conflict_aborts_total{sqlstate=\"40P01\"} ",
+                  stats.aborts_40P01.load(), "\n");
+  counter("corral_user_errors_total", "Transactions that ended with another error.", stats.user_errors);
+  counter("corral_queue_waits_total", "Transactions that waited for their backend.", stats.queue_waits);
+  counter("corral_steals_total", "Waiting transactions taken by another idle backend.", stats.steals);
+  counter("corral_steals_affine_total",
+          "Steals of transactions placed by learned affinity (stealing on: no running transaction held their "
+          "references; affinity: waited past steal_after_ms).",
+          stats.steals_affine);
+  counter("corral_affine_transactions_total", "Transactions placed by learned affinity.",
+          stats.affine_txns);
+  counter("corral_wait_timeouts_total", "Clients closed by query_wait_timeout.", stats.wait_timeouts);
+  counter("corral_protocol_errors_total", "Clients closed for protocol errors.", stats.protocol_errors);
+  counter("corral_backend_failures_total", "Backend connections lost.", stats.backend_failures);
+  counter("corral_cancels_total", "Cancel requests forwarded.", stats.cancels);
+  absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
+                  clients, "\n");
+  return s;
+}
+
+bool HttpRequestComplete(absl::string_view request, bool eof) {
+  return eof || request.size() > 8192 || absl::StrContains(request, "\r\n\r\n");
+}
+
+std::string HttpResponse(absl::string_view request, const std::function<std::string()>& metrics) {
+  if (absl::StartsWith(request, "GET /metrics")) {
+    const std::string body = metrics();
+    return absl::StrCat("HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: ",
+                        body.size(), "\r\nConnection: close\r\n\r\n", body);
+  }
+  return "HTTP/1.0 404 Not Found\r\nContent-Length: 10\r\nConnection: close\r\n\r\nnot found\n";
+}
+
+}  // namespace metrics
+}  // namespace proxy
+}  // namespace corral

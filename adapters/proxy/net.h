@@ -1,0 +1,51 @@
+// Socket helpers of the proxy (adapters/proxy): TCP connect / listen, the
+// blocking writes and reads of the startup phase and the socket options the
+// event loop sets. Plain POSIX; nothing here knows the wire protocol's state.
+//
+//   auto fd = net::ConnectTcp("127.0.0.1", 5432);   // blocking, TCP_NODELAY
+//   if (!fd.ok()) return fd.status();
+//   net::WriteAll(*fd, startup_packet);
+//   char type; std::string body, buf;
+//   CHECK_OK(net::ReadMessage(*fd, &buf, &type, &body));
+//   net::SetNonBlocking(*fd);                        // hand it to the loop
+//
+// Thread safety: stateless functions; callers own the descriptors.
+#ifndef CORRAL_ADAPTERS_PROXY_NET_H_
+#define CORRAL_ADAPTERS_PROXY_NET_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace corral {
+namespace proxy {
+namespace net {
+
+void SetNonBlocking(int fd);
+void SetNoDelay(int fd);
+
+// Blocking write of all of `data` (spins on EAGAIN); false on error.
+bool WriteAll(int fd, absl::string_view data);
+
+// A connected, blocking TCP socket with TCP_NODELAY.
+absl::StatusOr<int> ConnectTcp(const std::string& host, int port);
+
+// A non-blocking IPv4 listening socket on addr:port (0 = ephemeral); the
+// port actually bound goes to *bound_port.
+absl::StatusOr<int> Listen(const std::string& addr, int port, int* bound_port);
+
+// Blocking read of one typed protocol message from fd; `buf` carries bytes
+// read past it to the next call (the startup phase of a backend).
+absl::Status ReadMessage(int fd, std::string* buf, char* type, std::string* body);
+
+// The 16-byte CancelRequest for a server process, sent on a fresh
+// connection to host:port; errors are ignored (a cancel is best effort).
+void SendCancelRequest(const std::string& host, int port, int32_t pid, int32_t secret);
+
+}  // namespace net
+}  // namespace proxy
+}  // namespace corral
+
+#endif  // CORRAL_ADAPTERS_PROXY_NET_H_

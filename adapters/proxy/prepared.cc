@@ -1,0 +1,99 @@
+#include "adapters/proxy/prepared.h"
+
+#include "absl/strings/str_cat.h"
+#include "adapters/proxy/wire.h"
+
+namespace corral {
+namespace proxy {
+
+PreparedDef PreparedDef::FromParse(absl::string_view parse_body, std::string* name) {
+  wire::Reader r(parse_body);
+  *name = std::string(r.CString());
+  PreparedDef d;
+  d.query = std::string(r.CString());
+  d.types = std::string(r.rest());
+  d.key = absl::StrCat(d.query, absl::string_view("\0", 1), d.types);
+  return d;
+}
+
+std::vector<uint32_t> PreparedDef::ParamTypes() const {
+  wire::Reader r(types);
+  const int16_t n = r.Int16();
+  std::vector<uint32_t> oids;
+  for (int16_t i = 0; i < n && r.ok(); ++i) oids.push_back(static_cast<uint32_t>(r.Int32()));
+  if (!r.ok()) oids.clear();
+  return oids;
+}
+
+const std::string* FindStatementText(const absl::flat_hash_map<std::string, std::string>& local,
+                                     const StatementMap& stmts, const std::string& name) {
+  if (auto it = local.find(name); it != local.end()) return &it->second;
+  if (auto it = stmts.find(name); it != stmts.end()) return &it->second.query;
+  return nullptr;
+}
+
+void AppendStatementMessage(std::string* out, char type, absl::string_view name) {
+  size_t at = wire::BeginMessage(out, type);
+  out->push_back('S');
+  out->append(name.data(), name.size());
+  out->push_back('\0');
+  wire::EndMessage(out, at);
+}
+
+std::string StatementCache::Ensure(const PreparedDef& d, bool client_parse, Batch* open, std::string* msgs) {
+  auto it = cache_.find(d.key);
+  if (it != cache_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    if (!client_parse) return it->second.name;
+    // The client parses again: close and re-parse so it gets its own
+    // ParseComplete (and any error) in order.
+    AppendStatementMessage(msgs, 'C', it->second.name);
+    open->closes.push_back(true);
+    it->second.confirmed = false;
+  } else {
+    if (cache_.size() >= capacity_ && !lru_.empty()) {
+      auto v = cache_.find(lru_.back());
+      AppendStatementMessage(msgs, 'C', v->second.name);
+      open->closes.push_back(true);
+      cache_.erase(v);
+      lru_.pop_back();
+    }
+    lru_.push_front(d.key);
+    Cached cached;
+    cached.name = absl::StrCat("corral_s", next_name_++);
+    cached.lru = lru_.begin();
+    it = cache_.emplace(d.key, std::move(cached)).first;
+  }
+  size_t at = wire::BeginMessage(msgs, 'P');
+  msgs->append(it->second.name);
+  msgs->push_back('\0');
+  msgs->append(d.query);
+  msgs->push_back('\0');
+  msgs->append(d.types);
+  wire::EndMessage(msgs, at);
+  open->parses.push_back(ParseEntry{!client_parse, d.key});
+  return it->second.name;
+}
+
+void StatementCache::Confirm(const std::string& key) {
+  if (auto it = cache_.find(key); it != cache_.end()) it->second.confirmed = true;
+}
+
+void StatementCache::ForgetUnconfirmed(const std::deque<ParseEntry>& parses) {
+  for (const ParseEntry& e : parses) {
+    if (e.key.empty()) continue;
+    auto it = cache_.find(e.key);
+    if (it != cache_.end() && !it->second.confirmed) {
+      lru_.erase(it->second.lru);
+      cache_.erase(it);
+    }
+  }
+}
+
+void StatementCache::Clear() {
+  cache_.clear();
+  lru_.clear();
+}
+
+}  // namespace proxy
+}  // namespace corral

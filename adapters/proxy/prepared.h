@@ -1,0 +1,113 @@
+// Extended-protocol bookkeeping of the proxy: the frontend messages a client
+// queued (Msg), the named statements it prepared (PreparedDef, kept per
+// client so they can be prepared on whichever backend a transaction lands
+// on), the per-backend statement cache (StatementCache: a bounded LRU of
+// backend-side names corral_s<N> keyed by text and parameter types), and the
+// per-batch record of which ParseComplete / CloseComplete the client must
+// not see (Batch, ParseEntry).
+//
+//   PreparedDef d = PreparedDef::FromParse(parse_body, &name);
+//   StatementCache cache(/*capacity=*/512);
+//   Batch open;
+//   std::string msgs;                       // Close (evicted) + Parse
+//   std::string backend_name = cache.Ensure(d, /*client_parse=*/false, &open, &msgs);
+//   ...                                     // on ParseComplete:
+//   cache.Confirm(key);                     // on ReadyForQuery:
+//   cache.ForgetUnconfirmed(open.parses);
+//
+// Later: a Parse's declared parameter type OIDs live in PreparedDef::types
+// (raw); binary Bind decoding reads them from there (ParamTypes()).
+//
+// Thread safety: not thread-safe; owned and used by the event loop thread.
+#ifndef CORRAL_ADAPTERS_PROXY_PREPARED_H_
+#define CORRAL_ADAPTERS_PROXY_PREPARED_H_
+
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+
+namespace corral {
+namespace proxy {
+
+// One frontend message, whole (type byte and length included).
+struct Msg {
+  char type;
+  std::string raw;
+  absl::string_view body() const { return absl::string_view(raw).substr(5); }
+};
+
+// A statement as the client's Parse defined it.
+struct PreparedDef {
+  std::string query;
+  std::string types;  // Parse's parameter-type section (count + oids), raw
+  std::string key;    // query + '\0' + types
+
+  // From a Parse message's body; the statement's name goes to *name.
+  static PreparedDef FromParse(absl::string_view parse_body, std::string* name);
+  // The declared parameter type OIDs (0 = unspecified).
+  std::vector<uint32_t> ParamTypes() const;
+};
+
+// A client's named statements.
+using StatementMap = absl::flat_hash_map<std::string, PreparedDef>;
+
+// The text of statement `name`: parsed earlier in this unit (`local`, name ->
+// text) or known to the client; null when neither.
+const std::string* FindStatementText(const absl::flat_hash_map<std::string, std::string>& local,
+                                     const StatementMap& stmts, const std::string& name);
+
+struct ParseEntry {
+  bool drop = false;  // injected by the proxy: the client must not see its ParseComplete
+  std::string key;    // cache key to confirm, "" for the unnamed statement
+};
+
+// The messages sent to a backend up to one Sync/Query (one ReadyForQuery).
+struct Batch {
+  bool swallow = false;  // proxy-internal (held BEGIN, ROLLBACK of an orphan)
+  int msgs = 0;
+  std::deque<ParseEntry> parses;
+  std::deque<bool> closes;  // true: drop the CloseComplete
+};
+
+// Appends a Close (or Describe: type 'D') of the statement `name`.
+void AppendStatementMessage(std::string* out, char type, absl::string_view name);
+
+// The statements prepared on one backend connection.
+class StatementCache {
+ public:
+  explicit StatementCache(size_t capacity) : capacity_(capacity) {}
+
+  // The backend name of `d`, appending to *msgs what the backend needs first
+  // (a Close of an evicted statement, the Parse) and recording in `open`
+  // which responses the client must not see. A client's own Parse
+  // (client_parse) is always sent again (closed first when cached) so it
+  // gets its ParseComplete, or error, in order.
+  std::string Ensure(const PreparedDef& d, bool client_parse, Batch* open, std::string* msgs);
+  // ParseComplete arrived for `key`.
+  void Confirm(const std::string& key);
+  // At ReadyForQuery: parses skipped after an error never happened.
+  void ForgetUnconfirmed(const std::deque<ParseEntry>& parses);
+  void Clear();
+  size_t size() const { return cache_.size(); }
+
+ private:
+  struct Cached {
+    std::string name;
+    std::list<std::string>::iterator lru;
+    bool confirmed = false;
+  };
+  size_t capacity_;
+  absl::flat_hash_map<std::string, Cached> cache_;
+  std::list<std::string> lru_;  // front = most recently used
+  uint64_t next_name_ = 0;
+};
+
+}  // namespace proxy
+}  // namespace corral
+
+#endif  // CORRAL_ADAPTERS_PROXY_PREPARED_H_

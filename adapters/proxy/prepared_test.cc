@@ -1,0 +1,98 @@
+#include "adapters/proxy/prepared.h"
+
+#include <string>
+#include <vector>
+
+#include "adapters/proxy/wire.h"
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace proxy {
+namespace {
+
+std::string ParseBody(const std::string& name, const std::string& query, std::vector<int32_t> oids) {
+  std::string b = name;
+  b.push_back('\0');
+  b += query;
+  b.push_back('\0');
+  wire::PutInt16(&b, static_cast<int16_t>(oids.size()));
+  for (int32_t o : oids) wire::PutInt32(&b, o);
+  return b;
+}
+
+// Message types in `msgs`, in order.
+std::string Types(const std::string& msgs) {
+  std::string t;
+  absl::string_view rest(msgs);
+  while (!rest.empty()) {
+    wire::Frame f;
+    size_t used = 0;
+    EXPECT_TRUE(wire::NextFrame(rest, 1 << 20, &f, &used).ok());
+    if (used == 0) break;
+    t.push_back(f.type);
+    rest.remove_prefix(used);
+  }
+  return t;
+}
+
+TEST(Prepared, FromParseKeepsTextAndTypes) {
+  std::string name;
+  PreparedDef d = PreparedDef::FromParse(ParseBody("s1", "SELECT $1", {23, 25}), &name);
+  EXPECT_EQ(name, "s1");
+  EXPECT_EQ(d.query, "SELECT $1");
+  EXPECT_EQ(d.ParamTypes(), (std::vector<uint32_t>{23, 25}));
+  PreparedDef e = PreparedDef::FromParse(ParseBody("s2", "SELECT $1", {23}), &name);
+  EXPECT_NE(d.key, e.key);  // same text, other types: another statement
+}
+
+TEST(Prepared, FindStatementTextPrefersTheUnit) {
+  StatementMap stmts;
+  std::string name;
+  stmts["a"] = PreparedDef::FromParse(ParseBody("a", "SELECT 1", {}), &name);
+  absl::flat_hash_map<std::string, std::string> local{{"a", "SELECT 2"}};
+  ASSERT_NE(FindStatementText(local, stmts, "a"), nullptr);
+  EXPECT_EQ(*FindStatementText(local, stmts, "a"), "SELECT 2");
+  EXPECT_EQ(*FindStatementText({}, stmts, "a"), "SELECT 1");
+  EXPECT_EQ(FindStatementText(local, stmts, "b"), nullptr);
+}
+
+TEST(StatementCache, PreparesOnceEvictsAndForgetsUnconfirmed) {
+  StatementCache cache(2);
+  std::string name;
+  PreparedDef a = PreparedDef::FromParse(ParseBody("a", "SELECT 1", {}), &name);
+  PreparedDef b = PreparedDef::FromParse(ParseBody("b", "SELECT 2", {}), &name);
+  PreparedDef c = PreparedDef::FromParse(ParseBody("c", "SELECT 3", {}), &name);
+  Batch open;
+  std::string msgs;
+  const std::string na = cache.Ensure(a, false, &open, &msgs);
+  EXPECT_EQ(na, "corral_s0");
+  EXPECT_EQ(Types(msgs), "P");
+  ASSERT_EQ(open.parses.size(), 1u);
+  EXPECT_TRUE(open.parses[0].drop);  // injected: the client must not see it
+  cache.Confirm(a.key);
+  msgs.clear();
+  EXPECT_EQ(cache.Ensure(a, false, &open, &msgs), na);  // cached: nothing to send
+  EXPECT_EQ(msgs, "");
+  cache.Ensure(b, false, &open, &msgs);
+  cache.Confirm(b.key);
+  msgs.clear();
+  cache.Ensure(a, false, &open, &msgs);  // a most recently used: b is the victim
+  cache.Ensure(c, false, &open, &msgs);
+  EXPECT_EQ(Types(msgs), "CP");
+  EXPECT_EQ(open.closes.back(), true);
+  EXPECT_EQ(cache.size(), 2u);
+  // c was never confirmed (an error skipped its Parse): forgotten.
+  cache.ForgetUnconfirmed(open.parses);
+  EXPECT_EQ(cache.size(), 1u);
+  // The client's own Parse of a cached statement: closed and parsed again.
+  msgs.clear();
+  Batch second;
+  cache.Ensure(a, true, &second, &msgs);
+  EXPECT_EQ(Types(msgs), "CP");
+  ASSERT_EQ(second.parses.size(), 1u);
+  EXPECT_FALSE(second.parses[0].drop);
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral

@@ -1,0 +1,276 @@
+// Internal to the proxy (adapters/proxy, not for other packages): the
+// connection objects and the event loop, Proxy::Loop, whose methods are
+// spread over files by concern:
+//   loop.cc            listener, epoll loop, buffered I/O, timers, /metrics
+//                      sockets, the admin console's view (AdminSource)
+//   client_session.cc  client startup, authentication, framing, close,
+//                      cancel requests
+//   pump.cc            the transaction pump: units, routing (Router),
+//                      FIFO wait queues and stealing, attach / detach
+//   extended.cc        extended protocol: locally answered units, message
+//                      forwarding with prepared-statement injection
+//   backend.cc         backend connections: connect and authenticate to the
+//                      server, backend input, failure and reconnect
+// The pieces with their own seams live in their own files: net.h (sockets),
+// prepared.h (statements, per-backend cache), router.h (scheduler seam),
+// admin_console.h, metrics.h.
+//
+//   Proxy::Loop loop(&options, &stats, &scheduler);
+//   CHECK_OK(loop.Init(&port, &metrics_port));
+//   std::thread t([&] { loop.Run(); });
+//   ...
+//   loop.RequestStop(); t.join();
+//
+// Thread safety: everything here runs on the loop thread, except
+// RequestStop() and MetricsText() (atomics only), which any thread may call.
+#ifndef CORRAL_ADAPTERS_PROXY_PROXY_INTERNAL_H_
+#define CORRAL_ADAPTERS_PROXY_PROXY_INTERNAL_H_
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "adapters/proxy/admin_console.h"
+#include "adapters/proxy/auth.h"
+#include "adapters/proxy/prepared.h"
+#include "adapters/proxy/proxy.h"
+#include "adapters/proxy/router.h"
+#include "adapters/proxy/steal.h"
+
+namespace corral {
+namespace proxy {
+
+// The server's connection string for libpq (catalog reads).
+std::string ServerConninfo(const Options& o);
+
+// Drops the consumed front [0, *off) of a connection buffer: all of it once
+// consumed, or once more than 1 MiB of it is.
+inline void CompactBuffer(std::string* buf, size_t* off) {
+  if (*off == buf->size()) {
+    buf->clear();
+    *off = 0;
+  } else if (*off > (1u << 20)) {
+    buf->erase(0, *off);
+    *off = 0;
+  }
+}
+
+// A socket the loop polls, with its buffered input and output.
+struct Conn {
+  enum Kind { kListen, kClient, kBackend, kMetricsListen, kHttp, kWake };
+  Kind kind;
+  int fd = -1;
+  std::string in;
+  size_t in_off = 0;
+  std::string out;
+  size_t out_off = 0;
+  bool epollout = false;
+  bool dirty = false;
+  bool dead = false;
+  explicit Conn(Kind k) : kind(k) {}
+  virtual ~Conn() = default;
+};
+
+struct Client;
+
+// One server connection = one run queue.
+struct Backend : Conn {
+  explicit Backend(size_t cache_size) : Conn(kBackend), cache(cache_size) {}
+  int index = 0;
+  Client* client = nullptr;
+  RefVec held;  // the affine references of its running transaction (stealing on)
+  bool alive = false;
+  char status = 'I';
+  int32_t pid = 0, secret = 0;
+  std::deque<Batch> batches;  // back() is the open one
+  StatementCache cache;
+  int64_t reconnect_at = 0;
+  int64_t txns = 0;
+  std::string fatal;  // the server's FATAL message before it closed, if any
+
+  bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
+  bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
+};
+
+// One client connection and its session (its startup parameters and SET /
+// RESET tracking belong here, applied on a backend in Attach).
+struct Client : Conn {
+  Client() : Conn(kClient) {}
+  enum Phase { kStartup, kAuth, kReady };
+  uint64_t id = 0;
+  Phase phase = kStartup;
+  bool admin = false;
+  std::string user, database, salt;
+  int32_t key_pid = 0, key_secret = 0;
+  std::deque<Msg> pending;
+  Backend* backend = nullptr;
+  bool waiting = false;
+  bool affinity = false;  // its current transaction was placed by learned affinity
+  int wait_queue = -1;
+  int64_t wait_since = 0;
+  std::string held_begin;
+  bool txn_lost = false;    // its backend died while it was idle in a transaction
+  bool over_limit = false;  // accepted beyond max_client_conn: rejected at startup
+  std::unique_ptr<auth::ScramServer> scram;  // during SCRAM authentication
+  RoutedTxn route;
+  StatementMap stmts;
+  int64_t txns = 0;
+
+  uint64_t cancel_key() const { return (uint64_t(uint32_t(key_pid)) << 32) | uint32_t(key_secret); }
+};
+
+class Proxy::Loop : private AdminSource {
+ public:
+  Loop(Options* options, Stats* stats, scheduler::Scheduler* sched);
+  ~Loop() override;
+
+  absl::Status Init(std::atomic<int>* port, std::atomic<int>* metrics_port);
+  void Run();
+  void RequestStop() {
+    stop_.store(true);
+    uint64_t one = 1;
+    (void)!::write(wake_.fd, &one, sizeof(one));
+  }
+  std::string MetricsText() const;
+
+ private:
+  // --- plumbing (loop.cc)
+  void AddFd(Conn* c, uint32_t events);
+  // Binds `c` as a listening socket on listen_addr:port, polled; the bound
+  // port goes to *bound.
+  absl::Status ListenOn(Conn* c, int port, std::atomic<int>* bound);
+  void Send(Conn* c, absl::string_view bytes) {
+    c->out.append(bytes.data(), bytes.size());
+    MarkDirty(c);
+  }
+  void MarkDirty(Conn* c) {
+    if (!c->dirty) {
+      c->dirty = true;
+      dirty_.push_back(c);
+    }
+  }
+  void Flush(Conn* c);
+  bool ReadInto(Conn* c);  // false on EOF/error
+  void OnEvent(Conn* c, uint32_t ev);
+  void Accept();
+  void AcceptHttp();
+  void OnHttp(Conn* c);
+  void Timers();
+  StealMode steal_mode() const {
+    return !opt_.stealing         ? StealMode::kOff
+           : opt_.steal_any       ? StealMode::kAny
+           : opt_.steal_inflight  ? StealMode::kInFlight
+                                  : StealMode::kAffinity;
+  }
+  // AdminSource (loop.cc)
+  const Stats& stats() const override { return stats_; }
+  int64_t clients_now() const override { return static_cast<int64_t>(clients_.size()); }
+  std::vector<QueueRow> Queues() const override;
+  std::vector<ClientRow> Clients() const override;
+  std::vector<HistoryRow> TopByAborts(size_t k) const override;
+  std::string PolicyName() const override;
+  std::string StealingName() const override;
+  absl::Status SetPolicy(const std::string& name) override;
+  absl::Status Reload() override;
+
+  // --- clients (client_session.cc)
+  void OnClientInput(Client* c);
+  void HandleStartup(Client* c, absl::string_view body);
+  void HandlePassword(Client* c, absl::string_view body);
+  void FinishLogin(Client* c);
+  void ProtocolError(Client* c, absl::string_view sqlstate, absl::string_view message);
+  void CloseClient(Client* c);
+  void HandleCancel(int32_t pid, int32_t secret);
+
+  // --- transactions (pump.cc)
+  void Pump(Client* c);
+  bool StartUnit(Client* c);  // detached: route the unit at the front; false: need more input
+  // Answers pending[0..end] with "the transaction was rolled back" when the
+  // client's backend died while it was idle in a transaction.
+  bool AnswerLostTxn(Client* c, size_t end);
+  void StartTxn(Client* c);
+  void Attach(Client* c, Backend* b);
+  void EndTxn(Client* c, Backend* b);
+  void Dispatch(Backend* b);
+  // Ends the backend's association with its client; releases the client's
+  // affine references (and, if any, lets idle backends look again).
+  void Detach(Backend* b, Client* c);
+  // Stealing on: a reference of c's transaction is held by a running one.
+  bool Blocked(const Client* c) const {
+    if (!c->affinity || inflight_.empty()) return false;
+    for (RefId r : c->route.txn.refs) {
+      if (inflight_.contains(r.value())) return true;
+    }
+    return false;
+  }
+  void DispatchIdle() {
+    for (auto& b : backends_) {
+      if (b->Free()) Dispatch(b.get());
+    }
+  }
+  bool waiting_any() const {
+    for (const auto& q : waitq_) {
+      if (!q.empty()) return true;
+    }
+    return false;
+  }
+  // Counts and answers a transaction the proxy ends itself (a held BEGIN's
+  // COMMIT / ROLLBACK): CommandComplete.
+  void EndHeldTxn(Client* c, TxnControl kind);
+
+  // --- extended protocol (extended.cc)
+  bool AnswerHeldExtended(Client* c, size_t end);
+  bool AnswerPrepareOnly(Client* c, size_t end);
+  void Forward(Client* c, Backend* b, char type, absl::string_view raw);
+  std::string EnsurePrepared(Backend* b, const PreparedDef& d, bool client_parse);
+
+  // --- backends (backend.cc)
+  absl::Status ConnectBackend(Backend* b);
+  void OnBackendInput(Backend* b);
+  void FailBackend(Backend* b, absl::string_view why);
+  void SendInternal(Backend* b, absl::string_view sql);  // swallowed simple query
+  void SendCancel(Backend* b);
+  void EndBatch(Backend* b) { b->batches.push_back(Batch()); }
+
+  Options& opt_;
+  Stats& stats_;
+  scheduler::Scheduler& sched_;
+  std::unique_ptr<Router> router_;
+  AdminConsole console_{this};
+  std::mt19937_64 rng_;
+  int epfd_ = -1;
+  Conn listen_{Conn::kListen};
+  Conn metrics_listen_{Conn::kMetricsListen};
+  Conn wake_{Conn::kWake};
+  std::atomic<bool> stop_{false};
+  std::vector<std::unique_ptr<Backend>> backends_;
+  absl::flat_hash_map<Client*, std::unique_ptr<Client>> clients_;
+  std::vector<std::unique_ptr<Conn>> http_;
+  absl::flat_hash_map<uint64_t, Client*> keys_;  // by Client::cancel_key()
+  std::vector<std::deque<Client*>> waitq_;
+  // Stealing on: how many running affine transactions hold each reference.
+  absl::flat_hash_map<uint64_t, int> inflight_;
+  std::vector<Conn*> dirty_;
+  std::unique_ptr<char[]> read_buf_;  // ReadInto's scratch (kReadChunk bytes)
+  int64_t timers_at_ = 0;             // Timers' last full pass
+  std::vector<std::unique_ptr<Conn>> graveyard_;
+  std::vector<std::pair<std::string, std::string>> server_params_;
+  uint64_t next_client_id_ = 1;
+  std::atomic<int64_t> clients_now_{0};
+  const bool trace_ = std::getenv("CORRAL_PROXY_TRACE") != nullptr;  // message trace on stderr
+};
+
+}  // namespace proxy
+}  // namespace corral
+
+#endif  // CORRAL_ADAPTERS_PROXY_PROXY_INTERNAL_H_

@@ -1,0 +1,235 @@
+// Proxy::Loop, part 3 of 5 (see proxy_internal.h): the transaction pump.
+// A detached client's next unit (a Query, or extended-protocol messages up
+// to Sync) is answered locally or routed (Router: references in, queue
+// out); the client waits FIFO for that backend (idle backends may steal,
+// steal.h), runs there until ReadyForQuery 'I', and the outcome goes back
+// to the Router.
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/algorithm/container.h"
+#include "adapters/proxy/proxy_internal.h"
+#include "adapters/proxy/wire.h"
+#include "common/clock.h"
+
+namespace corral {
+namespace proxy {
+
+void Proxy::Loop::Pump(Client* c) {
+  while (!c->dead && !c->pending.empty()) {
+    if (c->admin) {
+      Msg m = std::move(c->pending.front());
+      c->pending.pop_front();
+      if (m.type == 'X') {
+        CloseClient(c);
+        return;
+      }
+      console_.OnMessage(m.type, m.body(), &c->out);
+      MarkDirty(c);
+      continue;
+    }
+    if (c->backend != nullptr) {
+      Msg& m = c->pending.front();
+      if (m.type == 'X') {
+        CloseClient(c);
+        return;
+      }
+      Backend* b = c->backend;
+      if (trace_) std::fprintf(stderr, "c%llu -> b%d %c\n", (unsigned long long)c->id, b->index, m.type);
+      Forward(c, b, m.type, m.raw);
+      c->pending.pop_front();
+      continue;
+    }
+    if (c->waiting) return;
+    if (!StartUnit(c)) return;
+  }
+}
+
+bool Proxy::Loop::AnswerLostTxn(Client* c, size_t end) {
+  if (!c->txn_lost) return false;
+  c->txn_lost = false;
+  wire::AppendError(&c->out, "ERROR", "08006", "server connection lost: the transaction was rolled back");
+  for (size_t i = 0; i <= end; ++i) {
+    const char type = c->pending.front().type;
+    if (type == 'S' || type == 'Q') wire::AppendReadyForQuery(&c->out, 'I');
+    c->pending.pop_front();
+  }
+  MarkDirty(c);
+  return true;
+}
+
+void Proxy::Loop::EndHeldTxn(Client* c, TxnControl kind) {
+  c->held_begin.clear();
+  stats_.transactions++;
+  if (kind == TxnControl::kCommit) stats_.commits++; else stats_.rollbacks++;
+  wire::AppendCommandComplete(&c->out, kind == TxnControl::kCommit ? "COMMIT" : "ROLLBACK");
+}
+
+// Detached client: the unit at the front of its pending messages (a Query, or
+// extended-protocol messages up to Sync/Flush) is answered locally (held
+// BEGIN / COMMIT of an empty transaction) or routed.
+bool Proxy::Loop::StartUnit(Client* c) {
+  Msg& m = c->pending.front();
+  if (m.type == 'X') {
+    CloseClient(c);
+    return false;
+  }
+  if (m.type == 'Q') {
+    if (AnswerLostTxn(c, 0)) return true;
+    wire::Reader r(m.body());
+    absl::string_view sql = r.CString();
+    const TxnControl tc = ClassifyTxnControl(sql);
+    if (tc == TxnControl::kBegin) {
+      if (c->held_begin.empty()) c->held_begin = std::string(sql);
+      wire::AppendCommandComplete(&c->out, "BEGIN");
+      wire::AppendReadyForQuery(&c->out, 'T');
+      MarkDirty(c);
+      c->pending.pop_front();
+      return true;
+    }
+    if ((tc == TxnControl::kCommit || tc == TxnControl::kRollback) && !c->held_begin.empty()) {
+      EndHeldTxn(c, tc);
+      wire::AppendReadyForQuery(&c->out, 'I');
+      MarkDirty(c);
+      c->pending.pop_front();
+      return true;
+    }
+    c->route.ClearRefs();
+    router_->AddQuery(sql, &c->route);
+    StartTxn(c);
+    return true;
+  }
+  // Extended protocol: find the unit's end.
+  size_t end = 0;
+  while (end < c->pending.size() && c->pending[end].type != 'S' && c->pending[end].type != 'H' &&
+         c->pending[end].type != 'Q') {
+    ++end;
+  }
+  if (end == c->pending.size()) return false;  // wait for the Sync
+  if (c->pending[end].type == 'Q') --end;      // no Sync before a Query: route what is there
+  if (AnswerLostTxn(c, end)) return true;
+  if (AnswerHeldExtended(c, end)) return true;
+  if (AnswerPrepareOnly(c, end)) return true;
+  // References: every Bind's statement text with its text parameters.
+  c->route.ClearRefs();
+  router_->AddUnit(c->pending, end, c->stmts, &c->route);
+  StartTxn(c);
+  return true;
+}
+
+void Proxy::Loop::StartTxn(Client* c) {
+  const StealMode mode = steal_mode();
+  // Affinity only matters to the affinity-aware rule (it costs a Decide).
+  const bool want = mode == StealMode::kAffinity || mode == StealMode::kInFlight;
+  const int qi = router_->Route(&c->route, want, &c->affinity, opt_.pool_size);
+  if (c->affinity) stats_.affine_txns++;
+  stats_.transactions++;
+  Backend* b = backends_[qi].get();
+  const bool blocked = mode == StealMode::kInFlight && Blocked(c);
+  if (b->Free() && waitq_[qi].empty() && !blocked) {
+    Attach(c, b);
+    return;
+  }
+  c->waiting = true;
+  c->wait_queue = qi;
+  c->wait_since = MonoNanos();
+  waitq_[qi].push_back(c);
+  stats_.queue_waits++;
+  if (MaySteal(mode, c->affinity, blocked, 0, opt_.steal_after_ms * 1000000LL)) {
+    for (auto& other : backends_) {
+      if (other->Free()) Dispatch(other.get());
+      if (!c->waiting) break;
+    }
+  }
+}
+
+void Proxy::Loop::Attach(Client* c, Backend* b) {
+  b->client = c;
+  c->backend = b;
+  b->held.clear();
+  if (c->affinity && steal_mode() == StealMode::kInFlight) {
+    for (RefId r : c->route.txn.refs) {
+      if (!absl::c_linear_search(b->held, r)) {
+        b->held.push_back(r);
+        inflight_[r.value()]++;
+      }
+    }
+  }
+  c->waiting = false;
+  c->route.ClearOutcome();
+  b->txns++;
+  c->txns++;
+  if (!c->held_begin.empty()) {
+    SendInternal(b, c->held_begin);
+    c->held_begin.clear();
+  }
+}
+
+void Proxy::Loop::Dispatch(Backend* b) {
+  if (!b->Free()) return;
+  Client* pick = nullptr;
+  const StealMode mode = steal_mode();
+  const int64_t now = MonoNanos();
+  const int64_t after = opt_.steal_after_ms * 1000000LL;
+  auto blocked = [this](const Client* w) { return Blocked(w); };
+  auto since = [](const Client* w) { return w->wait_since; };
+  auto& own = waitq_[b->index];
+  const int mine = PickOwn(own, mode, now, after, blocked, since);
+  if (mine >= 0) {
+    pick = own[mine];
+    own.erase(own.begin() + mine);
+  } else if (mode != StealMode::kOff) {
+    const StealPick sp = PickSteal(
+        waitq_, b->index, mode, now, after, [](const Client* w) { return w->affinity; }, blocked,
+        since);
+    if (sp.queue < 0) return;
+    auto& wq = waitq_[sp.queue];
+    pick = wq[sp.pos];
+    wq.erase(wq.begin() + sp.pos);
+    stats_.steals++;
+    if (pick->affinity) stats_.steals_affine++;
+  } else {
+    return;
+  }
+  Attach(pick, b);
+  Pump(pick);
+}
+
+void Proxy::Loop::EndTxn(Client* c, Backend* b) {
+  const scheduler::Outcome o = c->route.outcome();
+  switch (o) {
+    case scheduler::Outcome::kConflictAbort:
+      (c->route.conflict_state == "40001" ? stats_.aborts_40001 : stats_.aborts_40P01)++;
+      break;
+    case scheduler::Outcome::kFailed:
+      stats_.user_errors++;
+      break;
+    case scheduler::Outcome::kUserAbort:
+      stats_.rollbacks++;
+      break;
+    default:
+      stats_.commits++;
+      break;
+  }
+  router_->Finish(c->route, o);
+  Detach(b, c);
+  Dispatch(b);
+  Pump(c);
+}
+
+void Proxy::Loop::Detach(Backend* b, Client* c) {
+  b->client = nullptr;
+  c->backend = nullptr;
+  if (b->held.empty()) return;
+  for (RefId r : b->held) {
+    auto it = inflight_.find(r.value());
+    if (it != inflight_.end() && --it->second <= 0) inflight_.erase(it);
+  }
+  b->held.clear();
+  // Transactions waiting for these references may run now, on their own
+  // (idle) backend or stolen.
+  DispatchIdle();
+}
+
+}  // namespace proxy
+}  // namespace corral

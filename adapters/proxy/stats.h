@@ -1,0 +1,45 @@
+// The proxy's counters (proxy::Stats, part of proxy.h's public API), in
+// their own header so the admin console and the metrics endpoint can read
+// them without depending on the whole proxy.
+//
+//   proxy::Stats s;
+//   s.commits++;                       // the event loop counts
+//   int64_t c = s.commits.load();      // anyone reads
+//
+// Thread safety: every counter is an atomic; the loop thread writes, any
+// thread reads.
+#ifndef CORRAL_ADAPTERS_PROXY_STATS_H_
+#define CORRAL_ADAPTERS_PROXY_STATS_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace corral {
+namespace proxy {
+
+// Counters; read from any thread.
+struct Stats {
+  std::atomic<int64_t> commits{0};
+  std::atomic<int64_t> aborts_40001{0};
+  std::atomic<int64_t> aborts_40P01{0};
+  std::atomic<int64_t> user_errors{0};
+  std::atomic<int64_t> rollbacks{0};
+  std::atomic<int64_t> transactions{0};
+  std::atomic<int64_t> queue_waits{0};
+  std::atomic<int64_t> steals{0};
+  std::atomic<int64_t> steals_affine{0};  // of them: placed by affinity, waited past steal_after
+  std::atomic<int64_t> affine_txns{0};    // transactions placed by learned affinity
+  std::atomic<int64_t> wait_timeouts{0};
+  std::atomic<int64_t> clients_accepted{0};
+  std::atomic<int64_t> clients_rejected{0};
+  std::atomic<int64_t> protocol_errors{0};
+  std::atomic<int64_t> backend_failures{0};
+  std::atomic<int64_t> cancels{0};
+  std::atomic<int64_t> parses_injected{0};
+  std::atomic<int64_t> client_rollbacks{0};  // client left mid-transaction
+};
+
+}  // namespace proxy
+}  // namespace corral
+
+#endif  // CORRAL_ADAPTERS_PROXY_STATS_H_
