@@ -136,7 +136,7 @@ class SchemaBuilder {
   // exists: auto-extracted TPC-C INSERTs yield ol_number=1..15,
   // ol_quantity=1..10, o_all_local=1, values shared by most NewOrders that
   // name no existing data; under Count they outrank w_id=k and route
-  // NewOrders of every warehouse to one queue (measured, bench/RESULTS.md).
+  // NewOrders of every warehouse to one queue (measured, bench/results/headline_tpcc_nosteal/NOTES.md).
   // SET values likewise: SmallBank's Amalgamate writes `bal = 0`, a value in
   // every Amalgamate, which outranked the accounts under Count and sent all
   // Amalgamates to one queue of their own (bench/RESULTS.md, issue 7).
