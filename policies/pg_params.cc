@@ -323,7 +323,7 @@ std::string TypeOidName(uint32_t oid) {
   for (const TypeName& t : kTypeNames) {
     if (t.oid == base) return absl::StrCat(t.name, elem != 0 ? "[]" : "");
   }
-  return absl::StrCat("oid ", oid);
+  return absl::StrCat("type ", oid);
 }
 
 bool AppendBinaryScalarText(uint32_t oid, absl::string_view b, std::string* out) {

@@ -97,7 +97,7 @@ bool IsDecodableScalarOid(uint32_t oid);
 // A type by its SQL name: "int4", "integer", "bigint", "text[]", "_int4",
 // "timestamptz", ...; 0 when unknown. Case-insensitive.
 uint32_t TypeOidByName(absl::string_view name);
-// The canonical name ("int4", "int4[]"), or "oid <n>" for others.
+// The canonical name ("int4", "int4[]"), or "type <oid>" for others.
 std::string TypeOidName(uint32_t oid);
 
 // One value of a Bind message: its bytes, or NULL (length -1).

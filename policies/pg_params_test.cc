@@ -391,7 +391,7 @@ TEST(PgParams, TypeNames) {
   EXPECT_EQ(TypeOidByName("timestamp with time zone"), pgoid::kTimestamptz);
   EXPECT_EQ(TypeOidByName("float8"), 0u);
   EXPECT_EQ(TypeOidName(pgoid::kUuidArray), "uuid[]");
-  EXPECT_EQ(TypeOidName(701), "oid 701");
+  EXPECT_EQ(TypeOidName(701), "type 701");
   for (uint32_t oid : {pgoid::kBool, pgoid::kName, pgoid::kInt8, pgoid::kInt2, pgoid::kInt4, pgoid::kText,
                        pgoid::kOid, pgoid::kBpchar, pgoid::kVarchar, pgoid::kDate, pgoid::kTimestamp,
                        pgoid::kTimestamptz, pgoid::kNumeric, pgoid::kUuid}) {
