@@ -95,5 +95,17 @@ absl::StatusOr<std::vector<CliParam>> ParseParamSpecs(absl::string_view list) {
   return out;
 }
 
+absl::Status DecodeCliParams(const std::vector<CliParam>& params, BoundParams* out) {
+  std::vector<uint32_t> oids;
+  std::vector<int16_t> formats;
+  std::vector<RawParam> raws;
+  for (const CliParam& p : params) {
+    oids.push_back(p.oid);
+    formats.push_back(p.format);
+    raws.push_back(RawParam{p.bytes, p.is_null});
+  }
+  return out->Decode(oids, formats, raws);
+}
+
 }  // namespace cli
 }  // namespace corral

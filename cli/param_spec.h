@@ -29,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "policies/pg_params.h"
 
 namespace corral {
 namespace cli {
@@ -43,6 +44,10 @@ struct CliParam {
 // InvalidArgument naming the item for an unknown type with "b:", bad hex, or
 // an unterminated quote or brace.
 absl::StatusOr<std::vector<CliParam>> ParseParamSpecs(absl::string_view list);
+
+// Decodes the parameters as the proxy decodes a Bind carrying them (one
+// format code per value); the Status of BoundParams::Decode.
+absl::Status DecodeCliParams(const std::vector<CliParam>& params, BoundParams* out);
 
 }  // namespace cli
 }  // namespace corral

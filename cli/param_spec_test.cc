@@ -48,16 +48,8 @@ TEST(ParamSpec, Errors) {
 TEST(ParamSpec, DecodesLikeABind) {
   auto p = ParseParamSpecs("int4:b:00000005,numeric:b:0001 0000 0000 0002 0005,int8[]:{7,NULL},701:b:3ff8000000000000");
   ASSERT_TRUE(p.ok()) << p.status();
-  std::vector<uint32_t> oids;
-  std::vector<int16_t> fmts;
-  std::vector<RawParam> raws;
-  for (const CliParam& c : *p) {
-    oids.push_back(c.oid);
-    fmts.push_back(c.format);
-    raws.push_back(RawParam{c.bytes, c.is_null});
-  }
   BoundParams b;
-  ASSERT_TRUE(b.Decode(oids, fmts, raws).ok());
+  ASSERT_TRUE(DecodeCliParams(*p, &b).ok());
   EXPECT_EQ(b.params()[0].text, "5");
   EXPECT_EQ(b.params()[1].text, "5.00");
   ASSERT_TRUE(b.params()[2].is_array);

@@ -115,16 +115,8 @@ int RunRefs(const std::vector<char*>& args) {
     std::fprintf(stderr, "corral refs: --params: %s\n", std::string(specs.status().message()).c_str());
     return 2;
   }
-  std::vector<uint32_t> oids;
-  std::vector<int16_t> formats;
-  std::vector<RawParam> raws;
-  for (const CliParam& p : *specs) {
-    oids.push_back(p.oid);
-    formats.push_back(p.format);
-    raws.push_back(RawParam{p.bytes, p.is_null});
-  }
   BoundParams bound;
-  if (absl::Status st = bound.Decode(oids, formats, raws); !st.ok()) {
+  if (absl::Status st = DecodeCliParams(*specs, &bound); !st.ok()) {
     std::fprintf(stderr, "corral refs: --params: %s\n", std::string(st.message()).c_str());
     return 2;
   }

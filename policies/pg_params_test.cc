@@ -37,11 +37,12 @@ std::string Array(uint32_t elem_oid, const std::vector<absl::optional<std::strin
 
 constexpr int64_t kUsecsPerDay = int64_t{86400} * 1000000;
 
-// Decodes one binary value; "<undecodable>" if it is.
-std::string Binary(uint32_t oid, const std::string& bytes) {
+// Decodes one value in `format`: its text, "{e1<sep>e2...}" for an array,
+// or "<undecodable>".
+std::string DecodeOne(uint32_t oid, int16_t format, const std::string& bytes, const char* sep) {
   BoundParams b;
   const uint32_t oids[] = {oid};
-  const int16_t fmt[] = {1};
+  const int16_t fmt[] = {format};
   const RawParam raw[] = {{bytes}};
   EXPECT_TRUE(b.Decode(oids, fmt, raw).ok());
   if (b.outcomes()[0] == DecodeOutcome::kUndecodable) {
@@ -54,11 +55,14 @@ std::string Binary(uint32_t oid, const std::string& bytes) {
   if (!p.is_array) return std::string(p.text);
   std::string out = "{";
   for (uint32_t i = 0; i < p.num_elements; ++i) {
-    if (i > 0) out += ",";
+    if (i > 0) out += sep;
     out += p.elements[i].is_null ? "NULL" : std::string(p.elements[i].text);
   }
   return out + "}";
 }
+std::string Binary(uint32_t oid, const std::string& bytes) { return DecodeOne(oid, 1, bytes, ","); }
+// Text format with the declared type; elements joined by '|' (they may hold commas).
+std::string Text(uint32_t oid, const std::string& text) { return DecodeOne(oid, 0, text, "|"); }
 
 TEST(PgParams, IntegersBoolAndStrings) {
   EXPECT_EQ(Binary(pgoid::kInt2, Be16(0xfff6)), "-10");
@@ -159,23 +163,6 @@ TEST(PgParams, BinaryArrays) {
   EXPECT_EQ(Binary(pgoid::kInt4Array, bad_flags), "<undecodable>");
   std::string neg_len = Be32(1) + Be32(0) + Be32(pgoid::kInt4) + Be32(1) + Be32(1) + Be32(0xfffffff0);
   EXPECT_EQ(Binary(pgoid::kInt4Array, neg_len), "<undecodable>");
-}
-
-// Text-format parameters with their declared types.
-std::string Text(uint32_t oid, const std::string& text) {
-  BoundParams b;
-  const uint32_t oids[] = {oid};
-  const RawParam raw[] = {{text}};
-  EXPECT_TRUE(b.Decode(oids, {}, raw).ok());
-  if (b.outcomes()[0] == DecodeOutcome::kUndecodable) return "<undecodable>";
-  const ParamValue& p = b.params()[0];
-  if (!p.is_array) return std::string(p.text);
-  std::string out = "{";
-  for (uint32_t i = 0; i < p.num_elements; ++i) {
-    if (i > 0) out += "|";
-    out += p.elements[i].is_null ? "NULL" : std::string(p.elements[i].text);
-  }
-  return out + "}";
 }
 
 TEST(PgParams, TextFormat) {
