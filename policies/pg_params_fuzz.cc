@@ -5,12 +5,13 @@
 //
 // Input: byte 0 picks the declared type (one of the decodable scalars or
 // arrays, or an unknown OID), byte 1's low bit the format, the rest is the
-// value. Built by hand (not part of the Bazel build, which has no libFuzzer
-// toolchain):
+// value. Built by hand (the Bazel build has no libFuzzer toolchain), e.g.:
 //   clang++-14 -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I. \
 //     policies/pg_params_fuzz.cc policies/pg_params.cc policies/ref_extractor.cc \
 //     policies/ref_value.cc policies/schema.cc policies/sql_lexer.cc policies/json.cc \
-//     common/*.cc -lpg_query -labsl_... -o /tmp/pg_params_fuzz && /tmp/pg_params_fuzz -max_total_time=60
+//     /usr/lib/x86_64-linux-gnu/libpg_query.a <the -l flags of @system_libs//:absl> \
+//     -o /tmp/pg_params_fuzz && /tmp/pg_params_fuzz -max_total_time=90 -max_len=512 CORPUS_DIR
+// (2026-11-24: 728,655 runs in 91 s, no finding.)
 #include <cstddef>
 #include <cstdint>
 
