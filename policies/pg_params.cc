@@ -664,4 +664,101 @@ absl::StatusOr<std::vector<uint32_t>> ParseParameterDescription(absl::string_vie
   return oids;
 }
 
+namespace {
+
+// Bounds-checked big-endian reader over a message body; after any failed
+// read ok() is false and further reads return zero values.
+class BodyReader {
+ public:
+  explicit BodyReader(absl::string_view b) : b_(b) {}
+  bool ok() const { return ok_; }
+  bool done() const { return ok_ && pos_ == b_.size(); }
+  int16_t Int16() {
+    if (!Need(2)) return 0;
+    pos_ += 2;
+    return static_cast<int16_t>(Be16(b_.data() + pos_ - 2));
+  }
+  int32_t Int32() {
+    if (!Need(4)) return 0;
+    pos_ += 4;
+    return static_cast<int32_t>(Be32(b_.data() + pos_ - 4));
+  }
+  absl::string_view CString() {
+    const size_t nul = ok_ ? b_.find('\0', pos_) : absl::string_view::npos;
+    if (nul == absl::string_view::npos) {
+      ok_ = false;
+      return {};
+    }
+    absl::string_view s = b_.substr(pos_, nul - pos_);
+    pos_ = nul + 1;
+    return s;
+  }
+  absl::string_view Bytes(size_t n) {
+    if (!Need(n)) return {};
+    pos_ += n;
+    return b_.substr(pos_ - n, n);
+  }
+  size_t remaining() const { return ok_ ? b_.size() - pos_ : 0; }
+
+ private:
+  bool Need(size_t n) {
+    if (!ok_ || b_.size() - pos_ < n) ok_ = false;
+    return ok_;
+  }
+  absl::string_view b_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint32_t>> ParseParseMessageOids(absl::string_view body) {
+  BodyReader r(body);
+  r.CString();  // statement name
+  r.CString();  // query
+  const int16_t n = r.Int16();
+  if (!r.ok() || n < 0 || r.remaining() != 4 * static_cast<size_t>(n)) {
+    return absl::InvalidArgumentError("malformed Parse message");
+  }
+  std::vector<uint32_t> oids(n);
+  for (auto& o : oids) o = static_cast<uint32_t>(r.Int32());
+  return oids;
+}
+
+absl::Status ParseBindMessage(absl::string_view body, BindMessage* out) {
+  BodyReader r(body);
+  out->param_formats.clear();
+  out->values.clear();
+  out->portal = r.CString();
+  out->statement = r.CString();
+  const int16_t nfmt = r.Int16();
+  // Each count is bounded by the bytes left before anything is reserved.
+  if (!r.ok() || nfmt < 0 || r.remaining() < 2 * static_cast<size_t>(nfmt)) {
+    return absl::InvalidArgumentError("malformed Bind message (parameter formats)");
+  }
+  for (int16_t i = 0; i < nfmt; ++i) out->param_formats.push_back(r.Int16());
+  const int16_t np = r.Int16();
+  if (!r.ok() || np < 0 || r.remaining() < 4 * static_cast<size_t>(np)) {
+    return absl::InvalidArgumentError("malformed Bind message (parameter count)");
+  }
+  for (int16_t i = 0; i < np && r.ok(); ++i) {
+    const int32_t len = r.Int32();
+    RawParam p;
+    if (len == -1) {
+      p.is_null = true;
+    } else if (len < 0) {
+      return absl::InvalidArgumentError("malformed Bind message (negative length)");
+    } else {
+      p.bytes = r.Bytes(static_cast<size_t>(len));
+    }
+    out->values.push_back(p);
+  }
+  const int16_t nres = r.Int16();
+  if (r.ok() && nres >= 0) {
+    for (int16_t i = 0; i < nres; ++i) r.Int16();
+  }
+  if (!r.done() || nres < 0) return absl::InvalidArgumentError("malformed Bind message");
+  return absl::OkStatus();
+}
+
 }  // namespace corral

@@ -31,11 +31,13 @@
 // throws or aborts on any input; lengths are checked against the bytes
 // present before anything is read or allocated.
 //
+//   BindMessage bind;                                   // reuse per connection
 //   BoundParams bound;                                  // reuse per connection
-//   absl::Status st = bound.Decode(parse_oids,          // from Parse (0 = unspecified)
-//                                  bind_formats,        // 0, 1 or n codes
-//                                  bind_values);        // RawParam per value
-//   if (!st.ok()) { /* protocol error: format count or code */ }
+//   absl::Status st = ParseBindMessage(bind_body, &bind);
+//   if (st.ok()) st = bound.Decode(parse_oids,          // ParseParseMessageOids (0 = unspecified)
+//                                  bind.param_formats,  // 0, 1 or n codes
+//                                  bind.values);        // RawParam per value
+//   if (!st.ok()) { /* protocol error: malformed Bind, format count or code */ }
 //   metrics.undecodable += bound.undecodable();
 //   extractor.ExtractPrepared(*prepared, policy, bound.params(), &ids);
 //
@@ -175,10 +177,26 @@ bool AppendBinaryScalarText(uint32_t oid, absl::string_view bytes, std::string* 
 // except a bool that is not a boolean word.
 bool AppendTextScalar(uint32_t oid, absl::string_view text, std::string* out);
 
-// The parameter type OIDs in the body of a backend ParameterDescription
-// ('t') message: Int16 count, then count Int32 OIDs. InvalidArgument if the
-// body is short, long, or the count negative.
+// Pure parsers of the protocol message bodies decoding needs (the body: the
+// bytes after the type byte and the Int32 length). Each returns
+// InvalidArgument for a body that is short, has trailing bytes, or holds a
+// negative count or a length past its end; nothing is read out of bounds.
+//
+// The parameter type OIDs of a backend ParameterDescription ('t'): Int16
+// count, then count Int32 OIDs.
 absl::StatusOr<std::vector<uint32_t>> ParseParameterDescription(absl::string_view body);
+// The declared parameter type OIDs of a frontend Parse ('P'): name, query,
+// Int16 count, count Int32 OIDs (0 = unspecified).
+absl::StatusOr<std::vector<uint32_t>> ParseParseMessageOids(absl::string_view body);
+// A frontend Bind ('B'), as views into `body`: portal, statement, parameter
+// format codes, values (result format codes are checked and skipped).
+struct BindMessage {
+  absl::string_view portal, statement;
+  std::vector<int16_t> param_formats;
+  std::vector<RawParam> values;
+};
+// Fills *out (its vectors are reused: no allocation once warm).
+absl::Status ParseBindMessage(absl::string_view body, BindMessage* out);
 
 }  // namespace corral
 

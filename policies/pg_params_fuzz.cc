@@ -3,7 +3,8 @@
 // undecodable, never crash, read out of bounds or allocate without bound; a
 // decoded value then goes through reference extraction (= $1 and = ANY($1)).
 //
-// Input: byte 0 picks the declared type (one of the decodable scalars or
+// Input: byte 0 is 0xff for a Bind message body (ParseBindMessage), else it
+// picks the declared type (one of the decodable scalars or
 // arrays, or an unknown OID), byte 1's low bit the format, the rest is the
 // value. Built by hand (the Bazel build has no libFuzzer toolchain), e.g.:
 //   clang++-14 -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I. \
@@ -28,6 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       pgoid::kVarcharArray, pgoid::kInt8Array,  pgoid::kOidArray,     pgoid::kTimestampArray, pgoid::kDateArray,
       pgoid::kTimestamptzArray, pgoid::kNumericArray, pgoid::kUuidArray, 0, 701};
   if (size < 2) return 0;
+  if (data[0] == 0xff) {  // the whole input as a Bind message body
+    static BindMessage* bind = new BindMessage;
+    (void)ParseBindMessage(absl::string_view(reinterpret_cast<const char*>(data), size), bind);
+    return 0;
+  }
   const uint32_t oid = kOids[data[0] % (sizeof(kOids) / sizeof(kOids[0]))];
   const int16_t format = data[1] & 1;
   const RawParam raw[] = {{absl::string_view(reinterpret_cast<const char*>(data + 2), size - 2)}};

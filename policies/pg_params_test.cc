@@ -370,6 +370,37 @@ TEST(PgParams, ParameterDescription) {
   EXPECT_FALSE(ParseParameterDescription(Be16(0x8000)).ok());
 }
 
+std::string CStr(const std::string& s) { return s + std::string(1, '\0'); }
+
+TEST(PgParams, BindAndParseMessages) {
+  // Bind: portal "", statement "s1", formats {1}, values int4 5, NULL, text "ab"; result formats {0}.
+  const std::string five = Be32(5);
+  const std::string bind = CStr("") + CStr("s1") + Be16(2) + Be16(1) + Be16(0) + Be16(3) + Be32(4) + five +
+                           Be32(0xffffffff) + Be32(2) + "ab" + Be16(1) + Be16(0);
+  BindMessage m;
+  ASSERT_TRUE(ParseBindMessage(bind, &m).ok());
+  EXPECT_EQ(m.portal, "");
+  EXPECT_EQ(m.statement, "s1");
+  EXPECT_EQ(m.param_formats, (std::vector<int16_t>{1, 0}));
+  ASSERT_EQ(m.values.size(), 3u);
+  EXPECT_EQ(m.values[0].bytes, five);
+  EXPECT_TRUE(m.values[1].is_null);
+  EXPECT_EQ(m.values[2].bytes, "ab");
+  // Every truncation, trailing bytes, a negative length or count: an error.
+  for (size_t cut = 0; cut < bind.size(); ++cut) EXPECT_FALSE(ParseBindMessage(bind.substr(0, cut), &m).ok()) << cut;
+  EXPECT_FALSE(ParseBindMessage(bind + "x", &m).ok());
+  EXPECT_FALSE(ParseBindMessage(CStr("") + CStr("") + Be16(0) + Be16(1) + Be32(0xfffffff0) + Be16(0), &m).ok());
+  EXPECT_FALSE(ParseBindMessage(CStr("") + CStr("") + Be16(0x8000), &m).ok());
+  EXPECT_FALSE(ParseBindMessage(CStr("") + CStr("") + Be16(0) + Be16(0x7fff) + Be32(1), &m).ok());
+  // Parse: name, query, declared OIDs.
+  auto oids = ParseParseMessageOids(CStr("s1") + CStr("SELECT $1, $2") + Be16(2) + Be32(pgoid::kInt4) + Be32(0));
+  ASSERT_TRUE(oids.ok());
+  EXPECT_EQ(*oids, (std::vector<uint32_t>{pgoid::kInt4, 0}));
+  EXPECT_TRUE(ParseParseMessageOids(CStr("") + CStr("SELECT 1") + Be16(0))->empty());
+  EXPECT_FALSE(ParseParseMessageOids(CStr("") + CStr("SELECT 1") + Be16(1)).ok());
+  EXPECT_FALSE(ParseParseMessageOids(CStr("") + "SELECT 1").ok());
+}
+
 TEST(PgParams, TypeNames) {
   EXPECT_EQ(TypeOidByName("int4"), pgoid::kInt4);
   EXPECT_EQ(TypeOidByName("INTEGER"), pgoid::kInt4);

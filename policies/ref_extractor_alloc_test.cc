@@ -99,9 +99,12 @@ TEST(RefExtractorAlloc, AnyOrAndTypedParamsDoNotAllocateWhenWarm) {
                         "\0\0\0\4" "\0\0\0\1" "\xff\xff\xff\xff" "\0\0\0\4" "\0\0\0\2",
                         40);
   const uint32_t oids[] = {pgoid::kInt4, pgoid::kInt4Array};
-  const int16_t fmts[] = {1};
-  const RawParam raw[] = {{five}, {arr}};
   ParamValue text_params[] = {{"5"}, {"{1,\"2\",3}"}};
+  // The same two values in a Bind message body (portal "", statement "s",
+  // one format code: binary; no result format codes).
+  const std::string bind = std::string("\0s\0\0\1\0\1\0\2", 9) + std::string("\0\0\0\4", 4) + five +
+                           std::string("\0\0\0\x28", 4) + arr + std::string("\0\0", 2);
+  BindMessage msg;
   BoundParams bound;
   RefVec ids;
   ids.reserve(64);
@@ -110,7 +113,8 @@ TEST(RefExtractorAlloc, AnyOrAndTypedParamsDoNotAllocateWhenWarm) {
     for (int round = 0; round < 2; ++round) {
       g_allocs = 0;
       g_counting = round == 1;
-      absl::Status d = bound.Decode(oids, fmts, raw);
+      absl::Status m = ParseBindMessage(bind, &msg);
+      absl::Status d = bound.Decode(oids, msg.param_formats, msg.values);
       ids.clear();
       absl::Status s1 = ex.Extract(any, p, bound.params(), &ids);
       const size_t typed = ids.size();
@@ -121,12 +125,16 @@ TEST(RefExtractorAlloc, AnyOrAndTypedParamsDoNotAllocateWhenWarm) {
       absl::Status s3 = ex.Extract(lit, p, &ids);
       const size_t literal = ids.size();
       g_counting = false;
-      ASSERT_TRUE(d.ok() && s1.ok() && s2.ok() && s3.ok());
+      ASSERT_TRUE(m.ok() && d.ok() && s1.ok() && s2.ok() && s3.ok()) << m << d;
+      ASSERT_EQ(msg.values.size(), 2u);
+      EXPECT_EQ(msg.values[1].bytes, arr);
       EXPECT_EQ(bound.undecodable(), 0);
       EXPECT_EQ(typed, p.grouping == RefGrouping::kSingle ? 3u : 2u);
       EXPECT_EQ(text, p.grouping == RefGrouping::kSingle ? 4u : 3u);
       EXPECT_EQ(literal, p.grouping == RefGrouping::kSingle ? 4u : 3u);
-      if (round == 1) EXPECT_EQ(g_allocs, 0) << "allocations on a warm ANY/OR hit or Bind decode";
+      if (round == 1) {
+        EXPECT_EQ(g_allocs, 0) << "allocations on a warm ANY/OR hit or Bind decode";
+      }
     }
   }
 }
