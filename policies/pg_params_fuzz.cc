@@ -12,7 +12,8 @@
 //     policies/ref_value.cc policies/schema.cc policies/sql_lexer.cc policies/json.cc \
 //     /usr/lib/x86_64-linux-gnu/libpg_query.a <the -l flags of @system_libs//:absl> \
 //     -o /tmp/pg_params_fuzz && /tmp/pg_params_fuzz -max_total_time=90 -max_len=512 CORPUS_DIR
-// (2026-11-24: 728,655 runs in 91 s, no finding.)
+// (2026-11-24: 2,947,037 runs in 91 s from a corpus of the first run and a
+// Bind seed, ASan+UBSan, no finding.)
 #include <cstddef>
 #include <cstdint>
 
