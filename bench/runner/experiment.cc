@@ -88,6 +88,10 @@ std::string Table3Markdown(const std::string& title, const std::vector<CellResul
           continue;
         }
         const CellResult& cr = *it->second;
+        if (cr.tps.n == 0 && cr.contaminated_runs > 0) {
+          out += " no clean run | |";
+          continue;
+        }
         absl::StrAppend(&out, absl::StrFormat(" %.0f ± %.0f | %.3f ± %.3f |", cr.tps.mean, cr.tps.half_width,
                                               cr.abort_rate.mean, cr.abort_rate.half_width));
       }
@@ -321,6 +325,8 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
         }
         sum.runs.push_back(std::move(rec));
         if (!contaminated) break;
+        // Past the time cap: no re-runs (the run stays left out).
+        if (spec.time_cap_s > 0 && NowSeconds() - t_start > spec.time_cap_s) break;
       }
     }
     sum.rounds = round;
@@ -417,8 +423,27 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
                                     pr.abort_rate.estimate, pr.abort_rate.lo, pr.abort_rate.hi),
                     "\n");
   }
+  std::vector<double> shares;
+  for (const RunRecord& r : sum.runs) {
+    if (r.metrics.interference.valid) shares.push_back(r.metrics.interference.share);
+  }
+  std::sort(shares.begin(), shares.end());
+  const std::string machine =
+      shares.empty() ? std::string()
+                     : absl::StrFormat("Other processes and steal took a median %.0f%% (max %.0f%%) of the machine's CPU "
+                                       "during the measured windows. ",
+                                       100 * shares[shares.size() / 2], 100 * shares.back());
+  int no_clean = 0;
+  for (const CellResult& cr : sum.cells) no_clean += cr.tps.n == 0;
+  const std::string busy =
+      no_clean == 0 ? std::string()
+                    : absl::StrFormat("**%d of %d cells have no clean run**: other processes kept taking more than "
+                                      "%.0f%% of the machine. Run again on a quieter machine, or pass "
+                                      "--max_interference=0 (or a higher share) to keep disturbed runs; the "
+                                      "interleaved rounds still spread a disturbance over every policy.\n\n",
+                                      no_clean, n, 100 * spec.max_interference);
   sum.table_md = absl::StrCat(
-      "## ", spec.name, "\n\n",
+      "## ", spec.name, "\n\n", busy, machine,
       absl::StrFormat("%d round(s), every cell once per round in a shuffled order; stopped: %s. ", sum.rounds,
                       sum.stop_reason),
       spec.max_interference > 0
