@@ -92,7 +92,11 @@ std::string Table3Markdown(const std::string& title, const std::vector<CellResul
           out += " no clean run | |";
           continue;
         }
-        absl::StrAppend(&out, absl::StrFormat(" %.0f ± %.0f | %.3f ± %.3f |", cr.tps.mean, cr.tps.half_width,
+        absl::StrAppend(&out, absl::StrFormat(" %.0f ± %.0f%s | %.3f ± %.3f |", cr.tps.mean, cr.tps.half_width,
+                                              cr.contaminated_runs > 0
+                                                  ? absl::StrFormat(" (n=%d, %d left out)", cr.tps.n,
+                                                                    cr.contaminated_runs)
+                                                  : std::string(),
                                               cr.abort_rate.mean, cr.abort_rate.half_width));
       }
       out += "\n";

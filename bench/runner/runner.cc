@@ -653,6 +653,10 @@ void PrintReport(const BenchResult& r, std::FILE* out) {
                    (unsigned long long)t.commits, (unsigned long long)t.conflict_aborts,
                    (unsigned long long)t.user_aborts);
     }
+    if (m.interference.valid) {
+      std::fprintf(out, "  machine: other processes %.0f%%, steal %.0f%% of its CPU in the window; load average %.2f\n",
+                   100 * m.interference.other_share, 100 * m.interference.steal_share, m.interference.loadavg1);
+    }
     std::fprintf(out, "  memory: history %lld refs / %lld B, state %lld refs / %lld B\n",
                  (long long)m.history_entries, (long long)m.history_bytes, (long long)m.state_entries,
                  (long long)m.state_bytes);
