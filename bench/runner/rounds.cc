@@ -49,7 +49,10 @@ std::string Num(double x) { return x >= 0.095 ? absl::StrFormat("%.2f", x) : abs
 
 std::string VerdictLine(const std::string& what, const RatioCi& ci, const std::string& vs) {
   if (ci.n == 0) return absl::StrFormat("%s %s: no paired rounds", what, vs);
-  if (!ci.has_interval()) return absl::StrFormat("%s x%s %s (1 round: no interval)", what, Num(ci.estimate), vs);
+  if (!ci.has_interval()) {
+    return absl::StrFormat("%s %s: cannot tell, 1 paired round gives no interval (that round: x%s)", what, vs,
+                           Num(ci.estimate));
+  }
   if (ci.includes_one()) {
     return absl::StrFormat("%s: no measurable difference %s (x%s, 95%% interval [%s, %s] includes 1, %d rounds)",
                            what, vs, Num(ci.estimate), Num(ci.lo), Num(ci.hi), ci.n);

@@ -20,9 +20,9 @@
 // (then also 1 - exp(-h) <= p).
 //
 //   std::vector<int> order = RoundOrder(6, /*round=*/2, /*seed=*/1);  // a permutation of 0..5
-//   RatioCi ci = PairedLogRatioCi({1200, 1300, 1250}, {1000, 1100, 1000});
+//   RatioCi ci = PairedLogRatioCi({1200, 1100, 1320}, {1000, 1000, 1100});
 //   if (!WithinTarget(ci, 0.05)) { /* run another round */ }
-//   std::string line = VerdictLine("tps", ci, "vs original");  // "tps x1.19 [1.05, 1.35] vs original"
+//   std::string line = VerdictLine("tps", ci, "vs original");  // "tps x1.17 [1.03, 1.32] vs original (3 rounds)"
 //
 // Thread-safety: pure functions.
 #ifndef CORRAL_BENCH_RUNNER_ROUNDS_H_
@@ -59,8 +59,9 @@ bool WithinTarget(const RatioCi& ci, double target);
 
 // One verdict: "tps x1.25 [1.18, 1.32] vs original" when the interval
 // excludes 1; "tps: no measurable difference vs original (x0.99, 95%
-// interval [0.93, 1.05] includes 1)" when it includes 1; "tps x1.25 vs
-// original (1 round: no interval)" with fewer than two rounds.
+// interval [0.93, 1.05] includes 1)" when it includes 1; "tps vs original:
+// cannot tell, 1 paired round gives no interval (that round: x1.25)" with one
+// round.
 std::string VerdictLine(const std::string& what, const RatioCi& ci, const std::string& vs);
 
 // Abort rate smoothed by half a transaction on each side ((aborts + 0.5) /

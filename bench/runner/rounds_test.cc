@@ -82,7 +82,8 @@ TEST(PairedLogRatioCi, SkipsMissingRoundsAndSaysNoDifference) {
   EXPECT_EQ(one.n, 1);
   EXPECT_FALSE(one.has_interval());
   EXPECT_FALSE(WithinTarget(one, 0.05));
-  EXPECT_EQ(VerdictLine("tps", one, "vs original"), "tps x1.20 vs original (1 round: no interval)");
+  EXPECT_EQ(VerdictLine("tps", one, "vs original"),
+            "tps vs original: cannot tell, 1 paired round gives no interval (that round: x1.20)");
   EXPECT_EQ(VerdictLine("tps", PairedLogRatioCi({}, {}), "vs original"), "tps vs original: no paired rounds");
 }
 
