@@ -256,7 +256,8 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
   auto run_one = [&](int idx, int round) -> absl::StatusOr<BenchResult> {
     BenchConfig c = cells[idx];
     c.repeat = 1;
-    const std::string hkey = HistoryKey(c);
+    std::string hkey = HistoryKey(c);
+    if (!hkey.empty() && spec.phase1_per_round) absl::StrAppend(&hkey, "|round ", round);
     const LearnedHistory* have = nullptr;
     LearnedHistory fresh;
     if (!hkey.empty() && learned.count(hkey)) have = &learned[hkey];
@@ -300,6 +301,7 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
         rec.cell = idx;
         rec.round = round;
         rec.attempt = attempt;
+        rec.ran_phase1 = r->has_phase1;
         rec.metrics = std::move(r->runs[0]);
         RunMetrics& m = rec.metrics;
         m.round = round;
@@ -368,7 +370,8 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
       const BenchConfig& c = cells[i];
       CellResult& cr = sum.cells[i];
       if (c.arrival_rate > 0) continue;
-      const std::string hkey = HistoryKey(c);
+      std::string hkey = HistoryKey(c);
+      if (!hkey.empty() && spec.phase1_per_round) absl::StrAppend(&hkey, "|round ", sum.rounds);
       const LearnedHistory* h = hkey.empty() || !learned.count(hkey) ? nullptr : &learned[hkey];
       double lo = 0, hi = 1.3 * cr.tps.mean;
       for (int step = 0; step < spec.throttle_steps && hi > 0; ++step) {

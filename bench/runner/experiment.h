@@ -3,7 +3,8 @@
 // History per (cell without the policy, extraction half), and writes an
 // output directory.
 //
-// Rounds (rounds.h): round r runs every cell's Phase II repetition r once, in
+// Rounds (rounds.h): round r runs every cell's Phase II repetition r once
+// (and, with phase1_per_round, a fresh Phase I per learned History), in
 // an order shuffled per round (seeded by the spec's seed), before any cell's
 // r + 1. Each run's warm-up window is discarded (spec key warmup). A run whose
 // measured window lost more than max_interference of the machine's CPU to
@@ -65,6 +66,7 @@ struct RunRecord {
   int cell = 0;     // index into ExperimentSummary::cells
   int round = 0;    // 1-based
   int attempt = 0;  // 0 = first, 1.. = re-runs after contamination
+  bool ran_phase1 = false;  // this call learned a fresh History first
   RunMetrics metrics;
 };
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "bench/runner/experiment.h"
 #include "bench/runner/tiny_workload_testing.h"
 #include "gtest/gtest.h"
@@ -270,6 +271,29 @@ TEST(Experiment, StopsAtTargetOrTimeCap) {
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(sum->rounds, 2);
   EXPECT_NE(sum->stop_reason.find("time cap"), std::string::npos) << sum->stop_reason;
+}
+
+TEST(Experiment, PhaseOnePerRoundLearnsAFreshHistoryEachRound) {
+  for (bool per_round : {false, true}) {
+    Runner r(MakeEngineBackend(), TinyFactory(), std::make_shared<ScriptedProbe>(std::vector<double>{}));
+    auto spec = ParseSpec(absl::StrCat("name = t\nworkload = tiny\nqueues = 2\nwarmup = 0\nduration = 0.1\n",
+                                       "phase1 = 0.1\nprogress = 0\nprotocol = occ\n",
+                                       "policy = original, count-max-canonical-single, count-sum-canonical-single\n",
+                                       "min_reps = 2\nmax_reps = 2\nphase1_per_round = ", per_round ? "on" : "off",
+                                       "\n"));
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    auto sum = RunExperiment(*spec, &r, "");
+    ASSERT_TRUE(sum.ok()) << sum.status();
+    // The two learned policies share an extraction half, so one History per
+    // round (per_round) or one for the whole experiment.
+    int learned_in[3] = {0, 0, 0};
+    for (const auto& rec : sum->runs) {
+      if (rec.ran_phase1) ++learned_in[rec.round];
+      if (sum->cells[rec.cell].config.policy == "original") EXPECT_FALSE(rec.ran_phase1);
+    }
+    EXPECT_EQ(learned_in[1], 1) << per_round;
+    EXPECT_EQ(learned_in[2], per_round ? 1 : 0);
+  }
 }
 
 TEST(Experiment, TablesSplitBySweepDimension) {

@@ -78,6 +78,14 @@ absl::StatusOr<ExperimentSpec> ParseSpec(absl::string_view text) {
       (key == "ci_target" ? spec.ci_target : key == "time_cap_s" ? spec.time_cap_s : spec.max_interference) = v;
       continue;
     }
+    if (key == "phase1_per_round") {
+      BenchConfig scratch;
+      // Same on|off words as the bench settings.
+      absl::Status st = ApplySetting(&scratch, "stealing", value);
+      if (!st.ok()) return LineError(line_no, absl::StrCat("bad value '", value, "' for phase1_per_round (want on|off)"));
+      spec.phase1_per_round = scratch.stealing;
+      continue;
+    }
     std::vector<std::string> values;
     if (key == "skew_phases" || key == "conninfo") {
       values.push_back(std::string(value));

@@ -28,6 +28,10 @@
 //                                contaminated, left out and re-run (0 = off)
 //   max_reruns = 2               re-runs of one (cell, round) at most; still
 //                                contaminated then: left out of that round
+//   phase1_per_round = on        learn a fresh Phase I History in every round
+//                                (default off: one History per experiment),
+//                                so the intervals also cover how the learning
+//                                varies, not only the measuring
 // Policy words: any of the sixteen (count-max-canonical-single, ...),
 // original, hard-partition, and `factorial` = all sixteen learned policies.
 //
@@ -70,6 +74,7 @@ struct ExperimentSpec {
   double time_cap_s = 0;
   double max_interference = 0;
   int max_reruns = 2;
+  bool phase1_per_round = false;
 };
 
 absl::StatusOr<ExperimentSpec> ParseSpec(absl::string_view text);

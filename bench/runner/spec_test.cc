@@ -70,7 +70,7 @@ TEST(Spec, FactorialExpandsToSixteenPolicies) {
 
 TEST(Spec, RoundKeys) {
   auto s = ParseSpec("repeat = 3\nmin_reps = 4\nmax_reps = 30\nci_target = 0.05\ntime_cap_s = 150\n"
-                     "max_interference = 0.5\nmax_reruns = 1\n");
+                     "max_interference = 0.5\nmax_reruns = 1\nphase1_per_round = on\n");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->min_reps, 4);
   EXPECT_EQ(s->max_reps, 30);
@@ -78,6 +78,8 @@ TEST(Spec, RoundKeys) {
   EXPECT_DOUBLE_EQ(s->time_cap_s, 150);
   EXPECT_DOUBLE_EQ(s->max_interference, 0.5);
   EXPECT_EQ(s->max_reruns, 1);
+  EXPECT_TRUE(s->phase1_per_round);
+  EXPECT_FALSE(ParseSpec("repeat = 1\n")->phase1_per_round);
   auto bad = ParseSpec("min_reps = 5\nmax_reps = 3\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("max_reps (3) < min_reps (5)"), absl::string_view::npos) << bad.status();
@@ -123,6 +125,7 @@ TEST(Spec, BadLinesNameTheLine) {
       {"ci_target = -0.1\n", "spec line 1:", "ci_target"},
       {"time_cap_s = soon\n", "spec line 1:", "time_cap_s"},
       {"max_interference = 1.5\n", "spec line 1:", "share in 0..1"},
+      {"phase1_per_round = sometimes\n", "spec line 1:", "phase1_per_round"},
   };
   for (const Case& c : cases) {
     auto s = ParseSpec(c.text);
