@@ -525,7 +525,7 @@ absl::StatusOr<BenchResult> Runner::Run(const BenchConfig& c, const LearnedHisto
       p1.sched_policy = *ParsePolicy("original");  // random scheduling, learning
       p1.warmup_s = 0;
       p1.duration_s = std::max(0.05, c.phase1_s);
-      p1.seed = c.seed ^ 0x9e3779b97f4a7c15ULL;
+      p1.seed = (c.seed + 1000 * static_cast<uint64_t>(first_rep)) ^ 0x9e3779b97f4a7c15ULL;
       p1.save = &local;
       p1.label = "phase1";
       auto m = RunOnce(c, p1);

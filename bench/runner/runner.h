@@ -189,8 +189,8 @@ class Runner {
   // Phase I (if the policy is learned and mode is phased; skipped when
   // `learned` is given), then `repeat` Phase II runs; or one online run.
   // `first_rep`: the index of the first Phase II repetition, which picks its
-  // seed (c.seed + 1000 * (rep + 1)): the interleaving experiment driver runs
-  // one repetition per call and passes the round.
+  // seed (c.seed + 1000 * (rep + 1)) and Phase I's: the interleaving
+  // experiment driver runs one repetition per call and passes the round.
   absl::StatusOr<BenchResult> Run(const BenchConfig& c, const LearnedHistory* learned = nullptr,
                                   LearnedHistory* learned_out = nullptr, int first_rep = 0);
 
