@@ -6,6 +6,10 @@
 // Markdown (and the effects table) to stdout.
 //
 //   corral experiment --spec=bench/experiments/quick.spec --out=/tmp/quick
+//   corral experiment --spec=... --max_interference=0   # keep runs a busy machine disturbed
+//
+// Every cell runs once per round, rounds interleaved and shuffled; verdicts
+// are ratios paired per round with 95% intervals (bench/runner/experiment.h).
 //
 // Exit code: 0 on success, 1 when a run or a consistency check failed, 2 on
 // a bad spec.
@@ -27,6 +31,10 @@ ABSL_FLAG(std::string, spec, "", "experiment spec file (key = value lines; see b
 ABSL_DECLARE_FLAG(std::string, conninfo);
 ABSL_DECLARE_FLAG(std::string, isolation);
 ABSL_FLAG(std::string, out, "", "output directory (default: bench/results/<spec name>)");
+ABSL_FLAG(double, max_interference, -1,
+          "override the spec's max_interference (share of the machine's CPU a run may lose to other "
+          "processes before it is re-run and left out; 0 = rule off; negative = the spec's value)");
+ABSL_FLAG(double, time_cap_s, -1, "override the spec's time_cap_s (0 = no cap; negative = the spec's value)");
 
 namespace corral {
 namespace cli {
@@ -44,6 +52,8 @@ int RunExperiment(const std::vector<char*>& args) {
     std::fprintf(stderr, "corral experiment: %s\n", std::string(spec.status().message()).c_str());
     return 2;
   }
+  if (absl::GetFlag(FLAGS_max_interference) >= 0) spec->max_interference = absl::GetFlag(FLAGS_max_interference);
+  if (absl::GetFlag(FLAGS_time_cap_s) >= 0) spec->time_cap_s = absl::GetFlag(FLAGS_time_cap_s);
   std::string out = absl::GetFlag(FLAGS_out);
   if (out.empty()) out = "bench/results/" + spec->name;
   // backend = postgres in the spec (or --backend/--conninfo/--isolation of

@@ -8,24 +8,46 @@
 #
 #   scripts/test.sh            # everything
 #   CORRAL_NO_TSAN=1 scripts/test.sh   # skip the TSan pass
+#   CORRAL_TEST_LOAD=2 scripts/test.sh # under load: 2 CPU-burning processes
+#                                      # run for the whole suite
+#
+# CORRAL_TEST_LOAD=N starts N busy-loop processes before the first build and
+# stops them when the script exits (normally, on error or on Ctrl-C): the
+# suite must pass on a machine that something else keeps busy (CI on a
+# shared box). No test may assert a rate or a timing that such load can
+# cross.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
-
+LOAD_PIDS=()
+PG_STARTED=""
 layers_dir=$(mktemp -d)
-pg_started=
 cleanup() {
+  for pid in "${LOAD_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
   rm -rf "$layers_dir"
-  [ -n "$pg_started" ] && bash scripts/pg.sh stop >/dev/null 2>&1
+  [ -n "$PG_STARTED" ] && bash scripts/pg.sh stop >/dev/null 2>&1
+  return 0
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+LOAD=${CORRAL_TEST_LOAD:-0}
+if ! [[ "$LOAD" =~ ^[0-9]+$ ]]; then
+  echo "CORRAL_TEST_LOAD must be a number of processes, got '$LOAD'"; echo "0 passed, 1 failed"; exit 1
+fi
+for ((i = 0; i < LOAD; i++)); do
+  ( while :; do :; done ) &
+  LOAD_PIDS+=("$!")
+done
+[ "$LOAD" -gt 0 ] && echo "== under load: $LOAD CPU-burning processes (${LOAD_PIDS[*]}) until the suite ends"
+
+bash scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 
 # PostgreSQL for tests that need it (they skip with a message when absent).
 if [ -x scripts/pg.sh ]; then
   if pg_exports=$(bash scripts/pg.sh start); then
     eval "$pg_exports"
-    pg_started=1
+    PG_STARTED=1
   else
     echo "warning: could not start PostgreSQL; its tests will skip"
   fi

@@ -130,8 +130,10 @@ struct Runner::RunSpec {
   const char* label = "";
 };
 
-Runner::Runner(std::unique_ptr<Backend> backend, WorkloadFactory factory)
-    : backend_(std::move(backend)), factory_(std::move(factory)) {}
+Runner::Runner(std::unique_ptr<Backend> backend, WorkloadFactory factory, std::shared_ptr<MachineProbe> probe)
+    : backend_(std::move(backend)),
+      factory_(std::move(factory)),
+      probe_(probe != nullptr ? std::move(probe) : std::shared_ptr<MachineProbe>(MakeProcMachineProbe())) {}
 
 absl::StatusOr<std::shared_ptr<RefExtractor>> Runner::ExtractorFor(const workloads::Workload& w,
                                                                    InsertRefs insert_refs) {
@@ -337,6 +339,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   int64_t t_measure0 = start;
   std::vector<uint64_t> worker_commits0(nq, 0);
   bool warm = spec.warmup_s <= 0;
+  absl::StatusOr<MachineReading> machine0 = probe_->Read();
   if (warm) measuring.store(true);
   double last_tps = 0, last_ar = 0;
   for (;;) {
@@ -345,6 +348,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
       snap0 = s->Stats();
       for (int i = 0; i < nq; ++i) worker_commits0[i] = s->WorkerStatsOf(i).commits;
       t_measure0 = clock->NowNanos();
+      machine0 = probe_->Read();
       measuring.store(true);
       warm = true;
     }
@@ -383,6 +387,8 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   m.worker_commits.resize(nq);
   for (int i = 0; i < nq; ++i) m.worker_commits[i] = s->WorkerStatsOf(i).commits - worker_commits0[i];
   const int64_t t_measure1 = clock->NowNanos();
+  absl::StatusOr<MachineReading> machine1 = probe_->Read();
+  if (machine0.ok() && machine1.ok()) m.interference = ComputeInterference(*machine0, *machine1);
   measuring.store(false);
   stop.store(true);
   if (generator.joinable()) generator.join();
@@ -484,7 +490,7 @@ void Runner::NameReferences(const BenchConfig& c, const ExtractionPolicy& policy
 }
 
 absl::StatusOr<BenchResult> Runner::Run(const BenchConfig& c, const LearnedHistory* learned,
-                                        LearnedHistory* learned_out) {
+                                        LearnedHistory* learned_out, int first_rep) {
   absl::Status st = Validate(c);
   if (!st.ok()) return st;
   auto pol = ParsePolicy(c.policy);
@@ -501,7 +507,7 @@ absl::StatusOr<BenchResult> Runner::Run(const BenchConfig& c, const LearnedHisto
     RunSpec sp = base;
     sp.warmup_s = c.warmup_s;
     sp.duration_s = c.duration_s;
-    sp.seed = c.seed;
+    sp.seed = c.seed + 1000 * static_cast<uint64_t>(first_rep);
     sp.label = "online";
     auto m = RunOnce(c, sp);
     if (!m.ok()) return m.status();
@@ -514,7 +520,7 @@ absl::StatusOr<BenchResult> Runner::Run(const BenchConfig& c, const LearnedHisto
       p1.sched_policy = *ParsePolicy("original");  // random scheduling, learning
       p1.warmup_s = 0;
       p1.duration_s = std::max(0.05, c.phase1_s);
-      p1.seed = c.seed ^ 0x9e3779b97f4a7c15ULL;
+      p1.seed = (c.seed + 1000 * static_cast<uint64_t>(first_rep)) ^ 0x9e3779b97f4a7c15ULL;
       p1.save = &local;
       p1.label = "phase1";
       auto m = RunOnce(c, p1);
@@ -537,7 +543,7 @@ absl::StatusOr<BenchResult> Runner::Run(const BenchConfig& c, const LearnedHisto
       p2.freeze = true;
       p2.warmup_s = c.warmup_s;
       p2.duration_s = c.duration_s;
-      p2.seed = c.seed + 1000 * (i + 1);
+      p2.seed = c.seed + 1000 * static_cast<uint64_t>(first_rep + i + 1);
       p2.label = "phase2";
       auto m = RunOnce(c, p2);
       if (!m.ok()) return m.status();
@@ -642,6 +648,10 @@ void PrintReport(const BenchResult& r, std::FILE* out) {
                    (unsigned long long)t.commits, (unsigned long long)t.conflict_aborts,
                    (unsigned long long)t.user_aborts);
     }
+    if (m.interference.valid) {
+      std::fprintf(out, "  machine: other processes %.0f%%, steal %.0f%% of its CPU in the window; load average %.2f\n",
+                   100 * m.interference.other_share, 100 * m.interference.steal_share, m.interference.loadavg1);
+    }
     std::fprintf(out, "  memory: history %lld refs / %lld B, state %lld refs / %lld B\n",
                  (long long)m.history_entries, (long long)m.history_bytes, (long long)m.state_entries,
                  (long long)m.state_bytes);
@@ -660,7 +670,8 @@ std::string CsvHeader() {
   for (size_t k = 1; k < static_cast<size_t>(scheduler::AbortCause::kCount); ++k) {
     absl::StrAppend(&h, ",aborts_", scheduler::AbortCauseName(static_cast<scheduler::AbortCause>(k)));
   }
-  return h + ",sched_cpu_ns,extract_cpu_ns,extract_cache_hits,extract_cache_misses,steals\n";
+  return h + ",sched_cpu_ns,extract_cpu_ns,extract_cache_hits,extract_cache_misses,steals,"
+             "round,interference_share,steal_share,other_cpu_share,loadavg1,contaminated\n";
 }
 
 std::string CsvRows(const BenchResult& r) {
@@ -677,7 +688,11 @@ std::string CsvRows(const BenchResult& r) {
                     m.history_bytes, ",", m.state_entries, ",", m.state_bytes, ",", m.check.ok() ? 1 : 0);
     for (size_t k = 1; k < m.aborts_by_cause.size(); ++k) absl::StrAppend(&out, ",", m.aborts_by_cause[k]);
     absl::StrAppend(&out, absl::StrFormat(",%.0f,%.0f", m.sched_cpu_ns, m.extract_cpu_ns), ",", m.extract_cache_hits,
-                    ",", m.extract_cache_misses, ",", m.steals, "\n");
+                    ",", m.extract_cache_misses, ",", m.steals, ",", m.round, ",",
+                    m.interference.valid ? absl::StrFormat("%.4f,%.4f,%.4f", m.interference.share,
+                                                           m.interference.steal_share, m.interference.other_share)
+                                         : std::string(",,"),
+                    absl::StrFormat(",%.2f,", m.interference.loadavg1), m.contaminated ? 1 : 0, "\n");
   }
   return out;
 }

@@ -41,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bench/runner/config.h"
+#include "bench/runner/interference.h"
 #include "bench/runner/stats.h"
 #include "bench/workloads/workload.h"
 #include "history/history.h"
@@ -145,6 +146,15 @@ struct RunMetrics {
   // Sum of all History counters (aborts + commits) when the run started (after
   // loading a learned History) and when it ended: equal when frozen.
   uint64_t history_counts_start = 0, history_counts_end = 0;
+  // What the machine did to the measured window (interference.h); invalid
+  // when the probe could not read /proc.
+  Interference interference;
+  // Set by the experiment driver: the round this run belongs to (0 = not
+  // part of an interleaved experiment) and whether it lost more than the
+  // spec's max_interference share of the machine (excluded from the means,
+  // re-run).
+  int round = 0;
+  bool contaminated = false;
 };
 
 struct BenchResult {
@@ -170,12 +180,18 @@ class Runner {
  public:
   // `schema` (for canonical naming) is built by the caller from the
   // workload's schema_file(); see LoadSchemaFor.
-  Runner(std::unique_ptr<Backend> backend, WorkloadFactory factory);
+  // `probe` reads what the machine did to each measured window (null = the
+  // real /proc; tests pass a fake).
+  Runner(std::unique_ptr<Backend> backend, WorkloadFactory factory,
+         std::shared_ptr<MachineProbe> probe = nullptr);
 
   // Phase I (if the policy is learned and mode is phased; skipped when
   // `learned` is given), then `repeat` Phase II runs; or one online run.
+  // `first_rep`: the index of the first Phase II repetition, which picks its
+  // seed (c.seed + 1000 * (rep + 1)) and Phase I's: the interleaving
+  // experiment driver runs one repetition per call and passes the round.
   absl::StatusOr<BenchResult> Run(const BenchConfig& c, const LearnedHistory* learned = nullptr,
-                                  LearnedHistory* learned_out = nullptr);
+                                  LearnedHistory* learned_out = nullptr, int first_rep = 0);
 
  private:
   struct RunSpec;
@@ -188,6 +204,7 @@ class Runner {
 
   std::unique_ptr<Backend> backend_;
   WorkloadFactory factory_;
+  std::shared_ptr<MachineProbe> probe_;
   std::map<std::string, std::shared_ptr<RefExtractor>> extractors_;  // by schema file
 };
 

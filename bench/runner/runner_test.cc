@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "bench/runner/experiment.h"
 #include "bench/runner/tiny_workload_testing.h"
 #include "gtest/gtest.h"
@@ -151,6 +152,20 @@ TEST(Runner, OutputsAndExperimentTable) {
     EXPECT_EQ(c.tps.n, 2);
     EXPECT_TRUE(c.checks_ok);
   }
+  // Interleaved: round 1 ran every cell once before round 2 began.
+  ASSERT_EQ(sum->runs.size(), 8u);
+  for (size_t i = 0; i < sum->runs.size(); ++i) EXPECT_EQ(sum->runs[i].round, i < 4 ? 1 : 2);
+  for (int round = 1; round <= 2; ++round) {
+    std::vector<int> seen;
+    for (const auto& rec : sum->runs) {
+      if (rec.round == round) seen.push_back(rec.cell);
+    }
+    EXPECT_EQ(seen, RoundOrder(4, round, spec->base.seed)) << "round " << round;
+  }
+  // Paired verdicts, one per learned cell and baseline present.
+  ASSERT_EQ(sum->ratios.size(), 2u);
+  for (const auto& pr : sum->ratios) EXPECT_EQ(pr.tps.n, 2);
+  EXPECT_NE(sum->table_md.find("occ, count-max-canonical-single:\n- tps"), std::string::npos) << sum->table_md;
   EXPECT_NE(sum->table_md.find("| count-max-canonical-single |"), std::string::npos) << sum->table_md;
   EXPECT_NE(sum->table_md.find("2pl-nowait abort rate"), std::string::npos);
   EXPECT_TRUE(sum->effects_md.empty());  // not all sixteen policies ran
@@ -159,6 +174,126 @@ TEST(Runner, OutputsAndExperimentTable) {
   br.runs.resize(1);
   EXPECT_NE(ToJson(br).find("\"policy\":\"original\""), std::string::npos);
   EXPECT_EQ(CsvRows(br).find("tiny,occ,original,2,"), 0u);
+}
+
+// A /proc seam that scripts what the machine did to each measured window:
+// the runner reads it at the start and at the end of every window; each
+// window's share of the machine taken by other processes comes from
+// `shares` in order (0 once they run out).
+class ScriptedProbe : public MachineProbe {
+ public:
+  explicit ScriptedProbe(std::vector<double> shares) : shares_(std::move(shares)) {}
+  absl::StatusOr<MachineReading> Read() override {
+    if (reads_++ % 2 == 1) {
+      const double s = next_ < shares_.size() ? shares_[next_++] : 0.0;
+      const uint64_t other = static_cast<uint64_t>(s * 200 + 0.5);
+      now_.user += other;  // other processes' CPU (this process: 0 ticks)
+      now_.idle += 200 - other;
+    }
+    return now_;
+  }
+
+ private:
+  std::vector<double> shares_;
+  size_t next_ = 0;
+  int reads_ = 0;
+  MachineReading now_;
+};
+
+absl::StatusOr<ExperimentSummary> RunScripted(const std::string& extra, std::vector<double> shares) {
+  Runner r(MakeEngineBackend(), TinyFactory(), std::make_shared<ScriptedProbe>(std::move(shares)));
+  auto spec = ParseSpec("name = tiny\nworkload = tiny\nqueues = 2\nwarmup = 0\nduration = 0.1\nprogress = 0\n"
+                        "protocol = occ\npolicy = original\nmax_interference = 0.3\n" + extra);
+  if (!spec.ok()) return spec.status();
+  return RunExperiment(*spec, &r, "");
+}
+
+TEST(Experiment, ContaminatedRunIsMarkedAndRerunCleanOneKept) {
+  // Round 1: the first window lost 60% of the machine (> 0.3): marked,
+  // re-run; the re-run lost 10%: kept. Round 2: 20%: kept at once.
+  auto sum = RunScripted("min_reps = 2\nmax_reps = 2\nmax_reruns = 2\n", {0.6, 0.1, 0.2});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  ASSERT_EQ(sum->runs.size(), 3u);
+  EXPECT_EQ(sum->runs[0].round, 1);
+  EXPECT_EQ(sum->runs[0].attempt, 0);
+  EXPECT_TRUE(sum->runs[0].metrics.contaminated);
+  EXPECT_NEAR(sum->runs[0].metrics.interference.share, 0.6, 1e-9);
+  EXPECT_EQ(sum->runs[1].round, 1);
+  EXPECT_EQ(sum->runs[1].attempt, 1);
+  EXPECT_FALSE(sum->runs[1].metrics.contaminated);
+  EXPECT_EQ(sum->runs[2].round, 2);
+  EXPECT_FALSE(sum->runs[2].metrics.contaminated);
+  EXPECT_EQ(sum->contaminated_runs, 1);
+  ASSERT_EQ(sum->cells.size(), 1u);
+  EXPECT_EQ(sum->cells[0].contaminated_runs, 1);
+  // The mean is over the two clean runs only.
+  EXPECT_EQ(sum->cells[0].tps.n, 2);
+  EXPECT_NEAR(sum->cells[0].tps.mean, (sum->runs[1].metrics.tps + sum->runs[2].metrics.tps) / 2, 1e-6);
+  // runs.csv's row carries the round, the share and the flag.
+  BenchResult br;
+  br.config = sum->cells[0].config;
+  br.runs = {sum->runs[0].metrics};
+  const std::string row = CsvRows(br);
+  EXPECT_NE(row.find(",1,0.6000,0.0000,0.6000,0.00,1\n"), std::string::npos) << row;
+}
+
+TEST(Experiment, RunStillContaminatedAfterRerunsIsLeftOut) {
+  auto sum = RunScripted("min_reps = 2\nmax_reps = 2\nmax_reruns = 1\n", {0.9, 0.31, 0.0});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  ASSERT_EQ(sum->runs.size(), 3u);  // round 1: two contaminated attempts; round 2: one clean
+  EXPECT_TRUE(sum->runs[0].metrics.contaminated);
+  EXPECT_TRUE(sum->runs[1].metrics.contaminated);
+  EXPECT_FALSE(sum->runs[2].metrics.contaminated);
+  EXPECT_EQ(sum->cells[0].tps.n, 1);
+  EXPECT_EQ(sum->contaminated_runs, 2);
+  EXPECT_NE(sum->table_md.find("2 run(s) lost more than 30%"), std::string::npos) << sum->table_md;
+}
+
+TEST(Experiment, StopsAtTargetOrTimeCap) {
+  // Two cells so a headline ratio exists; a target of x1e6 either way is met
+  // as soon as min_reps rounds ran.
+  Runner r(MakeEngineBackend(), TinyFactory(), std::make_shared<ScriptedProbe>(std::vector<double>{}));
+  auto spec = ParseSpec("name = t\nworkload = tiny\nqueues = 2\nwarmup = 0\nduration = 0.1\nphase1 = 0.1\n"
+                        "progress = 0\nprotocol = occ\npolicy = original, count-max-canonical-single\n"
+                        "min_reps = 2\nmax_reps = 6\nci_target = 1000000\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto sum = RunExperiment(*spec, &r, "");
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(sum->rounds, 2);
+  EXPECT_NE(sum->stop_reason.find("interval within +-"), std::string::npos) << sum->stop_reason;
+  ASSERT_EQ(sum->ratios.size(), 1u);
+  EXPECT_EQ(sum->ratios[0].baseline, "original");
+  EXPECT_EQ(sum->ratios[0].tps.n, 2);
+  // A time cap already spent: two rounds (an interval needs two), then stop.
+  spec->ci_target = 0;
+  spec->time_cap_s = 0.001;
+  sum = RunExperiment(*spec, &r, "");
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(sum->rounds, 2);
+  EXPECT_NE(sum->stop_reason.find("time cap"), std::string::npos) << sum->stop_reason;
+}
+
+TEST(Experiment, PhaseOnePerRoundLearnsAFreshHistoryEachRound) {
+  for (bool per_round : {false, true}) {
+    Runner r(MakeEngineBackend(), TinyFactory(), std::make_shared<ScriptedProbe>(std::vector<double>{}));
+    auto spec = ParseSpec(absl::StrCat("name = t\nworkload = tiny\nqueues = 2\nwarmup = 0\nduration = 0.1\n",
+                                       "phase1 = 0.1\nprogress = 0\nprotocol = occ\n",
+                                       "policy = original, count-max-canonical-single, count-sum-canonical-single\n",
+                                       "min_reps = 2\nmax_reps = 2\nphase1_per_round = ", per_round ? "on" : "off",
+                                       "\n"));
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    auto sum = RunExperiment(*spec, &r, "");
+    ASSERT_TRUE(sum.ok()) << sum.status();
+    // The two learned policies share an extraction half, so one History per
+    // round (per_round) or one for the whole experiment.
+    int learned_in[3] = {0, 0, 0};
+    for (const auto& rec : sum->runs) {
+      if (rec.ran_phase1) ++learned_in[rec.round];
+      if (sum->cells[rec.cell].config.policy == "original") EXPECT_FALSE(rec.ran_phase1);
+    }
+    EXPECT_EQ(learned_in[1], 1) << per_round;
+    EXPECT_EQ(learned_in[2], per_round ? 1 : 0);
+  }
 }
 
 TEST(Experiment, TablesSplitBySweepDimension) {

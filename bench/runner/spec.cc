@@ -60,6 +60,32 @@ absl::StatusOr<ExperimentSpec> ParseSpec(absl::string_view text) {
       }
       continue;
     }
+    if (key == "min_reps" || key == "max_reps" || key == "max_reruns") {
+      int v = 0;
+      const int lowest = key == "max_reruns" ? 0 : 1;
+      if (!absl::SimpleAtoi(value, &v) || v < lowest) {
+        return LineError(line_no, absl::StrCat("bad value '", value, "' for ", key, " (want an integer >= ", lowest, ")"));
+      }
+      (key == "min_reps" ? spec.min_reps : key == "max_reps" ? spec.max_reps : spec.max_reruns) = v;
+      continue;
+    }
+    if (key == "ci_target" || key == "time_cap_s" || key == "max_interference") {
+      double v = 0;
+      if (!absl::SimpleAtod(value, &v) || v < 0 || (key == "max_interference" && v > 1)) {
+        return LineError(line_no, absl::StrCat("bad value '", value, "' for ", key,
+                                               key == "max_interference" ? " (want a share in 0..1)" : " (want a number >= 0)"));
+      }
+      (key == "ci_target" ? spec.ci_target : key == "time_cap_s" ? spec.time_cap_s : spec.max_interference) = v;
+      continue;
+    }
+    if (key == "phase1_per_round") {
+      BenchConfig scratch;
+      // Same on|off words as the bench settings.
+      absl::Status st = ApplySetting(&scratch, "stealing", value);
+      if (!st.ok()) return LineError(line_no, absl::StrCat("bad value '", value, "' for phase1_per_round (want on|off)"));
+      spec.phase1_per_round = scratch.stealing;
+      continue;
+    }
     std::vector<std::string> values;
     if (key == "skew_phases" || key == "conninfo") {
       values.push_back(std::string(value));
@@ -84,6 +110,10 @@ absl::StatusOr<ExperimentSpec> ParseSpec(absl::string_view text) {
     } else {
       lists.emplace_back(key, std::move(values));
     }
+  }
+  if (spec.min_reps > 0 && spec.max_reps > 0 && spec.max_reps < spec.min_reps) {
+    return absl::InvalidArgumentError(absl::StrCat("spec: max_reps (", spec.max_reps, ") < min_reps (",
+                                                   spec.min_reps, ")"));
   }
   // Policy innermost.
   for (auto& l : lists) {

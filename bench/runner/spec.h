@@ -12,6 +12,26 @@
 //   throttle_target_ms = 2       also search the highest arrival rate whose
 //                                mean response time meets the target, per cell
 //   throttle_steps = 6           bisection steps of that search
+// Rounds (experiment.h: every cell runs once per round, order shuffled per
+// round; ratios paired per round):
+//   min_reps = 3                 rounds always run (default: repeat)
+//   max_reps = 12                rounds at most (default: max(repeat, min_reps))
+//   ci_target = 0.05             stop adding rounds once every headline
+//                                ratio's 95% interval is within +-5% of its
+//                                estimate (0 = run max_reps rounds)
+//   time_cap_s = 150             do not start a round that would end after
+//                                this many seconds (0 = no cap; at least two
+//                                rounds always run)
+//   max_interference = 0.3       a run whose window lost more than this share
+//                                of the machine's CPU to other processes or
+//                                steal (interference.h) is marked
+//                                contaminated, left out and re-run (0 = off)
+//   max_reruns = 2               re-runs of one (cell, round) at most; still
+//                                contaminated then: left out of that round
+//   phase1_per_round = on        learn a fresh Phase I History in every round
+//                                (default off: one History per experiment),
+//                                so the intervals also cover how the learning
+//                                varies, not only the measuring
 // Policy words: any of the sixteen (count-max-canonical-single, ...),
 // original, hard-partition, and `factorial` = all sixteen learned policies.
 //
@@ -47,6 +67,14 @@ struct ExperimentSpec {
   std::vector<std::pair<std::string, std::vector<std::string>>> sweeps;
   double throttle_target_ms = 0;  // 0 = no throttled search
   int throttle_steps = 6;
+  // Rounds and the stopping rule (see above); 0 = the default named there.
+  int min_reps = 0;
+  int max_reps = 0;
+  double ci_target = 0.05;
+  double time_cap_s = 0;
+  double max_interference = 0;
+  int max_reruns = 2;
+  bool phase1_per_round = false;
 };
 
 absl::StatusOr<ExperimentSpec> ParseSpec(absl::string_view text);

@@ -68,6 +68,38 @@ TEST(Spec, FactorialExpandsToSixteenPolicies) {
   EXPECT_EQ(ExpandCells(*s).size(), 18u);
 }
 
+TEST(Spec, RoundKeys) {
+  auto s = ParseSpec("repeat = 3\nmin_reps = 4\nmax_reps = 30\nci_target = 0.05\ntime_cap_s = 150\n"
+                     "max_interference = 0.5\nmax_reruns = 1\nphase1_per_round = on\n");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->min_reps, 4);
+  EXPECT_EQ(s->max_reps, 30);
+  EXPECT_DOUBLE_EQ(s->ci_target, 0.05);
+  EXPECT_DOUBLE_EQ(s->time_cap_s, 150);
+  EXPECT_DOUBLE_EQ(s->max_interference, 0.5);
+  EXPECT_EQ(s->max_reruns, 1);
+  EXPECT_TRUE(s->phase1_per_round);
+  EXPECT_FALSE(ParseSpec("repeat = 1\n")->phase1_per_round);
+  auto bad = ParseSpec("min_reps = 5\nmax_reps = 3\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("max_reps (3) < min_reps (5)"), absl::string_view::npos) << bad.status();
+}
+
+TEST(Spec, EveryCheckedInSpecParses) {
+  for (const char* name : {"quick", "headline_tpcc", "headline_tpcc_delay", "headline_tpcc_2wh", "headline_tpcc_nosteal",
+                           "headline_smallbank", "headline_smallbank_delay", "headline_tatp", "headline_tatp_delay",
+                           "factorial_tpcc", "threads_tpcc", "throttled_tpcc", "skew_shift"}) {
+    auto s = ReadSpecFile(std::string("bench/experiments/") + name + ".spec");
+    EXPECT_TRUE(s.ok()) << name << ": " << s.status();
+  }
+  auto quick = ReadSpecFile("bench/experiments/quick.spec");
+  ASSERT_TRUE(quick.ok());
+  // The main command's budget: rounds stop by 150 s.
+  EXPECT_GT(quick->time_cap_s, 0);
+  EXPECT_LE(quick->time_cap_s, 150);
+  EXPECT_GT(quick->max_interference, 0);
+}
+
 TEST(Spec, BadLinesNameTheLine) {
   struct Case {
     const char* text;
@@ -92,6 +124,12 @@ TEST(Spec, BadLinesNameTheLine) {
       {"duration =\n", "spec line 1:", "missing value"},
       {"name = x\nqueues = 4\nprotocol = occ, 3pl\nrepeat = 3\n", "spec line 3:", "unknown protocol '3pl'"},
       {"queues = 4, 100\nprotocol = occ\n", "spec line 1:", "queues=100"},
+      {"min_reps = 0\n", "spec line 1:", "min_reps"},
+      {"max_reruns = -1\n", "spec line 1:", "max_reruns"},
+      {"ci_target = -0.1\n", "spec line 1:", "ci_target"},
+      {"time_cap_s = soon\n", "spec line 1:", "time_cap_s"},
+      {"max_interference = 1.5\n", "spec line 1:", "share in 0..1"},
+      {"phase1_per_round = sometimes\n", "spec line 1:", "phase1_per_round"},
   };
   for (const Case& c : cases) {
     auto s = ParseSpec(c.text);

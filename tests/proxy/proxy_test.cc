@@ -39,6 +39,17 @@ std::string Exec1(PGconn* c, const std::string& sql) {
   return out;
 }
 
+// Polls `sql` on `c` (every 50 ms, up to 10 s) until it returns `want`: for
+// "the server has started the statement" / "the backend has exited", which a
+// fixed pause does not guarantee on a loaded machine.
+bool WaitFor(PGconn* c, const std::string& sql, const std::string& want) {
+  for (int i = 0; i < 200; ++i) {
+    if (Exec1(c, sql) == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 bool ExecOk(PGconn* c, const std::string& sql) {
   PGresult* r = PQexec(c, sql.c_str());
   const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
@@ -252,7 +263,12 @@ TEST_F(ProxyTest, CancelReachesTheRightBackend) {
   PGconn* c = Connect();
   PGconn* other = Connect();
   ASSERT_EQ(PQsendQuery(c, "SELECT pg_sleep(20)"), 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Cancel once the server runs the sleep (a fixed pause is not enough on a
+  // loaded machine: a cancel that arrives first cancels nothing).
+  EXPECT_TRUE(WaitFor(other,
+                      "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(20)%' "
+                      "AND pid <> pg_backend_pid()",
+                      "1"));
   const auto t0 = std::chrono::steady_clock::now();
   PGcancel* cancel = PQgetCancel(c);
   char err[256];
@@ -418,7 +434,8 @@ TEST_F(ProxyRobustnessTest, BackendDeathFailsItsTransactionAndReconnects) {
   const std::string pid = Exec1(c, "SELECT pg_backend_pid()");
   PGconn* d = PQconnectdb(server_.conninfo.c_str());
   EXPECT_EQ(Exec1(d, absl::StrCat("SELECT pg_terminate_backend(", pid, ")")), "t");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Until the backend is gone (pg_terminate_backend only signals it).
+  EXPECT_TRUE(WaitFor(d, absl::StrCat("SELECT count(*) FROM pg_stat_activity WHERE pid = ", pid), "0"));
   EXPECT_EQ(Exec1(c, "SELECT 1"), "ERROR 08006");
   EXPECT_EQ(PQstatus(c), CONNECTION_OK);
   // The backend was reconnected: a new server process serves the client.
@@ -428,7 +445,8 @@ TEST_F(ProxyRobustnessTest, BackendDeathFailsItsTransactionAndReconnects) {
   EXPECT_GE(p.proxy().stats().backend_failures.load(), 1);
   // While running a statement.
   ASSERT_EQ(PQsendQuery(c, "SELECT pg_sleep(10)"), 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(
+      WaitFor(d, absl::StrCat("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND pid = ", pid2), "1"));
   EXPECT_EQ(Exec1(d, absl::StrCat("SELECT pg_terminate_backend(", pid2, ")")), "t");
   std::string state;
   while (PGresult* r = PQgetResult(c)) {
