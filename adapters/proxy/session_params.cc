@@ -349,6 +349,10 @@ absl::optional<Refusal> ClientSession::OnStatement(absl::string_view sql) {
 
 bool ClientSession::OnParameterStatus(absl::string_view name, absl::string_view value) {
   const std::string lower = Lower(name);
+  // A startup parameter RESET here went to the backend's own startup value,
+  // not the client's: not the client's setting (it is SET again at the next
+  // attach), so neither adopted nor forwarded.
+  if (!reset_here_.empty() && reset_here_.count(lower) > 0) return false;
   if (IsKnown(lower)) {
     // Inside a transaction the report is undone with it (the server reports
     // the old value again then).

@@ -398,6 +398,26 @@ TEST(SessionParamsTest, ResetOfStartupParameterMarksBackendUnknown) {
   EXPECT_EQ(AttachSql(&a, &b), "");
 }
 
+// A reported startup parameter RESET on the backend: the server reports its
+// own startup value, which is not the client's (it gets its own back at the
+// next attach) and is not forwarded.
+TEST(SessionParamsTest, ResetReportOfStartupParameterIsNotTheClients) {
+  BackendSession b(ServerParams());
+  ClientSession a(1);
+  a.SetStartupParameter("client_encoding", "WIN1252");
+  a.LoginParameterStatus(ServerParams());
+  EXPECT_EQ(AttachSql(&a, &b), "SET client_encoding = 'WIN1252';");
+  EXPECT_FALSE(a.OnParameterStatus("client_encoding", "WIN1252"));
+  EXPECT_FALSE(a.OnStatement("RESET client_encoding").has_value());
+  b.OnParameterStatus("client_encoding", "UTF8");
+  EXPECT_FALSE(a.OnParameterStatus("client_encoding", "UTF8"));
+  a.OnCommandComplete("RESET");
+  a.OnReadyForQuery('I');
+  EXPECT_EQ(Get(a.committed(), "client_encoding"), "WIN1252");
+  DetachSession(&a, &b);
+  EXPECT_EQ(AttachSql(&a, &b), "SET client_encoding = 'WIN1252';");
+}
+
 TEST(SessionParamsTest, ParameterStatusIsGroundTruthAndForwardedOnlyWhenChanged) {
   ClientSession c(1);
   c.SetStartupParameter("client_encoding", "latin1");
