@@ -21,7 +21,10 @@ std::string Exec1(PGconn* c, const std::string& sql) {
   PGresult* r = PQexec(c, sql.c_str());
   std::string out;
   if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) out = PQgetvalue(r, 0, 0);
-  if (PQresultStatus(r) == PGRES_FATAL_ERROR) out = std::string("ERROR ") + PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
+    const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    out = std::string("ERROR ") + (state != nullptr ? state : "(none)");
+  }
   PQclear(r);
   return out;
 }

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
@@ -259,6 +259,30 @@ TEST_F(SessionTest, SessionBoundStatementsAreRefused) {
   EXPECT_EQ(Exec1(c, "SELECT 7"), "7");
   // Transaction-scoped forms are fine.
   EXPECT_EQ(Exec1(c, "BEGIN; SELECT pg_advisory_xact_lock(3); COMMIT"), "");
+}
+
+// libpq sends PGTZ as the startup packet's TimeZone: a good one is the
+// client's in every transaction; one the server rejects closes the client
+// with the server's error (FATAL), as PostgreSQL refuses such a connection.
+TEST_F(SessionTest, StartupTimeZoneAppliesOrClosesTheClient) {
+  StartProxy(2);
+  setenv("PGTZ", "Asia/Kolkata", 1);
+  PGconn* good = Connect();
+  setenv("PGTZ", "No/Such_Zone", 1);
+  PGconn* bad = Connect();
+  unsetenv("PGTZ");
+  PGconn* other = Connect();
+  ASSERT_TRUE(ExecOk(other, "SET TimeZone TO 'Europe/Paris'"));
+  for (int i = 0; i < 6; ++i) {
+    std::string pid;
+    EXPECT_EQ(InTxn(good, {"TimeZone"}, &pid)[0], "Asia/Kolkata");
+    EXPECT_EQ(InTxn(other, {"TimeZone"}, &pid)[0], "Europe/Paris");
+  }
+  EXPECT_TRUE(absl::StartsWith(Exec1(bad, "SELECT 1"), "ERROR"));
+  EXPECT_EQ(PQstatus(bad), CONNECTION_BAD);
+  EXPECT_TRUE(absl::StrContains(PQerrorMessage(bad), "FATAL:  invalid value for parameter \"TimeZone\""))
+      << PQerrorMessage(bad);
+  EXPECT_EQ(Exec1(good, "SELECT 2"), "2");
 }
 
 }  // namespace
