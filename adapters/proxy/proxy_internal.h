@@ -3,17 +3,18 @@
 // spread over files by concern:
 //   loop.cc            listener, epoll loop, buffered I/O, timers, /metrics
 //                      sockets, the admin console's view (AdminSource)
-//   client_session.cc  client startup, authentication, framing, close,
-//                      cancel requests
+//   client_session.cc  client startup, authentication (admin rights,
+//                      failed logins), framing, close, cancel requests
 //   pump.cc            the transaction pump: units, routing (Router),
 //                      FIFO wait queues and stealing, attach / detach
+//                      (session parameters, session_params.h)
 //   extended.cc        extended protocol: locally answered units, message
 //                      forwarding with prepared-statement injection
 //   backend.cc         backend connections: connect and authenticate to the
 //                      server, backend input, failure and reconnect
 // The pieces with their own seams live in their own files: net.h (sockets),
 // prepared.h (statements, per-backend cache), router.h (scheduler seam),
-// admin_console.h, metrics.h.
+// session_params.h (per-client session state), admin_console.h, metrics.h.
 //
 //   Proxy::Loop loop(&options, &stats, &scheduler);
 //   CHECK_OK(loop.Init(&port, &metrics_port));
