@@ -10,22 +10,28 @@
 namespace corral {
 namespace proxy {
 
-void AdminConsole::OnMessage(char type, absl::string_view body, std::string* out) {
+void AdminConsole::OnMessage(char type, absl::string_view body, std::string* out, bool may_change) {
   if (type != 'Q') {
     wire::AppendError(out, "ERROR", "0A000", "the admin console speaks the simple query protocol only");
     if (type == 'S') wire::AppendReadyForQuery(out, 'I');
     return;
   }
   wire::Reader r(body);
-  Query(r.CString(), out);
+  Query(r.CString(), out, may_change);
 }
 
-void AdminConsole::Query(absl::string_view sql_in, std::string* out) {
+void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_change) {
   std::string sql = absl::AsciiStrToLower(absl::StripAsciiWhitespace(sql_in));
   while (!sql.empty() && (sql.back() == ';' || absl::ascii_isspace(sql.back()))) sql.pop_back();
   std::vector<std::string> words = absl::StrSplit(sql, ' ', absl::SkipEmpty());
   auto is = [&](const char* a, const char* b) { return words.size() == 2 && words[0] == a && words[1] == b; };
   auto done = [&]() { wire::AppendReadyForQuery(out, 'I'); };
+  if (!may_change && !words.empty() && words[0] != "show") {
+    wire::AppendError(out, "ERROR", "42501",
+                      absl::StrCat("permission denied: '", sql_in,
+                                   "' needs a user in admin_users (stats_users may only SHOW)"));
+    return done();
+  }
   if (is("show", "stats")) {
     const Stats& s = source_.stats();
     std::vector<std::vector<std::string>> rows;
@@ -45,6 +51,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out) {
     row("clients_accepted", s.clients_accepted);
     row("clients_rejected", s.clients_rejected);
     row("client_rollbacks", s.client_rollbacks);
+    row("failed_logins", s.failed_logins);
     row("protocol_errors", s.protocol_errors);
     row("backend_failures", s.backend_failures);
     row("cancels", s.cancels);

@@ -70,10 +70,12 @@ class AdminConsole {
 
   // One frontend message of an admin client (not 'X', which closes it):
   // a Query is answered; other messages get "simple query protocol only"
-  // (and a ReadyForQuery for a Sync).
-  void OnMessage(char type, absl::string_view body, std::string* out);
+  // (and a ReadyForQuery for a Sync). `may_change`: the client is one of
+  // admin_users; without it only SHOW runs (stats_users), anything else
+  // gets ERROR 42501.
+  void OnMessage(char type, absl::string_view body, std::string* out, bool may_change = true);
   // One admin statement; appends its result and ReadyForQuery to out.
-  void Query(absl::string_view sql, std::string* out);
+  void Query(absl::string_view sql, std::string* out, bool may_change = true);
 
  private:
   AdminSource& source_;

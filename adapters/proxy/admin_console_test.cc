@@ -92,7 +92,8 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("commits") + std::string("\0\0\0\x02", 4) + "12"));
   EXPECT_TRUE(absl::StrContains(out, "conflict_aborts_40001"));
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 19"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 20"));
+  EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
 }
 
 TEST(AdminConsole, ShowQueuesClientsHistoryPolicy) {
@@ -129,6 +130,24 @@ TEST(AdminConsole, SetPolicyAndReloadReportErrors) {
   out = Query(console, "RELOAD;");
   EXPECT_EQ(src.reloads_, 1);
   EXPECT_TRUE(absl::StrContains(out, "RELOAD failed: no such file"));
+}
+
+TEST(AdminConsole, StatsUsersMayOnlyShow) {
+  FakeSource src;
+  AdminConsole console(&src);
+  std::string out;
+  console.Query("SET POLICY original", &out, /*may_change=*/false);
+  auto msgs = Messages(out);
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(wire::ErrorSqlState(msgs[0].second), "42501");
+  EXPECT_NE(src.policy_, "original");
+  out.clear();
+  console.Query("RELOAD", &out, /*may_change=*/false);
+  EXPECT_EQ(src.reloads_, 0);
+  EXPECT_EQ(wire::ErrorSqlState(Messages(out)[0].second), "42501");
+  out.clear();
+  console.Query("SHOW POLICY", &out, /*may_change=*/false);
+  EXPECT_EQ(Messages(out).front().first, 'T');
 }
 
 TEST(AdminConsole, UnknownCommandAndExtendedProtocol) {

@@ -113,6 +113,8 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &zero, sizeof(zero));
   net::SetNonBlocking(fd);
   if (server_params_.empty()) server_params_ = params;
+  b->sess = BackendSession(params);
+  b->connect_params = std::move(params);
   b->fd = fd;
   b->in = std::move(buf);
   b->in_off = 0;
@@ -173,7 +175,9 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
             break;
           }
         }
+        if (front.attach && front.attach_error.empty()) front.attach_error = std::string(f.raw);
         if (forward && c != nullptr) {
+          c->sess.OnError();
           if (state == "40001" || state == "40P01") {
             c->route.conflict_state = std::string(state);
           } else {
@@ -183,7 +187,10 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         break;
       }
       case 'C':
-        if (forward && c != nullptr && absl::StartsWith(f.body, "ROLLBACK")) c->route.rolled_back = true;
+        if (forward && c != nullptr) {
+          if (absl::StartsWith(f.body, "ROLLBACK")) c->route.rolled_back = true;
+          c->sess.OnCommandComplete(wire::Reader(f.body).CString());
+        }
         break;
       case 'S': {
         wire::Reader r(f.body);
@@ -192,14 +199,26 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         for (auto& [pk, pv] : server_params_) {
           if (pk == k && b->index == 0 && c == nullptr) pv = v;
         }
+        b->sess.OnParameterStatus(k, v);
+        // Also from the proxy's own attach SQL: the client hears of changes.
+        forward = c != nullptr && c->sess.OnParameterStatus(k, v);
         break;
       }
       case 'Z': {
         b->status = f.body.empty() ? 'I' : f.body[0];
         // Parses skipped after an error never happened: forget them.
         b->cache.ForgetUnconfirmed(front.parses);
+        const bool attach = front.attach;
+        const std::string attach_error = std::move(front.attach_error);
         if (b->batches.size() > 1) b->batches.pop_front();
-        if (forward && c != nullptr) Send(c, f.raw);
+        if (forward && c != nullptr) {
+          Send(c, f.raw);
+          c->sess.OnReadyForQuery(b->status);
+        }
+        if (attach && c != nullptr && c->backend == b) {
+          AttachDone(c, b, attach_error);
+          continue;
+        }
         if (b->Idle()) {
           if (c != nullptr && b->status == 'I') {
             EndTxn(c, b);
@@ -236,8 +255,11 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
                       absl::StrCat("server connection lost (backend ", b->index, ": ",
                                    b->fatal.empty() ? std::string(why) : b->fatal,
                                    "): the transaction on it was rolled back"));
-    for (int i = 0; i < outstanding; ++i) wire::AppendReadyForQuery(&c->out, 'I');
-    if (outstanding == 0) c->txn_lost = true;
+    c->sess.OnError();
+    for (int i = 0; i < outstanding; ++i) ClientReady(c, 'I');
+    // A client still waiting for its attach SQL sent nothing: routed anew.
+    if (outstanding == 0 && !c->attaching) c->txn_lost = true;
+    c->attaching = false;
     MarkDirty(c);
     router_->Finish(c->route, scheduler::Outcome::kFailed);
     Detach(b, c);

@@ -1,17 +1,23 @@
 // Proxy::Loop, part 2 of 5 (see proxy_internal.h): the client session:
 // startup packet, authentication (trust, md5, SCRAM-SHA-256), framing of
 // frontend messages, protocol errors, closing a client, cancel requests.
-// Later: per-client session parameters (startup params, SET / RESET) are
-// tracked here, on Client, and applied on a backend before a transaction.
+// Per-client session parameters start here (the startup packet's, the
+// ParameterStatus at login; session_params.h); admin-console rights
+// (admin_users / stats_users) are checked at login; failed logins are
+// logged and counted.
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "adapters/proxy/config.h"
+#include "adapters/proxy/net.h"
 #include "adapters/proxy/proxy_internal.h"
 #include "adapters/proxy/wire.h"
 
@@ -23,6 +29,18 @@ constexpr size_t kMaxPendingMessages = 100000;
 
 void Proxy::Loop::ProtocolError(Client* c, absl::string_view sqlstate, absl::string_view message) {
   stats_.protocol_errors++;
+  CloseWithFatal(c, sqlstate, message);
+}
+
+void Proxy::Loop::LoginFailed(Client* c, absl::string_view sqlstate, absl::string_view message) {
+  stats_.failed_logins++;
+  std::fprintf(stderr, "corral proxy: failed login: user \"%s\" database \"%s\" from %s: %s (%s)\n",
+               absl::CEscape(c->user).c_str(), absl::CEscape(c->database).c_str(),
+               net::PeerAddress(c->fd).c_str(), std::string(message).c_str(), std::string(sqlstate).c_str());
+  CloseWithFatal(c, sqlstate, message);
+}
+
+void Proxy::Loop::CloseWithFatal(Client* c, absl::string_view sqlstate, absl::string_view message) {
   wire::AppendError(&c->out, "FATAL", sqlstate, message);
   // Best effort: the error is small; the socket is closed right after.
   if (c->out_off < c->out.size()) {
@@ -80,7 +98,7 @@ void Proxy::Loop::OnClientInput(Client* c) {
       ProtocolError(c, "54000", "too many pipelined messages without Sync");
       return;
     }
-    if (c->backend != nullptr && c->pending.empty() && !c->admin && f.type != 'X') {
+    if (c->backend != nullptr && c->pending.empty() && !c->admin && !c->attaching && f.type != 'X') {
       // Fast path: a transaction in progress, nothing queued: no copy.
       Forward(c, c->backend, f.type, f.raw);
       continue;
@@ -120,12 +138,14 @@ void Proxy::Loop::HandleStartup(Client* c, absl::string_view body) {
                   absl::StrCat("no more connections allowed (max_client_conn = ", opt_.max_client_conn, ")"));
     return;
   }
+  c->sess = ClientSession(c->id);
   while (r.ok()) {
     absl::string_view k = r.CString();
     if (k.empty()) break;
     absl::string_view v = r.CString();
     if (k == "user") c->user = std::string(v);
     if (k == "database") c->database = std::string(v);
+    c->sess.SetStartupParameter(k, v);  // ignores user, database and unknown names
   }
   if (c->user.empty()) {
     ProtocolError(c, "28000", "no PostgreSQL user name specified in startup packet");
@@ -159,7 +179,7 @@ void Proxy::Loop::HandlePassword(Client* c, absl::string_view body) {
   auto it = opt_.users.find(c->user);
   if (opt_.auth_type == "scram-sha-256") {
     if (it == opt_.users.end()) {
-      ProtocolError(c, "28P01", failed);
+      LoginFailed(c, "28P01", failed);
       return;
     }
     if (c->scram == nullptr) {  // SASLInitialResponse
@@ -182,7 +202,7 @@ void Proxy::Loop::HandlePassword(Client* c, absl::string_view body) {
     }
     auto final_msg = c->scram->ServerFinal(body);
     if (!final_msg.ok()) {
-      ProtocolError(c, "28P01", failed);
+      LoginFailed(c, "28P01", failed);
       return;
     }
     wire::AppendAuth(&c->out, 12, *final_msg);
@@ -192,15 +212,27 @@ void Proxy::Loop::HandlePassword(Client* c, absl::string_view body) {
   }
   absl::string_view given = r.CString();
   if (it == opt_.users.end() || auth::Md5Response(c->user, it->second, c->salt) != given) {
-    ProtocolError(c, "28P01", failed);
+    LoginFailed(c, "28P01", failed);
     return;
   }
   FinishLogin(c);
 }
 
 void Proxy::Loop::FinishLogin(Client* c) {
+  if (c->admin) {
+    // PgBouncer's rule: only admin_users and stats_users reach the console.
+    const AdminRole role = AdminRoleOf(opt_, c->user);
+    if (role == AdminRole::kNone) {
+      LoginFailed(c, "28000",
+                  absl::StrCat("not allowed: user \"", c->user, "\" is in neither admin_users nor stats_users"));
+      return;
+    }
+    c->stats_only = role == AdminRole::kStats;
+  }
   wire::AppendAuth(&c->out, 0);
-  for (const auto& [k, v] : server_params_) wire::AppendParameterStatus(&c->out, k, v);
+  for (const auto& [k, v] : c->sess.LoginParameterStatus(server_params_)) {
+    wire::AppendParameterStatus(&c->out, k, v);
+  }
   do {
     c->key_pid = static_cast<int32_t>(rng_() & 0x7fffffff);
     c->key_secret = static_cast<int32_t>(rng_());
@@ -236,6 +268,10 @@ void Proxy::Loop::CloseClient(Client* c) {
       EndBatch(b);
     }
     SendInternal(b, "ROLLBACK");
+    // Its last statements' session effects are not known for sure: the
+    // backend goes back to its connect-time defaults.
+    b->sess = BackendSession(b->connect_params);
+    SendInternal(b, "RESET ALL; UNLISTEN *");
   }
   auto it = clients_.find(c);
   if (it != clients_.end()) {

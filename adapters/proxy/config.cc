@@ -1,12 +1,14 @@
 #include "adapters/proxy/config.h"
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "adapters/proxy/net.h"
 
 namespace corral {
 namespace proxy {
@@ -123,8 +125,40 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     o->prepared_cache_size = static_cast<size_t>(n);
   } else if (key == "admin_dbname") {
     o->admin_dbname = std::string(value);
+  } else if (key == "admin_users" || key == "stats_users") {
+    std::set<std::string>& users = key == "admin_users" ? o->admin_users : o->stats_users;
+    users.clear();
+    for (absl::string_view u : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+      users.insert(std::string(absl::StripAsciiWhitespace(u)));
+    }
+  } else if (key == "allow_trust_on_network") {
+    const std::string v = absl::AsciiStrToLower(value);
+    if (v == "1" || v == "on" || v == "true" || v == "yes") {
+      o->allow_trust_on_network = true;
+    } else if (v == "0" || v == "off" || v == "false" || v == "no") {
+      o->allow_trust_on_network = false;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("allow_trust_on_network must be 0 or 1, not '", value, "'"));
+    }
   } else {
     return absl::InvalidArgumentError(absl::StrCat("unknown key '", key, "'"));
+  }
+  return absl::OkStatus();
+}
+
+AdminRole AdminRoleOf(const Options& o, const std::string& user) {
+  if (o.admin_users.count(user) > 0) return AdminRole::kAdmin;
+  if (o.stats_users.count(user) > 0) return AdminRole::kStats;
+  if (o.admin_users.empty() && o.stats_users.empty() && user == o.server_user) return AdminRole::kAdmin;
+  return AdminRole::kNone;
+}
+
+absl::Status CheckSafeDefaults(const Options& o) {
+  if (o.auth_type == "trust" && !net::IsLoopbackAddress(o.listen_addr) && !o.allow_trust_on_network) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to start: auth_type = trust on listen_addr ", o.listen_addr,
+        " lets anyone who can reach it log in without a password; use auth_type = scram-sha-256 "
+        "(or md5), listen on 127.0.0.1, or set allow_trust_on_network = 1 to allow it"));
   }
   return absl::OkStatus();
 }

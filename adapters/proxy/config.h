@@ -12,6 +12,8 @@
 //   steal_after_ms = 50            (affinity: affine transactions stealable after it; 0 never)
 //   metrics_port = 9127 (-1 off)   max_packet_size = 67108864
 //   max_prepared_statements = 512  admin_dbname = corral
+//   admin_users = alice, bob       stats_users = monitor    (comma-separated)
+//   allow_trust_on_network = 0     (auth_type = trust on a non-loopback listen_addr)
 //
 //   proxy::Options o;
 //   CHECK_OK(proxy::LoadConfigFile("corral.ini", &o));
@@ -35,6 +37,16 @@ absl::Status ApplyConfigLine(absl::string_view key, absl::string_view value, Opt
 // Parses a whole file's text; errors are "<origin>:<line>: ...".
 absl::Status ParseConfigText(absl::string_view text, absl::string_view origin, Options* o);
 absl::Status LoadConfigFile(const std::string& path, Options* o);
+
+// What a user may do on the admin console: kAdmin everything, kStats SHOW
+// only, kNone not even connect. With both lists empty, server_user is the
+// one admin.
+enum class AdminRole { kNone, kStats, kAdmin };
+AdminRole AdminRoleOf(const Options& o, const std::string& user);
+
+// Settings that must not start: auth_type = trust on a non-loopback
+// listen_addr without allow_trust_on_network. The error names the key.
+absl::Status CheckSafeDefaults(const Options& o);
 
 }  // namespace proxy
 }  // namespace corral

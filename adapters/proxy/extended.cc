@@ -4,6 +4,7 @@
 // backend with the client's named statements mapped to backend names,
 // prepared on demand (StatementCache, prepared.h).
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "adapters/proxy/proxy_internal.h"
 #include "adapters/proxy/wire.h"
 
@@ -80,7 +81,7 @@ bool Proxy::Loop::AnswerHeldExtended(Client* c, size_t end) {
         }
         break;
       case 'S':
-        wire::AppendReadyForQuery(&c->out, c->held_begin.empty() ? 'I' : 'T');
+        ClientReady(c, c->held_begin.empty() ? 'I' : 'T');
         break;
       default:
         break;
@@ -110,17 +111,18 @@ bool Proxy::Loop::AnswerPrepareOnly(Client* c, size_t end) {
     Msg u = std::move(c->pending.front());
     c->pending.pop_front();
     if (u.type == 'S') {
-      wire::AppendReadyForQuery(&c->out, c->held_begin.empty() ? 'I' : (failed ? 'E' : 'T'));
+      ClientReady(c, c->held_begin.empty() ? 'I' : (failed ? 'E' : 'T'));
       break;
     }
     if (failed) continue;
     std::string name;
     PreparedDef d = PreparedDef::FromParse(u.body(), &name);
     if (absl::Status st = router_->CheckSyntax(d.query); !st.ok()) {
-      wire::AppendError(&c->out, "ERROR", "42601", st.message());
+      ClientError(c, "42601", st.message());
       failed = true;
       continue;
     }
+    RefuseInDef(c, &d);
     c->stmts[name] = std::move(d);
     wire::AppendEmpty(&c->out, '1');
   }
@@ -138,34 +140,99 @@ std::string Proxy::Loop::EnsurePrepared(Backend* b, const PreparedDef& d, bool c
   return name;
 }
 
+bool Proxy::Loop::RefuseInDef(Client* c, PreparedDef* d) {
+  if (!StatementMayChangeSession(d->query)) return false;
+  ClientSession probe = c->sess;  // Parse runs nothing: only ask
+  absl::optional<Refusal> refusal = probe.OnStatement(d->query);
+  if (!refusal) return false;
+  d->query = refusal->AsSql();
+  d->key = absl::StrCat(d->query, absl::string_view("\0", 1), d->types);
+  return true;
+}
+
 void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view raw) {
   const absl::string_view body = raw.substr(5);
   Batch& open = b->batches.back();
   open.msgs++;
   wire::Reader r(body);
   switch (type) {
-    case 'Q':
+    case 'Q': {
+      // Session state (session_params.h): SET ... noted, refused statements
+      // replaced by the DO block that raises the refusal on the server.
+      const absl::string_view sql = r.CString();
+      absl::optional<Refusal> refusal;
+      if (StatementMayChangeSession(sql)) refusal = c->sess.OnStatement(sql);
+      if (refusal) {
+        std::string q;
+        size_t at = wire::BeginMessage(&q, 'Q');
+        q.append(refusal->AsSql());
+        q.push_back('\0');
+        wire::EndMessage(&q, at);
+        Send(b, q);
+      } else {
+        Send(b, raw);
+      }
+      EndBatch(b);
+      return;
+    }
     case 'S':
     case 'F':
       Send(b, raw);
       EndBatch(b);
       return;
     case 'P': {
-      if (r.CString().empty()) {  // the unnamed statement: as it is
+      std::string name;
+      if (r.CString().empty()) {  // the unnamed statement: as it is, unless refused
         open.parses.push_back(ParseEntry{false, ""});
-        Send(b, raw);
+        const absl::string_view query = r.CString();
+        if (!StatementMayChangeSession(query)) {
+          c->unnamed_sql.clear();
+          Send(b, raw);
+          return;
+        }
+        PreparedDef d = PreparedDef::FromParse(body, &name);
+        if (!RefuseInDef(c, &d)) {
+          c->unnamed_sql = d.query;
+          Send(b, raw);
+          return;
+        }
+        c->unnamed_sql.clear();
+        std::string msg;
+        size_t at = wire::BeginMessage(&msg, 'P');
+        msg.push_back('\0');
+        msg.append(d.query);
+        msg.push_back('\0');
+        msg.append(d.types);
+        wire::EndMessage(&msg, at);
+        Send(b, msg);
         return;
       }
-      std::string name;
       PreparedDef d = PreparedDef::FromParse(body, &name);
+      RefuseInDef(c, &d);
       EnsurePrepared(b, d, /*client_parse=*/true);
       c->stmts[name] = std::move(d);
+      return;
+    }
+    case 'E': {
+      // The statement behind the portal runs now: its session effects.
+      if (!c->portal_sql.empty()) {
+        auto it = c->portal_sql.find(r.CString());
+        if (it != c->portal_sql.end()) c->sess.OnStatement(it->second);
+      }
+      Send(b, raw);
       return;
     }
     case 'B': {
       absl::string_view portal = r.CString();
       std::string stmt(r.CString());
       auto it = stmt.empty() ? c->stmts.end() : c->stmts.find(stmt);
+      const std::string* text =
+          stmt.empty() ? &c->unnamed_sql : it != c->stmts.end() ? &it->second.query : nullptr;
+      if (text != nullptr && !text->empty() && StatementMayChangeSession(*text)) {
+        c->portal_sql[std::string(portal)] = *text;
+      } else if (!c->portal_sql.empty()) {
+        c->portal_sql.erase(std::string(portal));
+      }
       if (it == c->stmts.end()) {
         Send(b, raw);
         return;

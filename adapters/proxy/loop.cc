@@ -358,6 +358,8 @@ absl::Status Proxy::Loop::Reload() {
     opt_.steal_any = fresh.steal_any;
     opt_.steal_inflight = fresh.steal_inflight;
     opt_.steal_after_ms = fresh.steal_after_ms;
+    opt_.admin_users = fresh.admin_users;  // for logins from now on
+    opt_.stats_users = fresh.stats_users;
     sched_.SetPolicy(opt_.policy);
   }
   auto schema = LoadCatalogSchema(ServerConninfo(opt_));

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "adapters/proxy/wire.h"
 
@@ -23,6 +24,28 @@ void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBL
 void SetNoDelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+std::string PeerAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "unknown";
+  char host[INET6_ADDRSTRLEN] = {0};
+  if (ss.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    return absl::StrCat(host, ":", ntohs(in->sin_port));
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+    return absl::StrCat("[", host, "]:", ntohs(in6->sin6_port));
+  }
+  return "unknown";
+}
+
+bool IsLoopbackAddress(absl::string_view addr) {
+  return addr == "localhost" || addr == "::1" || addr == "[::1]" || absl::StartsWith(addr, "127.");
 }
 
 bool WriteAll(int fd, absl::string_view data) {

@@ -25,6 +25,11 @@ namespace net {
 
 void SetNonBlocking(int fd);
 void SetNoDelay(int fd);
+// "host:port" of the socket's peer ("unknown" when it cannot be read).
+std::string PeerAddress(int fd);
+// Whether a listen_addr only accepts local connections (127.0.0.0/8, ::1,
+// localhost).
+bool IsLoopbackAddress(absl::string_view addr);
 
 // Blocking write of all of `data` (spins on EAGAIN); false on error.
 bool WriteAll(int fd, absl::string_view data);

@@ -69,6 +69,8 @@ struct ParseEntry {
 // The messages sent to a backend up to one Sync/Query (one ReadyForQuery).
 struct Batch {
   bool swallow = false;  // proxy-internal (held BEGIN, ROLLBACK of an orphan)
+  bool attach = false;   // the session parameters' AttachSql (swallowed)
+  std::string attach_error;  // its first ErrorResponse, whole
   int msgs = 0;
   std::deque<ParseEntry> parses;
   std::deque<bool> closes;  // true: drop the CloseComplete

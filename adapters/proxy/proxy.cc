@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "adapters/proxy/auth.h"
+#include "adapters/proxy/config.h"
 #include "adapters/proxy/proxy_internal.h"
 
 namespace corral {
@@ -29,6 +30,7 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Create(const Options& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("auth_type must be trust, md5 or scram-sha-256, not '", options.auth_type, "'"));
   }
+  if (absl::Status st = CheckSafeDefaults(options); !st.ok()) return st;
   std::unique_ptr<Proxy> p(new Proxy(options));
   if (p->options_.auth_type != "trust" && p->options_.users.empty()) {
     if (p->options_.auth_file.empty()) {

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,6 +68,14 @@ struct Options {
   std::string server_password;
   std::string server_dbname = "postgres";
   std::string admin_dbname = "corral";
+  // Admin console rights (PgBouncer's keys): admin_users may run every
+  // command, stats_users only SHOW; others are refused at login (FATAL
+  // 28000 "not allowed"). Both empty: server_user alone is an admin user.
+  std::set<std::string> admin_users;
+  std::set<std::string> stats_users;
+  // auth_type = trust on a listen_addr other than loopback is refused
+  // unless this is set.
+  bool allow_trust_on_network = false;
   Policy policy;                       // default count-max-canonical-single
   // Idle backends take waiting transactions of other queues (steal.h):
   // stealing on = affinity- and in-flight-aware (steal_inflight: only

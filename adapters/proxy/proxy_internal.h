@@ -3,17 +3,18 @@
 // spread over files by concern:
 //   loop.cc            listener, epoll loop, buffered I/O, timers, /metrics
 //                      sockets, the admin console's view (AdminSource)
-//   client_session.cc  client startup, authentication, framing, close,
-//                      cancel requests
+//   client_session.cc  client startup, authentication (admin rights,
+//                      failed logins), framing, close, cancel requests
 //   pump.cc            the transaction pump: units, routing (Router),
 //                      FIFO wait queues and stealing, attach / detach
+//                      (session parameters, session_params.h)
 //   extended.cc        extended protocol: locally answered units, message
 //                      forwarding with prepared-statement injection
 //   backend.cc         backend connections: connect and authenticate to the
 //                      server, backend input, failure and reconnect
 // The pieces with their own seams live in their own files: net.h (sockets),
 // prepared.h (statements, per-backend cache), router.h (scheduler seam),
-// admin_console.h, metrics.h.
+// session_params.h (per-client session state), admin_console.h, metrics.h.
 //
 //   Proxy::Loop loop(&options, &stats, &scheduler);
 //   CHECK_OK(loop.Init(&port, &metrics_port));
@@ -45,6 +46,7 @@
 #include "adapters/proxy/prepared.h"
 #include "adapters/proxy/proxy.h"
 #include "adapters/proxy/router.h"
+#include "adapters/proxy/session_params.h"
 #include "adapters/proxy/steal.h"
 
 namespace corral {
@@ -97,13 +99,15 @@ struct Backend : Conn {
   int64_t reconnect_at = 0;
   int64_t txns = 0;
   std::string fatal;  // the server's FATAL message before it closed, if any
+  ParamList connect_params;  // ParameterStatus at connect (its defaults)
+  BackendSession sess;       // its session parameters now (session_params.h)
 
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
 };
 
-// One client connection and its session (its startup parameters and SET /
-// RESET tracking belong here, applied on a backend in Attach).
+// One client connection and its session: its parameters (startup packet,
+// SET / RESET ..., session_params.h) are applied on a backend in Attach.
 struct Client : Conn {
   Client() : Conn(kClient) {}
   enum Phase { kStartup, kAuth, kReady };
@@ -125,6 +129,11 @@ struct Client : Conn {
   RoutedTxn route;
   StatementMap stmts;
   int64_t txns = 0;
+  ClientSession sess{0};
+  bool attaching = false;  // its backend runs AttachSql; its messages wait
+  bool stats_only = false;  // admin database: a stats_users member (SHOW only)
+  std::string unnamed_sql;  // the text of its last unnamed Parse
+  absl::flat_hash_map<std::string, std::string> portal_sql;  // portal -> statement text
 
   uint64_t cancel_key() const { return (uint64_t(uint32_t(key_pid)) << 32) | uint32_t(key_secret); }
 };
@@ -189,6 +198,10 @@ class Proxy::Loop : private AdminSource {
   void HandlePassword(Client* c, absl::string_view body);
   void FinishLogin(Client* c);
   void ProtocolError(Client* c, absl::string_view sqlstate, absl::string_view message);
+  // Sends FATAL `message` and closes the client (no counter).
+  void CloseWithFatal(Client* c, absl::string_view sqlstate, absl::string_view message);
+  // A refused login: logged (user, database, peer), counted, FATAL, closed.
+  void LoginFailed(Client* c, absl::string_view sqlstate, absl::string_view message);
   void CloseClient(Client* c);
   void HandleCancel(int32_t pid, int32_t secret);
 
@@ -200,6 +213,13 @@ class Proxy::Loop : private AdminSource {
   bool AnswerLostTxn(Client* c, size_t end);
   void StartTxn(Client* c);
   void Attach(Client* c, Backend* b);
+  // The attach SQL's ReadyForQuery: the client's messages go on, or, when
+  // it failed (`error`: its ErrorResponse), the client is closed with it.
+  void AttachDone(Client* c, Backend* b, const std::string& error);
+  // ReadyForQuery / ErrorResponse the proxy makes up for a client, noted in
+  // its session (c->sess) as the server's are.
+  void ClientReady(Client* c, char status);
+  void ClientError(Client* c, absl::string_view sqlstate, absl::string_view message);
   void EndTxn(Client* c, Backend* b);
   void Dispatch(Backend* b);
   // Ends the backend's association with its client; releases the client's
@@ -233,6 +253,10 @@ class Proxy::Loop : private AdminSource {
   bool AnswerPrepareOnly(Client* c, size_t end);
   void Forward(Client* c, Backend* b, char type, absl::string_view raw);
   std::string EnsurePrepared(Backend* b, const PreparedDef& d, bool client_parse);
+  // A statement the client prepares that must not run under transaction
+  // pooling (session_params.h's Refusal) becomes the DO block raising it
+  // (true then).
+  bool RefuseInDef(Client* c, PreparedDef* d);
 
   // --- backends (backend.cc)
   absl::Status ConnectBackend(Backend* b);

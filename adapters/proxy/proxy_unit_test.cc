@@ -273,6 +273,41 @@ TEST(Steal, RouteReportsLearnedAffinity) {
   EXPECT_TRUE(affinity);
 }
 
+// Safe defaults (issue 26): trust on a non-loopback listen_addr does not
+// start unless allow_trust_on_network says so; the error names the key.
+TEST(Config, TrustOnNetworkIsRefusedUnlessAllowed) {
+  Options o;
+  ASSERT_TRUE(ParseConfigText("listen_addr = 0.0.0.0\nauth_type = trust\n", "t.ini", &o).ok());
+  auto p = Proxy::Create(o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("allow_trust_on_network"), std::string::npos) << p.status();
+  EXPECT_NE(p.status().message().find("0.0.0.0"), std::string::npos) << p.status();
+  ASSERT_TRUE(ParseConfigText("allow_trust_on_network = 1\n", "t.ini", &o).ok());
+  EXPECT_TRUE(Proxy::Create(o).ok());
+  EXPECT_FALSE(ApplyConfigLine("allow_trust_on_network", "maybe", &o).ok());
+  for (const char* local : {"127.0.0.1", "localhost", "::1"}) {
+    Options l;
+    l.listen_addr = local;
+    EXPECT_TRUE(CheckSafeDefaults(l).ok()) << local;
+  }
+  Options md5;
+  md5.listen_addr = "10.1.2.3";
+  md5.auth_type = "md5";
+  EXPECT_TRUE(CheckSafeDefaults(md5).ok());
+}
+
+TEST(Config, AdminAndStatsUsers) {
+  Options o;
+  EXPECT_EQ(AdminRoleOf(o, o.server_user), AdminRole::kAdmin);  // both lists empty
+  EXPECT_EQ(AdminRoleOf(o, "bob"), AdminRole::kNone);
+  ASSERT_TRUE(ParseConfigText("admin_users = alice, carol\nstats_users = monitor\n", "t.ini", &o).ok());
+  EXPECT_EQ(AdminRoleOf(o, "alice"), AdminRole::kAdmin);
+  EXPECT_EQ(AdminRoleOf(o, "carol"), AdminRole::kAdmin);
+  EXPECT_EQ(AdminRoleOf(o, "monitor"), AdminRole::kStats);
+  EXPECT_EQ(AdminRoleOf(o, "bob"), AdminRole::kNone);
+  EXPECT_EQ(AdminRoleOf(o, o.server_user), AdminRole::kNone);  // listed users only
+}
+
 TEST(Config, StealingModes) {
   Options o;
   ASSERT_TRUE(ParseConfigText("stealing = any\nsteal_after_ms = 20\n", "t.ini", &o).ok());

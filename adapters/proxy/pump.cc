@@ -24,11 +24,12 @@ void Proxy::Loop::Pump(Client* c) {
         CloseClient(c);
         return;
       }
-      console_.OnMessage(m.type, m.body(), &c->out);
+      console_.OnMessage(m.type, m.body(), &c->out, !c->stats_only);
       MarkDirty(c);
       continue;
     }
     if (c->backend != nullptr) {
+      if (c->attaching) return;  // AttachDone goes on
       Msg& m = c->pending.front();
       if (m.type == 'X') {
         CloseClient(c);
@@ -48,10 +49,10 @@ void Proxy::Loop::Pump(Client* c) {
 bool Proxy::Loop::AnswerLostTxn(Client* c, size_t end) {
   if (!c->txn_lost) return false;
   c->txn_lost = false;
-  wire::AppendError(&c->out, "ERROR", "08006", "server connection lost: the transaction was rolled back");
+  ClientError(c, "08006", "server connection lost: the transaction was rolled back");
   for (size_t i = 0; i <= end; ++i) {
     const char type = c->pending.front().type;
-    if (type == 'S' || type == 'Q') wire::AppendReadyForQuery(&c->out, 'I');
+    if (type == 'S' || type == 'Q') ClientReady(c, 'I');
     c->pending.pop_front();
   }
   MarkDirty(c);
@@ -62,7 +63,19 @@ void Proxy::Loop::EndHeldTxn(Client* c, TxnControl kind) {
   c->held_begin.clear();
   stats_.transactions++;
   if (kind == TxnControl::kCommit) stats_.commits++; else stats_.rollbacks++;
-  wire::AppendCommandComplete(&c->out, kind == TxnControl::kCommit ? "COMMIT" : "ROLLBACK");
+  const char* tag = kind == TxnControl::kCommit ? "COMMIT" : "ROLLBACK";
+  wire::AppendCommandComplete(&c->out, tag);
+  c->sess.OnCommandComplete(tag);
+}
+
+void Proxy::Loop::ClientReady(Client* c, char status) {
+  wire::AppendReadyForQuery(&c->out, status);
+  c->sess.OnReadyForQuery(status);
+}
+
+void Proxy::Loop::ClientError(Client* c, absl::string_view sqlstate, absl::string_view message) {
+  wire::AppendError(&c->out, "ERROR", sqlstate, message);
+  c->sess.OnError();
 }
 
 // Detached client: the unit at the front of its pending messages (a Query, or
@@ -82,14 +95,14 @@ bool Proxy::Loop::StartUnit(Client* c) {
     if (tc == TxnControl::kBegin) {
       if (c->held_begin.empty()) c->held_begin = std::string(sql);
       wire::AppendCommandComplete(&c->out, "BEGIN");
-      wire::AppendReadyForQuery(&c->out, 'T');
+      ClientReady(c, 'T');
       MarkDirty(c);
       c->pending.pop_front();
       return true;
     }
     if ((tc == TxnControl::kCommit || tc == TxnControl::kRollback) && !c->held_begin.empty()) {
       EndHeldTxn(c, tc);
-      wire::AppendReadyForQuery(&c->out, 'I');
+      ClientReady(c, 'I');
       MarkDirty(c);
       c->pending.pop_front();
       return true;
@@ -159,10 +172,36 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
   c->route.ClearOutcome();
   b->txns++;
   c->txns++;
+  // The client's session parameters on this backend first; its messages
+  // wait for the result (AttachDone), so a failure runs none of them.
+  const std::string sql = AttachSql(&c->sess, &b->sess);
+  if (!sql.empty()) {
+    SendInternal(b, sql);
+    b->batches[b->batches.size() - 2].attach = true;
+    c->attaching = true;
+    return;
+  }
   if (!c->held_begin.empty()) {
     SendInternal(b, c->held_begin);
     c->held_begin.clear();
   }
+}
+
+void Proxy::Loop::AttachDone(Client* c, Backend* b, const std::string& error) {
+  c->attaching = false;
+  if (!error.empty()) {
+    // Only a value the server never accepted from this client can fail
+    // here (its startup packet's: PostgreSQL refuses such a connection
+    // with FATAL); CloseClient returns the backend to its defaults.
+    auto fields = wire::ParseErrorFields(absl::string_view(error).substr(5));
+    CloseWithFatal(c, fields['C'], fields['M']);
+    return;
+  }
+  if (!c->held_begin.empty()) {
+    SendInternal(b, c->held_begin);
+    c->held_begin.clear();
+  }
+  Pump(c);
 }
 
 void Proxy::Loop::Dispatch(Backend* b) {
@@ -220,6 +259,8 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
 void Proxy::Loop::Detach(Backend* b, Client* c) {
   b->client = nullptr;
   c->backend = nullptr;
+  DetachSession(&c->sess, &b->sess);
+  c->portal_sql.clear();  // portals end with the transaction
   if (b->held.empty()) return;
   for (RefId r : b->held) {
     auto it = inflight_.find(r.value());

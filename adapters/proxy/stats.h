@@ -37,6 +37,7 @@ struct Stats {
   std::atomic<int64_t> cancels{0};
   std::atomic<int64_t> parses_injected{0};
   std::atomic<int64_t> client_rollbacks{0};  // client left mid-transaction
+  std::atomic<int64_t> failed_logins{0};     // wrong password, unknown user, not allowed
 };
 
 }  // namespace proxy

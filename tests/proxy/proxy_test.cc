@@ -30,15 +30,6 @@ bool g_have_server = false;
 std::string g_table;  // (k int primary key, v int), rows 1..10
 ProxyUnderTest* g_proxy = nullptr;
 
-std::string Exec1(PGconn* c, const std::string& sql) {
-  PGresult* r = PQexec(c, sql.c_str());
-  std::string out;
-  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) out = PQgetvalue(r, 0, 0);
-  if (PQresultStatus(r) == PGRES_FATAL_ERROR) out = std::string("ERROR ") + PQresultErrorField(r, PG_DIAG_SQLSTATE);
-  PQclear(r);
-  return out;
-}
-
 // Polls `sql` on `c` (every 50 ms, up to 10 s) until it returns `want`: for
 // "the server has started the statement" / "the backend has exited", which a
 // fixed pause does not guarantee on a loaded machine.
@@ -48,14 +39,6 @@ bool WaitFor(PGconn* c, const std::string& sql, const std::string& want) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
-}
-
-bool ExecOk(PGconn* c, const std::string& sql) {
-  PGresult* r = PQexec(c, sql.c_str());
-  const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
-  if (!ok) std::fprintf(stderr, "%s: %s", sql.c_str(), PQerrorMessage(c));
-  PQclear(r);
-  return ok;
 }
 
 class ProxyTest : public ::testing::Test {

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -15,6 +16,26 @@
 
 namespace corral {
 namespace proxy {
+
+std::string Exec1(PGconn* c, const std::string& sql) {
+  PGresult* r = PQexec(c, sql.c_str());
+  std::string out;
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) out = PQgetvalue(r, 0, 0);
+  if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
+    const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    out = std::string("ERROR ") + (state != nullptr ? state : "(none)");
+  }
+  PQclear(r);
+  return out;
+}
+
+bool ExecOk(PGconn* c, const std::string& sql) {
+  PGresult* r = PQexec(c, sql.c_str());
+  const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+  if (!ok) std::fprintf(stderr, "%s: %s", sql.c_str(), PQerrorMessage(c));
+  PQclear(r);
+  return ok;
+}
 
 bool TestServer(ServerInfo* info, std::string* why) {
   const char* env = std::getenv("CORRAL_PG_CONNINFO");

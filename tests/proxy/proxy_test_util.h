@@ -18,10 +18,16 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "libpq-fe.h"
 #include "adapters/proxy/proxy.h"
 
 namespace corral {
 namespace proxy {
+
+// The first value of `sql`'s last result ("" when none), or "ERROR <sqlstate>".
+std::string Exec1(PGconn* c, const std::string& sql);
+// Whether `sql` succeeded (the error goes to stderr otherwise).
+bool ExecOk(PGconn* c, const std::string& sql);
 
 struct ServerInfo {
   std::string conninfo;  // as given
