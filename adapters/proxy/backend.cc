@@ -174,6 +174,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           }
         }
         if (forward && c != nullptr) {
+          b->front_errored = true;
           if (state == "40001" || state == "40P01") {
             c->route.conflict_state = std::string(state);
           } else {
@@ -196,6 +197,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
       }
       case 'Z': {
         b->status = f.body.empty() ? 'I' : f.body[0];
+        b->front_errored = false;
         // Parses skipped after an error never happened: forget them.
         b->cache.ForgetUnconfirmed(front.parses);
         if (b->batches.size() > 1) b->batches.pop_front();
@@ -228,16 +230,26 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
   b->fd = -1;
   b->alive = false;
   if (Client* c = b->client; c != nullptr) {
+    // Exactly one result per request: each request the server had not
+    // answered yet (a Query, or messages up to a Sync) gets an error and
+    // ReadyForQuery here. Nothing is sent unasked: a client idle in its
+    // transaction, or with a unit forwarded only in part (no Sync yet),
+    // gets the error as the answer to its next request (AnswerLostTxn).
+    // (An unsolicited error here plus that answer made psycopg 3 report
+    // "received 2 results from command 'COMMIT'".)
+    const std::string lost = absl::StrCat("server connection lost (backend ", b->index, ": ",
+                                          b->fatal.empty() ? std::string(why) : b->fatal,
+                                          "): the transaction on it was rolled back");
     int outstanding = 0;
     for (size_t i = 0; i + 1 < b->batches.size(); ++i) {
-      if (!b->batches[i].swallow) ++outstanding;
+      if (b->batches[i].swallow) continue;
+      // The server may have sent the front batch's error and died before
+      // its ReadyForQuery: that error is the answer.
+      if (i > 0 || !b->front_errored) wire::AppendError(&c->out, "ERROR", "08006", lost);
+      wire::AppendReadyForQuery(&c->out, 'I');
+      ++outstanding;
     }
-    wire::AppendError(&c->out, "ERROR", "08006",
-                      absl::StrCat("server connection lost (backend ", b->index, ": ",
-                                   b->fatal.empty() ? std::string(why) : b->fatal,
-                                   "): the transaction on it was rolled back"));
-    for (int i = 0; i < outstanding; ++i) wire::AppendReadyForQuery(&c->out, 'I');
-    if (outstanding == 0) c->txn_lost = true;
+    if (outstanding == 0 || b->batches.back().msgs > 0) c->txn_lost = true;
     MarkDirty(c);
     router_->Finish(c->route, scheduler::Outcome::kFailed);
     Detach(b, c);
@@ -246,6 +258,7 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
   b->batches.clear();
   b->batches.push_back(Batch());
   b->fatal.clear();
+  b->front_errored = false;
   if (absl::Status st = ConnectBackend(b); !st.ok()) {
     b->reconnect_at = MonoNanos() + 1000000000LL;
   } else {

@@ -97,6 +97,7 @@ struct Backend : Conn {
   int64_t reconnect_at = 0;
   int64_t txns = 0;
   std::string fatal;  // the server's FATAL message before it closed, if any
+  bool front_errored = false;  // an ErrorResponse of the front batch went to the client
 
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
@@ -120,6 +121,7 @@ struct Client : Conn {
   int64_t wait_since = 0;
   std::string held_begin;
   bool txn_lost = false;    // its backend died while it was idle in a transaction
+  bool lost_answered = false;  // txn_lost's error was sent (a Flush); skipping to Sync
   bool over_limit = false;  // accepted beyond max_client_conn: rejected at startup
   std::unique_ptr<auth::ScramServer> scram;  // during SCRAM authentication
   RoutedTxn route;

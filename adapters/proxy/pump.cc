@@ -47,13 +47,22 @@ void Proxy::Loop::Pump(Client* c) {
 
 bool Proxy::Loop::AnswerLostTxn(Client* c, size_t end) {
   if (!c->txn_lost) return false;
-  c->txn_lost = false;
-  wire::AppendError(&c->out, "ERROR", "08006", "server connection lost: the transaction was rolled back");
+  if (!c->lost_answered) {
+    wire::AppendError(&c->out, "ERROR", "08006", "server connection lost: the transaction was rolled back");
+  }
+  bool synced = false;
   for (size_t i = 0; i <= end; ++i) {
     const char type = c->pending.front().type;
-    if (type == 'S' || type == 'Q') wire::AppendReadyForQuery(&c->out, 'I');
+    if (type == 'S' || type == 'Q') {
+      wire::AppendReadyForQuery(&c->out, 'I');
+      synced = true;
+    }
     c->pending.pop_front();
   }
+  // A unit that ended at a Flush: like the server after an error, skip the
+  // rest up to the Sync, which gets the ReadyForQuery.
+  c->txn_lost = !synced;
+  c->lost_answered = !synced;
   MarkDirty(c);
   return true;
 }
