@@ -49,6 +49,8 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out) {
     row("backend_failures", s.backend_failures);
     row("cancels", s.cancels);
     row("parses_injected", s.parses_injected);
+    row("backpressure_pauses", s.backpressure_pauses);
+    row("client_output_peak_bytes", s.client_output_peak_bytes);
     wire::AppendTextResult(out, {"stat", "value"}, rows);
     return done();
   }

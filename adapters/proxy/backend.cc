@@ -119,6 +119,7 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->out.clear();
   b->out_off = 0;
   b->epollout = false;
+  b->read_paused = false;
   b->alive = true;
   b->status = 'I';
   b->batches.clear();
@@ -129,7 +130,7 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
 }
 
 void Proxy::Loop::OnBackendInput(Backend* b) {
-  while (b->alive) {
+  while (b->alive && !b->read_paused) {
     absl::string_view buf = absl::string_view(b->in).substr(b->in_off);
     wire::Frame f;
     size_t used = 0;
@@ -218,7 +219,10 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
       default:
         break;
     }
-    if (forward && c != nullptr) Send(c, f.raw);
+    if (forward && c != nullptr) {
+      Send(c, f.raw);
+      if (PauseIfFull(c, b)) break;  // back-pressure: the rest waits in b->in
+    }
   }
   CompactBuffer(&b->in, &b->in_off);
 }

@@ -12,6 +12,7 @@
 //   steal_after_ms = 50            (affinity: affine transactions stealable after it; 0 never)
 //   metrics_port = 9127 (-1 off)   max_packet_size = 67108864
 //   max_prepared_statements = 512  admin_dbname = corral
+//   client_output_limit_bytes = 4194304   (back-pressure bound; 0 = off)
 //
 //   proxy::Options o;
 //   CHECK_OK(proxy::LoadConfigFile("corral.ini", &o));

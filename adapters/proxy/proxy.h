@@ -81,6 +81,10 @@ struct Options {
   int64_t steal_after_ms = 50;
   int64_t query_wait_timeout_ms = 120000;  // 0 = none
   size_t max_message_bytes = 64u << 20;    // larger client messages are rejected
+  // Back-pressure: when a client's unsent output passes this, the proxy
+  // stops reading that client's backend until the output drains below half
+  // (0 = unbounded).
+  size_t client_output_limit_bytes = 4u << 20;
   size_t prepared_cache_size = 512;        // statements per backend
   int metrics_port = -1;                   // -1 off, 0 ephemeral
   // Schema for canonical references; null: read from the server's catalog.

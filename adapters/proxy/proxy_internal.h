@@ -75,6 +75,7 @@ struct Conn {
   std::string out;
   size_t out_off = 0;
   bool epollout = false;
+  bool read_paused = false;  // back-pressure: EPOLLIN dropped (backends)
   bool dirty = false;
   bool dead = false;
   explicit Conn(Kind k) : kind(k) {}
@@ -162,6 +163,15 @@ class Proxy::Loop : private AdminSource {
     }
   }
   void Flush(Conn* c);
+  // (Re)registers c's epoll interest: EPOLLIN unless read_paused, EPOLLOUT
+  // while output is pending.
+  void SetInterest(Conn* c);
+  // Back-pressure (loop.cc): after backend input went to c, stops reading b
+  // when c's unsent output passes client_output_limit_bytes (true: stopped).
+  bool PauseIfFull(Client* c, Backend* b);
+  // Reading b again (its client drained or left); its buffered input is
+  // handled at the end of the loop turn.
+  void ResumeRead(Backend* b);
   bool ReadInto(Conn* c);  // false on EOF/error
   void OnEvent(Conn* c, uint32_t ev);
   void Accept();
@@ -263,6 +273,7 @@ class Proxy::Loop : private AdminSource {
   // Stealing on: how many running affine transactions hold each reference.
   absl::flat_hash_map<uint64_t, int> inflight_;
   std::vector<Conn*> dirty_;
+  std::vector<Backend*> resumed_;  // ResumeRead: buffered input to handle
   std::unique_ptr<char[]> read_buf_;  // ReadInto's scratch (kReadChunk bytes)
   int64_t timers_at_ = 0;             // Timers' last full pass
   std::vector<std::unique_ptr<Conn>> graveyard_;

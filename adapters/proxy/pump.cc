@@ -229,6 +229,7 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
 void Proxy::Loop::Detach(Backend* b, Client* c) {
   b->client = nullptr;
   c->backend = nullptr;
+  ResumeRead(b);  // back-pressure was for this client
   if (b->held.empty()) return;
   for (RefId r : b->held) {
     auto it = inflight_.find(r.value());
