@@ -94,6 +94,13 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out) {
     }
     return done();
   }
+  if (words.size() == 1 && (words[0] == "pause" || words[0] == "resume" || words[0] == "shutdown")) {
+    if (words[0] == "pause") source_.Pause();
+    if (words[0] == "resume") source_.Resume();
+    if (words[0] == "shutdown") source_.Shutdown();
+    wire::AppendCommandComplete(out, absl::AsciiStrToUpper(words[0]));
+    return done();
+  }
   if (words.size() == 1 && words[0] == "reload") {
     if (absl::Status st = source_.Reload(); !st.ok()) {
       wire::AppendError(out, "ERROR", "F0000", absl::StrCat("RELOAD failed: ", st.message()));
@@ -105,7 +112,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out) {
   wire::AppendError(out, "ERROR", "42601",
                     absl::StrCat("unknown admin command '", sql_in,
                                  "'; try SHOW STATS | QUEUES | CLIENTS | HISTORY | POLICY, "
-                                 "SET POLICY <name>, RELOAD"));
+                                 "SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN"));
   done();
 }
 

@@ -48,11 +48,15 @@ class FakeSource : public AdminSource {
     ++reloads_;
     return reload_status_;
   }
+  void Pause() override { ops_ += "pause "; }
+  void Resume() override { ops_ += "resume "; }
+  void Shutdown() override { ops_ += "shutdown "; }
 
   Stats stats_;
   std::string policy_ = "count-max-canonical-single";
   mutable size_t last_k_ = 0;
   int reloads_ = 0;
+  std::string ops_;
   absl::Status reload_status_ = absl::OkStatus();
 };
 
@@ -130,6 +134,19 @@ TEST(AdminConsole, SetPolicyAndReloadReportErrors) {
   out = Query(console, "RELOAD;");
   EXPECT_EQ(src.reloads_, 1);
   EXPECT_TRUE(absl::StrContains(out, "RELOAD failed: no such file"));
+}
+
+TEST(AdminConsole, PauseResumeShutdownReachTheSource) {
+  FakeSource src;
+  AdminConsole console(&src);
+  for (const char* q : {"PAUSE", "resume;", " Shutdown "}) {
+    auto msgs = Messages(Query(console, q));
+    ASSERT_EQ(msgs.size(), 2u) << q;
+    EXPECT_EQ(msgs[0].first, 'C') << q;
+    EXPECT_EQ(msgs[1].first, 'Z') << q;
+  }
+  EXPECT_EQ(src.ops_, "pause resume shutdown ");
+  EXPECT_TRUE(absl::StrContains(Query(console, "PAUSE now"), "42601"));
 }
 
 TEST(AdminConsole, UnknownCommandAndExtendedProtocol) {

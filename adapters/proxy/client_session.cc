@@ -23,6 +23,10 @@ constexpr size_t kMaxPendingMessages = 100000;
 
 void Proxy::Loop::ProtocolError(Client* c, absl::string_view sqlstate, absl::string_view message) {
   stats_.protocol_errors++;
+  CloseWithFatal(c, sqlstate, message);
+}
+
+void Proxy::Loop::CloseWithFatal(Client* c, absl::string_view sqlstate, absl::string_view message) {
   wire::AppendError(&c->out, "FATAL", sqlstate, message);
   // Best effort: the error is small; the socket is closed right after.
   if (c->out_off < c->out.size()) {

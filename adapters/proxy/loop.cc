@@ -81,6 +81,7 @@ absl::Status Proxy::Loop::ListenOn(Conn* c, int port, std::atomic<int>* bound) {
 void Proxy::Loop::Run() {
   epoll_event events[256];
   while (!stop_.load()) {
+    ApplyRequests();
     // Wake in time for a waiting transaction to become stealable.
     int timeout_ms = 100;
     if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
@@ -93,6 +94,7 @@ void Proxy::Loop::Run() {
       OnEvent(c, events[i].events);
     }
     Timers();
+    if (paused_ || draining_) OpsTurn();
     // Flushing a client may resume its backend (back-pressure), whose
     // buffered input then makes more output: until both settle.
     do {
@@ -109,7 +111,9 @@ void Proxy::Loop::Run() {
       }
     } while (!dirty_.empty());
     graveyard_.clear();
+    if (stop_after_turn_) stop_.store(true);
   }
+  finished_.store(true);
 }
 
 void Proxy::Loop::Flush(Conn* c) {

@@ -100,7 +100,22 @@ class Proxy {
   // Connects the backends, reads the catalog schema (when none was given),
   // binds the listen socket and starts the loop thread.
   absl::Status Start();
+  // Stops at once (SIGINT): open transactions are rolled back by the server.
   void Stop();
+
+  // Graceful operations, from any thread after Start (asynchronous: the loop
+  // applies them at its next turn). Drain (SIGTERM): stop accepting
+  // clients, refuse new transactions (FATAL 57P01 admin_shutdown), let
+  // running ones finish, then the loop ends (finished()). Pause (PgBouncer's
+  // PAUSE): hand out no backend; paused() once no transaction runs.
+  // Resume undoes Pause. Reload (SIGHUP): as the admin console's RELOAD.
+  void Drain();
+  void Pause();
+  void Resume();
+  void Reload();
+  bool paused() const;
+  // True once the loop has ended (Drain done, or the admin SHUTDOWN).
+  bool finished() const;
 
   int port() const { return port_.load(); }
   int metrics_port() const { return metrics_port_.load(); }

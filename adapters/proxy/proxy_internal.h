@@ -11,6 +11,8 @@
 //                      forwarding with prepared-statement injection
 //   backend.cc         backend connections: connect and authenticate to the
 //                      server, backend input, failure and reconnect
+//   ops.cc             graceful operations: requests from other threads,
+//                      PAUSE / RESUME, draining for shutdown
 // The pieces with their own seams live in their own files: net.h (sockets),
 // prepared.h (statements, per-backend cache), router.h (scheduler seam),
 // admin_console.h, metrics.h.
@@ -124,6 +126,8 @@ struct Client : Conn {
   bool txn_lost = false;    // its backend died while it was idle in a transaction
   bool lost_answered = false;  // txn_lost's error was sent (a Flush); skipping to Sync
   bool over_limit = false;  // accepted beyond max_client_conn: rejected at startup
+  bool pause_wait = false;  // admin: its PAUSE is answered once no transaction runs
+  std::string deferred;     // admin: that answer
   std::unique_ptr<auth::ScramServer> scram;  // during SCRAM authentication
   RoutedTxn route;
   StatementMap stmts;
@@ -141,12 +145,38 @@ class Proxy::Loop : private AdminSource {
   void Run();
   void RequestStop() {
     stop_.store(true);
-    uint64_t one = 1;
-    (void)!::write(wake_.fd, &one, sizeof(one));
+    Wake();
   }
   std::string MetricsText() const;
 
+  // Requests from any thread (ops.cc), applied by the loop at its next turn.
+  enum Request : uint32_t { kDrain = 1, kPause = 2, kResume = 4, kReload = 8 };
+  void Post(Request r) {
+    requests_.fetch_or(r);
+    Wake();
+  }
+  bool pause_done() const { return pause_done_.load(); }
+  bool finished() const { return finished_.load(); }
+
  private:
+  void Wake() {
+    uint64_t one = 1;
+    (void)!::write(wake_.fd, &one, sizeof(one));
+  }
+  // --- graceful operations (ops.cc)
+  void ApplyRequests();
+  // Once a turn while paused or draining: answers PAUSE when no
+  // transaction runs; draining, closes every client not in a transaction
+  // (57P01) and stops the loop when none is left.
+  void OpsTurn();
+  bool Draining() const { return draining_; }
+  // Draining: tells the client 57P01 admin_shutdown and closes it.
+  void ShutdownClient(Client* c);
+  // AdminSource (ops.cc)
+  void Pause() override;
+  void Resume() override;
+  void Shutdown() override { stop_after_turn_ = true; }
+
   // --- plumbing (loop.cc)
   void AddFd(Conn* c, uint32_t events);
   // Binds `c` as a listening socket on listen_addr:port, polled; the bound
@@ -201,6 +231,8 @@ class Proxy::Loop : private AdminSource {
   void HandlePassword(Client* c, absl::string_view body);
   void FinishLogin(Client* c);
   void ProtocolError(Client* c, absl::string_view sqlstate, absl::string_view message);
+  // Sends a FATAL error (best effort) and closes the client.
+  void CloseWithFatal(Client* c, absl::string_view sqlstate, absl::string_view message);
   void CloseClient(Client* c);
   void HandleCancel(int32_t pid, int32_t secret);
 
@@ -265,6 +297,13 @@ class Proxy::Loop : private AdminSource {
   Conn metrics_listen_{Conn::kMetricsListen};
   Conn wake_{Conn::kWake};
   std::atomic<bool> stop_{false};
+  std::atomic<uint32_t> requests_{0};  // Request bits
+  std::atomic<bool> pause_done_{false};
+  std::atomic<bool> finished_{false};
+  bool paused_ = false;    // no backend is handed out
+  bool draining_ = false;  // SIGTERM: finishing in-flight transactions, then stop
+  bool stop_after_turn_ = false;  // SHUTDOWN: stop once this turn's output is flushed
+  Client* admin_current_ = nullptr;  // the admin client whose statement runs
   std::vector<std::unique_ptr<Backend>> backends_;
   absl::flat_hash_map<Client*, std::unique_ptr<Client>> clients_;
   std::vector<std::unique_ptr<Conn>> http_;

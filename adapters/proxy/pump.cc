@@ -18,14 +18,23 @@ namespace proxy {
 void Proxy::Loop::Pump(Client* c) {
   while (!c->dead && !c->pending.empty()) {
     if (c->admin) {
+      if (c->pause_wait) return;
       Msg m = std::move(c->pending.front());
       c->pending.pop_front();
       if (m.type == 'X') {
         CloseClient(c);
         return;
       }
+      const size_t before = c->out.size();
+      admin_current_ = c;
       console_.OnMessage(m.type, m.body(), &c->out);
+      admin_current_ = nullptr;
       MarkDirty(c);
+      if (c->pause_wait) {  // PAUSE: answered when no transaction runs (OpsTurn)
+        c->deferred = c->out.substr(before);
+        c->out.resize(before);
+        return;
+      }
       continue;
     }
     if (c->backend != nullptr) {
@@ -127,6 +136,10 @@ bool Proxy::Loop::StartUnit(Client* c) {
 }
 
 void Proxy::Loop::StartTxn(Client* c) {
+  if (draining_ && c->held_begin.empty()) {  // no new transactions
+    ShutdownClient(c);
+    return;
+  }
   const StealMode mode = steal_mode();
   // Affinity only matters to the affinity-aware rule (it costs a Decide).
   const bool want = mode == StealMode::kAffinity || mode == StealMode::kInFlight;
@@ -135,7 +148,7 @@ void Proxy::Loop::StartTxn(Client* c) {
   stats_.transactions++;
   Backend* b = backends_[qi].get();
   const bool blocked = mode == StealMode::kInFlight && Blocked(c);
-  if (b->Free() && waitq_[qi].empty() && !blocked) {
+  if (!paused_ && b->Free() && waitq_[qi].empty() && !blocked) {
     Attach(c, b);
     return;
   }
@@ -175,7 +188,7 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
 }
 
 void Proxy::Loop::Dispatch(Backend* b) {
-  if (!b->Free()) return;
+  if (paused_ || !b->Free()) return;
   Client* pick = nullptr;
   const StealMode mode = steal_mode();
   const int64_t now = MonoNanos();
