@@ -1,8 +1,9 @@
 // Internal to the proxy (adapters/proxy, not for other packages): the
 // connection objects and the event loop, Proxy::Loop, whose methods are
 // spread over files by concern:
-//   loop.cc            listener, epoll loop, buffered I/O, timers, /metrics
-//                      sockets, the admin console's view (AdminSource)
+//   loop.cc            listener, epoll loop, buffered I/O and back-pressure,
+//                      timers, /metrics sockets, the admin console's view
+//                      (AdminSource)
 //   client_session.cc  client startup, authentication, framing, close,
 //                      cancel requests
 //   pump.cc            the transaction pump: units, routing (Router),

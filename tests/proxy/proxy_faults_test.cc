@@ -33,15 +33,6 @@ namespace corral {
 namespace proxy {
 namespace {
 
-std::string Exec1(PGconn* c, const std::string& sql) {
-  PGresult* r = PQexec(c, sql.c_str());
-  std::string out;
-  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) out = PQgetvalue(r, 0, 0);
-  if (PQresultStatus(r) == PGRES_FATAL_ERROR) out = std::string("ERROR ") + PQresultErrorField(r, PG_DIAG_SQLSTATE);
-  PQclear(r);
-  return out;
-}
-
 // Terminates the server process behind the proxy's backend `queue` (read
 // from the admin console) and waits until the proxy has noticed.
 bool KillBackend(ProxyUnderTest* p, PGconn* server, int queue) {
@@ -53,7 +44,7 @@ bool KillBackend(ProxyUnderTest* p, PGconn* server, int queue) {
   PQfinish(admin);
   if (pid.empty() || pid == "0") return false;
   const int64_t before = p->proxy().stats().backend_failures.load();
-  if (Exec1(server, absl::StrCat("SELECT pg_terminate_backend(", pid, ")")) != "t") return false;
+  if (ExecValue(server, absl::StrCat("SELECT pg_terminate_backend(", pid, ")")) != "t") return false;
   for (int i = 0; i < 500 && p->proxy().stats().backend_failures.load() == before; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -92,21 +83,9 @@ class ProtoClient {
   // Connects, logs in (trust) and keeps the BackendKeyData for cancels.
   absl::Status Connect(int port, const std::string& user, const std::string& db) {
     port_ = port;
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(port);
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-      return absl::UnavailableError("connect");
-    }
-    std::string pkt;
-    size_t at = wire::BeginMessage(&pkt, 0);
-    wire::PutInt32(&pkt, wire::kProtocol3);
-    const std::string z(1, '\0');
-    absl::StrAppend(&pkt, "user", z, user, z, "database", z, db, z, z);
-    wire::EndMessage(&pkt, at);
-    Send(pkt);
+    fd_ = ConnectLoopback(port);
+    if (fd_ < 0) return absl::UnavailableError("connect");
+    Send(StartupPacket(user, db));
     while (true) {
       char t;
       std::string body;
@@ -155,12 +134,8 @@ class ProtoClient {
   }
 
   void Cancel() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(port_);
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
+    const int fd = ConnectLoopback(port_);
+    if (fd >= 0) {
       std::string pkt;
       size_t at = wire::BeginMessage(&pkt, 0);
       wire::PutInt32(&pkt, wire::kCancelRequest);
@@ -168,8 +143,8 @@ class ProtoClient {
       wire::PutInt32(&pkt, secret_);
       wire::EndMessage(&pkt, at);
       (void)!::send(fd, pkt.data(), pkt.size(), MSG_NOSIGNAL);
+      ::close(fd);
     }
-    ::close(fd);
   }
 
   // Sends a request and queues what it expects.
@@ -316,29 +291,7 @@ class ProtoClient {
   int64_t answered_ = 0;
 };
 
-class ProxyFaultsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!TestServer(&server_, &why)) GTEST_SKIP() << why;
-    table_ = absl::StrCat("faults_t_", getpid(), "_", std::random_device{}() % 1000000);
-    server_conn_ = PQconnectdb(server_.conninfo.c_str());
-    Exec1(server_conn_, absl::StrCat("DROP TABLE IF EXISTS ", table_));
-    Exec1(server_conn_, absl::StrCat("CREATE TABLE ", table_, " (k int PRIMARY KEY, v int NOT NULL)"));
-    Exec1(server_conn_, absl::StrCat("INSERT INTO ", table_, " SELECT g, 0 FROM generate_series(0, 9) g"));
-  }
-  void TearDown() override {
-    proxy_.Stop();
-    if (server_conn_ != nullptr) {
-      Exec1(server_conn_, absl::StrCat("DROP TABLE IF EXISTS ", table_));
-      PQfinish(server_conn_);
-    }
-  }
-  ServerInfo server_;
-  std::string table_;
-  PGconn* server_conn_ = nullptr;
-  ProxyUnderTest proxy_;
-};
+class ProxyFaultsTest : public ScratchTableTest {};
 
 // Defect 5: a client idle in a transaction whose backend was terminated got
 // an unsolicited error and then another one for its COMMIT (psycopg 3:
@@ -371,7 +324,7 @@ TEST_F(ProxyFaultsTest, OneResultForCommitAfterBackendTerminated) {
   std::string types;
   for (const RawMessage& m : msgs) types.push_back(m.type);
   EXPECT_EQ(types, "TDCZ");
-  EXPECT_EQ(Exec1(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "0");
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "0");
 }
 
 // The property: random interleavings never break the protocol's rules.

@@ -30,41 +30,7 @@ namespace corral {
 namespace proxy {
 namespace {
 
-std::string Exec1(PGconn* c, const std::string& sql) {
-  PGresult* r = PQexec(c, sql.c_str());
-  std::string out;
-  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) out = PQgetvalue(r, 0, 0);
-  if (PQresultStatus(r) == PGRES_COMMAND_OK) out = PQcmdStatus(r);
-  if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
-    const char* st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-    out = std::string("ERROR ") + (st ? st : "(none)");
-  }
-  PQclear(r);
-  return out;
-}
-
-class ProxyOpsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!TestServer(&server_, &why)) GTEST_SKIP() << why;
-    table_ = absl::StrCat("ops_t_", getpid(), "_", std::random_device{}() % 1000000);
-    server_conn_ = PQconnectdb(server_.conninfo.c_str());
-    Exec1(server_conn_, absl::StrCat("CREATE TABLE ", table_, " (k int PRIMARY KEY, v int NOT NULL)"));
-    Exec1(server_conn_, absl::StrCat("INSERT INTO ", table_, " SELECT g, 0 FROM generate_series(1, 10) g"));
-  }
-  void TearDown() override {
-    proxy_.Stop();
-    if (server_conn_ != nullptr) {
-      Exec1(server_conn_, absl::StrCat("DROP TABLE IF EXISTS ", table_));
-      PQfinish(server_conn_);
-    }
-  }
-  ServerInfo server_;
-  std::string table_;
-  PGconn* server_conn_ = nullptr;
-  ProxyUnderTest proxy_;
-};
+class ProxyOpsTest : public ScratchTableTest {};
 
 // A client that reads a 200 MB result slowly: the proxy buffers at most the
 // bound (plus the frame that crossed it) for it, and the result arrives
@@ -74,20 +40,10 @@ TEST_F(ProxyOpsTest, SlowClientLargeResultStaysBounded) {
   o.pool_size = 1;
   o.client_output_limit_bytes = 1u << 20;
   ASSERT_TRUE(proxy_.Start(server_, o).ok());
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  int rcvbuf = 64 * 1024;  // a small window: the proxy sees the slowness
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(proxy_.port());
-  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
-  std::string pkt;
-  size_t at = wire::BeginMessage(&pkt, 0);
-  wire::PutInt32(&pkt, wire::kProtocol3);
-  const std::string z(1, '\0');
-  absl::StrAppend(&pkt, "user", z, server_.user, z, "database", z, server_.dbname, z, z);
-  wire::EndMessage(&pkt, at);
+  // A small receive window: the proxy sees the slowness.
+  const int fd = ConnectLoopback(proxy_.port(), 64 * 1024);
+  ASSERT_GE(fd, 0);
+  std::string pkt = StartupPacket(server_.user, server_.dbname);
   absl::StrAppend(&pkt, RawClient::Query("SELECT repeat('x', 1000) FROM generate_series(1, 200000)"));
   ASSERT_EQ(::send(fd, pkt.data(), pkt.size(), MSG_NOSIGNAL), static_cast<ssize_t>(pkt.size()));
   // Read 64 KiB every 1 ms at most, parsing as we go.
@@ -183,15 +139,15 @@ TEST_F(ProxyOpsTest, PauseLetsRunningTransactionsFinishAndHoldsNewOnes) {
   PGconn* b = PQconnectdb(proxy_.ClientConninfo().c_str());
   ASSERT_EQ(PQstatus(a), CONNECTION_OK);
   ASSERT_EQ(PQstatus(b), CONNECTION_OK);
-  ASSERT_EQ(Exec1(a, "BEGIN"), "BEGIN");
-  ASSERT_EQ(Exec1(a, absl::StrCat("UPDATE ", table_, " SET v = 3 WHERE k = 3")), "UPDATE 1");
+  ASSERT_EQ(ExecValue(a, "BEGIN"), "BEGIN");
+  ASSERT_EQ(ExecValue(a, absl::StrCat("UPDATE ", table_, " SET v = 3 WHERE k = 3")), "UPDATE 1");
   RawClient admin;
   ASSERT_TRUE(admin.Connect(proxy_.port(), server_.user, "corral").ok());
   ASSERT_TRUE(admin.SendRaw(RawClient::Query("PAUSE")).ok());
   ASSERT_EQ(PQsendQuery(b, "SELECT 42"), 1);
   // a's transaction holds the backend: the pause cannot be complete.
   EXPECT_FALSE(proxy_.proxy().paused());
-  ASSERT_EQ(Exec1(a, "COMMIT"), "COMMIT");
+  ASSERT_EQ(ExecValue(a, "COMMIT"), "COMMIT");
   std::vector<RawMessage> msgs;
   ASSERT_TRUE(admin.ReadUntilReady(&msgs, 20000).ok());
   ASSERT_EQ(msgs.front().type, 'C');
@@ -205,7 +161,7 @@ TEST_F(ProxyOpsTest, PauseLetsRunningTransactionsFinishAndHoldsNewOnes) {
   ASSERT_TRUE(admin.ReadUntilReady(&msgs).ok());
   EXPECT_EQ(msgs.front().body, std::string("RESUME\0", 7));
   EXPECT_EQ(ResultOf(b), "42");
-  EXPECT_EQ(Exec1(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 3")), "3");
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 3")), "3");
   // The API does the same.
   proxy_.proxy().Pause();
   ASSERT_TRUE(WaitFor([&] { return proxy_.proxy().paused(); }));
@@ -226,14 +182,14 @@ TEST_F(ProxyOpsTest, DrainFinishesRunningTransactionsAndRefusesNewOnes) {
   PGconn* idle = PQconnectdb(proxy_.ClientConninfo().c_str());
   RawClient queued;  // raw: every message visible
   ASSERT_TRUE(queued.Connect(proxy_.port(), server_.user, server_.dbname).ok());
-  ASSERT_EQ(Exec1(a, "BEGIN"), "BEGIN");
-  ASSERT_EQ(Exec1(a, absl::StrCat("UPDATE ", table_, " SET v = 5 WHERE k = 2")), "UPDATE 1");
+  ASSERT_EQ(ExecValue(a, "BEGIN"), "BEGIN");
+  ASSERT_EQ(ExecValue(a, absl::StrCat("UPDATE ", table_, " SET v = 5 WHERE k = 2")), "UPDATE 1");
   ASSERT_TRUE(queued.SendRaw(RawClient::Query("SELECT 7")).ok());  // waits for a's backend
   ASSERT_TRUE(WaitFor([&] { return proxy_.proxy().stats().queue_waits.load() > 0; }));
   proxy_.proxy().Drain();
   ASSERT_TRUE(Readable(idle));  // the drain has begun: told 57P01
   PQconsumeInput(idle);
-  EXPECT_NE(Exec1(idle, "SELECT 1"), "1");
+  EXPECT_NE(ExecValue(idle, "SELECT 1"), "1");
   EXPECT_EQ(PQstatus(idle), CONNECTION_BAD);
   RawMessage m;
   ASSERT_TRUE(queued.Read(&m, 20000).ok());
@@ -241,9 +197,9 @@ TEST_F(ProxyOpsTest, DrainFinishesRunningTransactionsAndRefusesNewOnes) {
   EXPECT_EQ(wire::ErrorSqlState(m.body), "57P01");
   EXPECT_TRUE(queued.ClosedWithin(20000));
   EXPECT_FALSE(proxy_.proxy().finished());  // a's transaction is running
-  EXPECT_EQ(Exec1(a, "COMMIT"), "COMMIT");
+  EXPECT_EQ(ExecValue(a, "COMMIT"), "COMMIT");
   ASSERT_TRUE(WaitFor([&] { return proxy_.proxy().finished(); }));
-  EXPECT_EQ(Exec1(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 2")), "5");
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 2")), "5");
   PGconn* late = PQconnectdb(proxy_.ClientConninfo().c_str());
   EXPECT_NE(PQstatus(late), CONNECTION_OK);
   PQfinish(late);
@@ -301,8 +257,8 @@ TEST_F(ProxyOpsTest, SigtermCommitsTheRunningTransactionAndExitsZero) {
                                             " dbname=", server_.dbname, " connect_timeout=5");
   PGconn* a = PQconnectdb(conninfo.c_str());
   ASSERT_EQ(PQstatus(a), CONNECTION_OK) << PQerrorMessage(a);
-  EXPECT_EQ(Exec1(a, "BEGIN"), "BEGIN");
-  EXPECT_EQ(Exec1(a, absl::StrCat("UPDATE ", table_, " SET v = 9 WHERE k = 4")), "UPDATE 1");
+  EXPECT_EQ(ExecValue(a, "BEGIN"), "BEGIN");
+  EXPECT_EQ(ExecValue(a, absl::StrCat("UPDATE ", table_, " SET v = 9 WHERE k = 4")), "UPDATE 1");
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   // Once new clients are refused the drain is on; the transaction goes on.
   EXPECT_TRUE(WaitFor([&] {
@@ -311,7 +267,7 @@ TEST_F(ProxyOpsTest, SigtermCommitsTheRunningTransactionAndExitsZero) {
     PQfinish(late);
     return refused;
   }));
-  EXPECT_EQ(Exec1(a, "COMMIT"), "COMMIT");
+  EXPECT_EQ(ExecValue(a, "COMMIT"), "COMMIT");
   int status = -1;
   const bool exited = WaitFor([&] { return ::waitpid(pid, &status, WNOHANG) == pid; });
   if (!exited) {
@@ -320,7 +276,7 @@ TEST_F(ProxyOpsTest, SigtermCommitsTheRunningTransactionAndExitsZero) {
   }
   EXPECT_TRUE(exited);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  EXPECT_EQ(Exec1(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 4")), "9");
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 4")), "9");
   PQfinish(a);
   ::close(err[0]);
 }
