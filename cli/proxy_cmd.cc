@@ -1,10 +1,18 @@
-// `corral proxy`: runs the conflict-aware PostgreSQL proxy until SIGINT/SIGTERM.
+// `corral proxy`: runs the conflict-aware PostgreSQL proxy. Signals:
+// SIGTERM drains (running transactions finish, new ones are refused with
+// 57P01, then exit 0), SIGINT stops at once, SIGHUP reloads the config (as
+// the admin console's RELOAD); the admin console's SHUTDOWN also exits.
 //
 //   corral proxy --config=corral.ini
 //   corral proxy --server="host=127.0.0.1 port=5432 user=postgres dbname=postgres" \
 //       --listen_port=6432 --pool_size=8 --proxy_policy=count-max-canonical-single --metrics_port=9127
 //
 // Flags override the config file's keys (adapters/proxy/config.h lists them).
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -37,8 +45,15 @@ ABSL_FLAG(int, metrics_port, -2, "Prometheus /metrics HTTP port (-1 off, 0 ephem
 namespace corral {
 namespace cli {
 namespace {
-volatile std::sig_atomic_t g_stop = 0;
-void OnSignal(int) { g_stop = 1; }
+// Self-pipe: the handler only writes the signal number; the main thread
+// acts on it.
+int g_sig_pipe[2] = {-1, -1};
+void OnSignal(int sig) {
+  const int saved = errno;
+  const char b = static_cast<char>(sig);
+  (void)!::write(g_sig_pipe[1], &b, 1);
+  errno = saved;
+}
 }  // namespace
 
 // Declared in cli/commands.h.
@@ -93,11 +108,39 @@ int RunProxy(const std::vector<char*>& args) {
                o.listen_addr.c_str(), (*p)->port(), o.pool_size, o.server_host.c_str(), o.server_port,
                PolicyName(o.policy).c_str(),
                (*p)->metrics_port() > 0 ? absl::StrCat(", metrics on :", (*p)->metrics_port()).c_str() : "");
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
+  if (::pipe2(g_sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    std::fprintf(stderr, "corral proxy: pipe2 failed\n");
+    return 1;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
-  while (!g_stop) pause();
+  bool draining = false;
+  while (!(*p)->finished()) {
+    pollfd pfd{g_sig_pipe[0], POLLIN, 0};
+    if (::poll(&pfd, 1, 200) <= 0) continue;
+    char sig = 0;
+    while (::read(g_sig_pipe[0], &sig, 1) == 1) {
+      if (sig == SIGINT || (sig == SIGTERM && draining)) {
+        std::fprintf(stderr, "corral proxy: stopping now\n");
+        (*p)->Stop();
+        return 0;
+      }
+      if (sig == SIGTERM) {
+        std::fprintf(stderr, "corral proxy: SIGTERM: finishing running transactions, then exiting\n");
+        draining = true;
+        (*p)->Drain();
+      } else if (sig == SIGHUP) {
+        std::fprintf(stderr, "corral proxy: SIGHUP: reloading\n");
+        (*p)->Reload();
+      }
+    }
+  }
   (*p)->Stop();
+  std::fprintf(stderr, "corral proxy: exited\n");
   return 0;
 }
 

@@ -56,6 +56,8 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("backend_failures", s.backend_failures);
     row("cancels", s.cancels);
     row("parses_injected", s.parses_injected);
+    row("backpressure_pauses", s.backpressure_pauses);
+    row("client_output_peak_bytes", s.client_output_peak_bytes);
     wire::AppendTextResult(out, {"stat", "value"}, rows);
     return done();
   }
@@ -99,6 +101,13 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     }
     return done();
   }
+  if (words.size() == 1 && (words[0] == "pause" || words[0] == "resume" || words[0] == "shutdown")) {
+    if (words[0] == "pause") source_.Pause();
+    if (words[0] == "resume") source_.Resume();
+    if (words[0] == "shutdown") source_.Shutdown();
+    wire::AppendCommandComplete(out, absl::AsciiStrToUpper(words[0]));
+    return done();
+  }
   if (words.size() == 1 && words[0] == "reload") {
     if (absl::Status st = source_.Reload(); !st.ok()) {
       wire::AppendError(out, "ERROR", "F0000", absl::StrCat("RELOAD failed: ", st.message()));
@@ -110,7 +119,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
   wire::AppendError(out, "ERROR", "42601",
                     absl::StrCat("unknown admin command '", sql_in,
                                  "'; try SHOW STATS | QUEUES | CLIENTS | HISTORY | POLICY, "
-                                 "SET POLICY <name>, RELOAD"));
+                                 "SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN"));
   done();
 }
 

@@ -1,6 +1,7 @@
 // The proxy's admin console: the SQL a client connected to the admin
 // database ("corral") may send (SHOW STATS | QUEUES | CLIENTS | HISTORY |
-// POLICY, SET POLICY <name>, RELOAD), answered as protocol bytes. It works
+// POLICY, SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN), answered as
+// protocol bytes. It works
 // against AdminSource, a narrow view of the proxy (counters, queues, clients,
 // history, the policy setter and reload), so it is testable without sockets.
 //
@@ -62,6 +63,11 @@ class AdminSource {
   virtual absl::Status SetPolicy(const std::string& name) = 0;
   // Re-reads the config file's online keys and the catalog.
   virtual absl::Status Reload() = 0;
+  // PAUSE: stop handing out backends (the source may hold the answer until
+  // no transaction runs); RESUME: hand them out again; SHUTDOWN: stop now.
+  virtual void Pause() = 0;
+  virtual void Resume() = 0;
+  virtual void Shutdown() = 0;
 };
 
 class AdminConsole {

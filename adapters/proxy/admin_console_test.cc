@@ -48,11 +48,15 @@ class FakeSource : public AdminSource {
     ++reloads_;
     return reload_status_;
   }
+  void Pause() override { ops_ += "pause "; }
+  void Resume() override { ops_ += "resume "; }
+  void Shutdown() override { ops_ += "shutdown "; }
 
   Stats stats_;
   std::string policy_ = "count-max-canonical-single";
   mutable size_t last_k_ = 0;
   int reloads_ = 0;
+  std::string ops_;
   absl::Status reload_status_ = absl::OkStatus();
 };
 
@@ -92,8 +96,9 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("commits") + std::string("\0\0\0\x02", 4) + "12"));
   EXPECT_TRUE(absl::StrContains(out, "conflict_aborts_40001"));
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 20"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
+  EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 22"));
 }
 
 TEST(AdminConsole, ShowQueuesClientsHistoryPolicy) {
@@ -148,6 +153,23 @@ TEST(AdminConsole, StatsUsersMayOnlyShow) {
   out.clear();
   console.Query("SHOW POLICY", &out, /*may_change=*/false);
   EXPECT_EQ(Messages(out).front().first, 'T');
+  out.clear();
+  console.Query("PAUSE", &out, /*may_change=*/false);
+  EXPECT_EQ(wire::ErrorSqlState(Messages(out)[0].second), "42501");
+  EXPECT_EQ(src.ops_, "");
+}
+
+TEST(AdminConsole, PauseResumeShutdownReachTheSource) {
+  FakeSource src;
+  AdminConsole console(&src);
+  for (const char* q : {"PAUSE", "resume;", " Shutdown "}) {
+    auto msgs = Messages(Query(console, q));
+    ASSERT_EQ(msgs.size(), 2u) << q;
+    EXPECT_EQ(msgs[0].first, 'C') << q;
+    EXPECT_EQ(msgs[1].first, 'Z') << q;
+  }
+  EXPECT_EQ(src.ops_, "pause resume shutdown ");
+  EXPECT_TRUE(absl::StrContains(Query(console, "PAUSE now"), "42601"));
 }
 
 TEST(AdminConsole, UnknownCommandAndExtendedProtocol) {

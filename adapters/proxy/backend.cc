@@ -121,6 +121,7 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->out.clear();
   b->out_off = 0;
   b->epollout = false;
+  b->read_paused = false;
   b->alive = true;
   b->status = 'I';
   b->batches.clear();
@@ -131,7 +132,7 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
 }
 
 void Proxy::Loop::OnBackendInput(Backend* b) {
-  while (b->alive) {
+  while (b->alive && !b->read_paused) {
     absl::string_view buf = absl::string_view(b->in).substr(b->in_off);
     wire::Frame f;
     size_t used = 0;
@@ -178,6 +179,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         if (front.attach && front.attach_error.empty()) front.attach_error = std::string(f.raw);
         if (forward && c != nullptr) {
           c->sess.OnError();
+          b->front_errored = true;
           if (state == "40001" || state == "40P01") {
             c->route.conflict_state = std::string(state);
           } else {
@@ -206,6 +208,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
       }
       case 'Z': {
         b->status = f.body.empty() ? 'I' : f.body[0];
+        b->front_errored = false;
         // Parses skipped after an error never happened: forget them.
         b->cache.ForgetUnconfirmed(front.parses);
         const bool attach = front.attach;
@@ -235,7 +238,10 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
       default:
         break;
     }
-    if (forward && c != nullptr) Send(c, f.raw);
+    if (forward && c != nullptr) {
+      Send(c, f.raw);
+      if (PauseIfFull(c, b)) break;  // back-pressure: the rest waits in b->in
+    }
   }
   CompactBuffer(&b->in, &b->in_off);
 }
@@ -247,18 +253,28 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
   b->fd = -1;
   b->alive = false;
   if (Client* c = b->client; c != nullptr) {
+    // Exactly one result per request: each request the server had not
+    // answered yet (a Query, or messages up to a Sync) gets an error and
+    // ReadyForQuery here. Nothing is sent unasked: a client idle in its
+    // transaction, or with a unit forwarded only in part (no Sync yet),
+    // gets the error as the answer to its next request (AnswerLostTxn).
+    // (An unsolicited error here plus that answer made psycopg 3 report
+    // "received 2 results from command 'COMMIT'".)
+    const std::string lost = absl::StrCat("server connection lost (backend ", b->index, ": ",
+                                          b->fatal.empty() ? std::string(why) : b->fatal,
+                                          "): the transaction on it was rolled back");
     int outstanding = 0;
     for (size_t i = 0; i + 1 < b->batches.size(); ++i) {
-      if (!b->batches[i].swallow) ++outstanding;
+      if (b->batches[i].swallow) continue;
+      // The server may have sent the front batch's error and died before
+      // its ReadyForQuery: that error is the answer.
+      if (i > 0 || !b->front_errored) ClientError(c, "08006", lost);
+      ClientReady(c, 'I');
+      ++outstanding;
     }
-    wire::AppendError(&c->out, "ERROR", "08006",
-                      absl::StrCat("server connection lost (backend ", b->index, ": ",
-                                   b->fatal.empty() ? std::string(why) : b->fatal,
-                                   "): the transaction on it was rolled back"));
-    c->sess.OnError();
-    for (int i = 0; i < outstanding; ++i) ClientReady(c, 'I');
+    c->sess.OnError();  // the transaction is gone, with any SET it made
     // A client still waiting for its attach SQL sent nothing: routed anew.
-    if (outstanding == 0 && !c->attaching) c->txn_lost = true;
+    if (!c->attaching && (outstanding == 0 || b->batches.back().msgs > 0)) c->txn_lost = true;
     c->attaching = false;
     MarkDirty(c);
     router_->Finish(c->route, scheduler::Outcome::kFailed);
@@ -268,6 +284,7 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
   b->batches.clear();
   b->batches.push_back(Batch());
   b->fatal.clear();
+  b->front_errored = false;
   if (absl::Status st = ConnectBackend(b); !st.ok()) {
     b->reconnect_at = MonoNanos() + 1000000000LL;
   } else {

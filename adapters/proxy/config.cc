@@ -35,6 +35,9 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
   int64_t n = 0;
   if (key == "listen_addr") {
     o->listen_addr = std::string(value);
+  } else if (key == "client_output_limit_bytes") {
+    if (auto st = Int(key, value, 0, int64_t{1} << 40, &n); !st.ok()) return st;
+    o->client_output_limit_bytes = static_cast<size_t>(n);
   } else if (key == "listen_port") {
     if (auto st = Int(key, value, 0, 65535, &n); !st.ok()) return st;
     o->listen_port = static_cast<int>(n);

@@ -14,6 +14,7 @@
 //   max_prepared_statements = 512  admin_dbname = corral
 //   admin_users = alice, bob       stats_users = monitor    (comma-separated)
 //   allow_trust_on_network = 0     (auth_type = trust on a non-loopback listen_addr)
+//   client_output_limit_bytes = 4194304   (back-pressure bound; 0 = off)
 //
 //   proxy::Options o;
 //   CHECK_OK(proxy::LoadConfigFile("corral.ini", &o));

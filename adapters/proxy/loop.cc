@@ -81,6 +81,7 @@ absl::Status Proxy::Loop::ListenOn(Conn* c, int port, std::atomic<int>* bound) {
 void Proxy::Loop::Run() {
   epoll_event events[256];
   while (!stop_.load()) {
+    ApplyRequests();
     // Wake in time for a waiting transaction to become stealable.
     int timeout_ms = 100;
     if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
@@ -93,14 +94,26 @@ void Proxy::Loop::Run() {
       OnEvent(c, events[i].events);
     }
     Timers();
-    for (size_t i = 0; i < dirty_.size(); ++i) {
-      Conn* c = dirty_[i];
-      c->dirty = false;
-      if (!c->dead) Flush(c);
-    }
-    dirty_.clear();
+    if (paused_ || draining_) OpsTurn();
+    // Flushing a client may resume its backend (back-pressure), whose
+    // buffered input then makes more output: until both settle.
+    do {
+      for (size_t i = 0; i < dirty_.size(); ++i) {
+        Conn* c = dirty_[i];
+        c->dirty = false;
+        if (!c->dead) Flush(c);
+      }
+      dirty_.clear();
+      std::vector<Backend*> resumed;
+      resumed.swap(resumed_);
+      for (Backend* b : resumed) {
+        if (b->alive && !b->read_paused) OnBackendInput(b);
+      }
+    } while (!dirty_.empty());
     graveyard_.clear();
+    if (stop_after_turn_) stop_.store(true);
   }
+  finished_.store(true);
 }
 
 void Proxy::Loop::Flush(Conn* c) {
@@ -121,11 +134,44 @@ void Proxy::Loop::Flush(Conn* c) {
   const bool want = !c->out.empty();
   if (want != c->epollout) {
     c->epollout = want;
-    epoll_event ev{};
-    ev.events = EPOLLIN | (want ? EPOLLOUT : 0);
-    ev.data.ptr = c;
-    epoll_ctl(epfd_, EPOLL_CTL_MOD, c->fd, &ev);
+    SetInterest(c);
   }
+  if (c->kind == Conn::kClient) {
+    Backend* b = static_cast<Client*>(c)->backend;
+    if (b != nullptr && b->read_paused && c->out.size() - c->out_off < opt_.client_output_limit_bytes / 2) {
+      ResumeRead(b);
+    }
+  }
+}
+
+void Proxy::Loop::SetInterest(Conn* c) {
+  epoll_event ev{};
+  ev.events = (c->read_paused ? 0 : EPOLLIN) | (c->epollout ? EPOLLOUT : 0);
+  ev.data.ptr = c;
+  epoll_ctl(epfd_, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+bool Proxy::Loop::PauseIfFull(Client* c, Backend* b) {
+  const int64_t unsent = static_cast<int64_t>(c->out.size() - c->out_off);
+  if (unsent > stats_.client_output_peak_bytes.load(std::memory_order_relaxed)) {
+    stats_.client_output_peak_bytes.store(unsent, std::memory_order_relaxed);
+  }
+  if (opt_.client_output_limit_bytes == 0 || static_cast<size_t>(unsent) < opt_.client_output_limit_bytes) {
+    return false;
+  }
+  if (!b->read_paused) {
+    stats_.backpressure_pauses++;
+    b->read_paused = true;
+    SetInterest(b);
+  }
+  return true;
+}
+
+void Proxy::Loop::ResumeRead(Backend* b) {
+  if (!b->read_paused) return;
+  b->read_paused = false;
+  if (b->alive) SetInterest(b);
+  resumed_.push_back(b);
 }
 
 bool Proxy::Loop::ReadInto(Conn* c) {

@@ -35,6 +35,12 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_cancels_total", "Cancel requests forwarded.", stats.cancels);
   counter("corral_failed_logins_total", "Logins refused (wrong password, unknown user, admin console not allowed).",
           stats.failed_logins);
+  counter("corral_backpressure_pauses_total", "Times a backend's reading stopped for a slow client.",
+          stats.backpressure_pauses);
+  absl::StrAppend(&s,
+                  "# HELP corral_client_output_peak_bytes Most unsent output buffered for one client.\n"
+                  "# TYPE corral_client_output_peak_bytes gauge\ncorral_client_output_peak_bytes ",
+                  stats.client_output_peak_bytes.load(), "\n");
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

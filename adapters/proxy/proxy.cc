@@ -81,6 +81,21 @@ void Proxy::Stop() {
   loop_.reset();
 }
 
+void Proxy::Drain() {
+  if (loop_) loop_->Post(Loop::kDrain);
+}
+void Proxy::Pause() {
+  if (loop_) loop_->Post(Loop::kPause);
+}
+void Proxy::Resume() {
+  if (loop_) loop_->Post(Loop::kResume);
+}
+void Proxy::Reload() {
+  if (loop_) loop_->Post(Loop::kReload);
+}
+bool Proxy::paused() const { return loop_ && loop_->pause_done(); }
+bool Proxy::finished() const { return loop_ == nullptr || loop_->finished(); }
+
 std::string Proxy::MetricsText() const { return loop_ ? loop_->MetricsText() : std::string(); }
 
 }  // namespace proxy

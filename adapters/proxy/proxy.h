@@ -90,6 +90,10 @@ struct Options {
   int64_t steal_after_ms = 50;
   int64_t query_wait_timeout_ms = 120000;  // 0 = none
   size_t max_message_bytes = 64u << 20;    // larger client messages are rejected
+  // Back-pressure: when a client's unsent output passes this, the proxy
+  // stops reading that client's backend until the output drains below half
+  // (0 = unbounded).
+  size_t client_output_limit_bytes = 4u << 20;
   size_t prepared_cache_size = 512;        // statements per backend
   int metrics_port = -1;                   // -1 off, 0 ephemeral
   // Schema for canonical references; null: read from the server's catalog.
@@ -105,7 +109,22 @@ class Proxy {
   // Connects the backends, reads the catalog schema (when none was given),
   // binds the listen socket and starts the loop thread.
   absl::Status Start();
+  // Stops at once (SIGINT): open transactions are rolled back by the server.
   void Stop();
+
+  // Graceful operations, from any thread after Start (asynchronous: the loop
+  // applies them at its next turn). Drain (SIGTERM): stop accepting
+  // clients, refuse new transactions (FATAL 57P01 admin_shutdown), let
+  // running ones finish, then the loop ends (finished()). Pause (PgBouncer's
+  // PAUSE): hand out no backend; paused() once no transaction runs.
+  // Resume undoes Pause. Reload (SIGHUP): as the admin console's RELOAD.
+  void Drain();
+  void Pause();
+  void Resume();
+  void Reload();
+  bool paused() const;
+  // True once the loop has ended (Drain done, or the admin SHUTDOWN).
+  bool finished() const;
 
   int port() const { return port_.load(); }
   int metrics_port() const { return metrics_port_.load(); }

@@ -1,8 +1,9 @@
 // Internal to the proxy (adapters/proxy, not for other packages): the
 // connection objects and the event loop, Proxy::Loop, whose methods are
 // spread over files by concern:
-//   loop.cc            listener, epoll loop, buffered I/O, timers, /metrics
-//                      sockets, the admin console's view (AdminSource)
+//   loop.cc            listener, epoll loop, buffered I/O and back-pressure,
+//                      timers, /metrics sockets, the admin console's view
+//                      (AdminSource)
 //   client_session.cc  client startup, authentication (admin rights,
 //                      failed logins), framing, close, cancel requests
 //   pump.cc            the transaction pump: units, routing (Router),
@@ -12,6 +13,8 @@
 //                      forwarding with prepared-statement injection
 //   backend.cc         backend connections: connect and authenticate to the
 //                      server, backend input, failure and reconnect
+//   ops.cc             graceful operations: requests from other threads,
+//                      PAUSE / RESUME, draining for shutdown
 // The pieces with their own seams live in their own files: net.h (sockets),
 // prepared.h (statements, per-backend cache), router.h (scheduler seam),
 // session_params.h (per-client session state), admin_console.h, metrics.h.
@@ -77,6 +80,7 @@ struct Conn {
   std::string out;
   size_t out_off = 0;
   bool epollout = false;
+  bool read_paused = false;  // back-pressure: EPOLLIN dropped (backends)
   bool dirty = false;
   bool dead = false;
   explicit Conn(Kind k) : kind(k) {}
@@ -101,6 +105,7 @@ struct Backend : Conn {
   std::string fatal;  // the server's FATAL message before it closed, if any
   ParamList connect_params;  // ParameterStatus at connect (its defaults)
   BackendSession sess;       // its session parameters now (session_params.h)
+  bool front_errored = false;  // an ErrorResponse of the front batch went to the client
 
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
@@ -124,7 +129,10 @@ struct Client : Conn {
   int64_t wait_since = 0;
   std::string held_begin;
   bool txn_lost = false;    // its backend died while it was idle in a transaction
+  bool lost_answered = false;  // txn_lost's error was sent (a Flush); skipping to Sync
   bool over_limit = false;  // accepted beyond max_client_conn: rejected at startup
+  bool pause_wait = false;  // admin: its PAUSE is answered once no transaction runs
+  std::string deferred;     // admin: that answer
   std::unique_ptr<auth::ScramServer> scram;  // during SCRAM authentication
   RoutedTxn route;
   StatementMap stmts;
@@ -147,12 +155,38 @@ class Proxy::Loop : private AdminSource {
   void Run();
   void RequestStop() {
     stop_.store(true);
-    uint64_t one = 1;
-    (void)!::write(wake_.fd, &one, sizeof(one));
+    Wake();
   }
   std::string MetricsText() const;
 
+  // Requests from any thread (ops.cc), applied by the loop at its next turn.
+  enum Request : uint32_t { kDrain = 1, kPause = 2, kResume = 4, kReload = 8 };
+  void Post(Request r) {
+    requests_.fetch_or(r);
+    Wake();
+  }
+  bool pause_done() const { return pause_done_.load(); }
+  bool finished() const { return finished_.load(); }
+
  private:
+  void Wake() {
+    uint64_t one = 1;
+    (void)!::write(wake_.fd, &one, sizeof(one));
+  }
+  // --- graceful operations (ops.cc)
+  void ApplyRequests();
+  // Once a turn while paused or draining: answers PAUSE when no
+  // transaction runs; draining, closes every client not in a transaction
+  // (57P01) and stops the loop when none is left.
+  void OpsTurn();
+  bool Draining() const { return draining_; }
+  // Draining: tells the client 57P01 admin_shutdown and closes it.
+  void ShutdownClient(Client* c);
+  // AdminSource (ops.cc)
+  void Pause() override;
+  void Resume() override;
+  void Shutdown() override { stop_after_turn_ = true; }
+
   // --- plumbing (loop.cc)
   void AddFd(Conn* c, uint32_t events);
   // Binds `c` as a listening socket on listen_addr:port, polled; the bound
@@ -169,6 +203,15 @@ class Proxy::Loop : private AdminSource {
     }
   }
   void Flush(Conn* c);
+  // (Re)registers c's epoll interest: EPOLLIN unless read_paused, EPOLLOUT
+  // while output is pending.
+  void SetInterest(Conn* c);
+  // Back-pressure (loop.cc): after backend input went to c, stops reading b
+  // when c's unsent output passes client_output_limit_bytes (true: stopped).
+  bool PauseIfFull(Client* c, Backend* b);
+  // Reading b again (its client drained or left); its buffered input is
+  // handled at the end of the loop turn.
+  void ResumeRead(Backend* b);
   bool ReadInto(Conn* c);  // false on EOF/error
   void OnEvent(Conn* c, uint32_t ev);
   void Accept();
@@ -198,7 +241,7 @@ class Proxy::Loop : private AdminSource {
   void HandlePassword(Client* c, absl::string_view body);
   void FinishLogin(Client* c);
   void ProtocolError(Client* c, absl::string_view sqlstate, absl::string_view message);
-  // Sends FATAL `message` and closes the client (no counter).
+  // Sends FATAL `message` (best effort) and closes the client (no counter).
   void CloseWithFatal(Client* c, absl::string_view sqlstate, absl::string_view message);
   // A refused login: logged (user, database, peer), counted, FATAL, closed.
   void LoginFailed(Client* c, absl::string_view sqlstate, absl::string_view message);
@@ -277,6 +320,13 @@ class Proxy::Loop : private AdminSource {
   Conn metrics_listen_{Conn::kMetricsListen};
   Conn wake_{Conn::kWake};
   std::atomic<bool> stop_{false};
+  std::atomic<uint32_t> requests_{0};  // Request bits
+  std::atomic<bool> pause_done_{false};
+  std::atomic<bool> finished_{false};
+  bool paused_ = false;    // no backend is handed out
+  bool draining_ = false;  // SIGTERM: finishing in-flight transactions, then stop
+  bool stop_after_turn_ = false;  // SHUTDOWN: stop once this turn's output is flushed
+  Client* admin_current_ = nullptr;  // the admin client whose statement runs
   std::vector<std::unique_ptr<Backend>> backends_;
   absl::flat_hash_map<Client*, std::unique_ptr<Client>> clients_;
   std::vector<std::unique_ptr<Conn>> http_;
@@ -285,6 +335,7 @@ class Proxy::Loop : private AdminSource {
   // Stealing on: how many running affine transactions hold each reference.
   absl::flat_hash_map<uint64_t, int> inflight_;
   std::vector<Conn*> dirty_;
+  std::vector<Backend*> resumed_;  // ResumeRead: buffered input to handle
   std::unique_ptr<char[]> read_buf_;  // ReadInto's scratch (kReadChunk bytes)
   int64_t timers_at_ = 0;             // Timers' last full pass
   std::vector<std::unique_ptr<Conn>> graveyard_;

@@ -18,14 +18,23 @@ namespace proxy {
 void Proxy::Loop::Pump(Client* c) {
   while (!c->dead && !c->pending.empty()) {
     if (c->admin) {
+      if (c->pause_wait) return;
       Msg m = std::move(c->pending.front());
       c->pending.pop_front();
       if (m.type == 'X') {
         CloseClient(c);
         return;
       }
+      const size_t before = c->out.size();
+      admin_current_ = c;
       console_.OnMessage(m.type, m.body(), &c->out, !c->stats_only);
+      admin_current_ = nullptr;
       MarkDirty(c);
+      if (c->pause_wait) {  // PAUSE: answered when no transaction runs (OpsTurn)
+        c->deferred = c->out.substr(before);
+        c->out.resize(before);
+        return;
+      }
       continue;
     }
     if (c->backend != nullptr) {
@@ -48,13 +57,22 @@ void Proxy::Loop::Pump(Client* c) {
 
 bool Proxy::Loop::AnswerLostTxn(Client* c, size_t end) {
   if (!c->txn_lost) return false;
-  c->txn_lost = false;
-  ClientError(c, "08006", "server connection lost: the transaction was rolled back");
+  if (!c->lost_answered) {
+    ClientError(c, "08006", "server connection lost: the transaction was rolled back");
+  }
+  bool synced = false;
   for (size_t i = 0; i <= end; ++i) {
     const char type = c->pending.front().type;
-    if (type == 'S' || type == 'Q') ClientReady(c, 'I');
+    if (type == 'S' || type == 'Q') {
+      ClientReady(c, 'I');
+      synced = true;
+    }
     c->pending.pop_front();
   }
+  // A unit that ended at a Flush: like the server after an error, skip the
+  // rest up to the Sync, which gets the ReadyForQuery.
+  c->txn_lost = !synced;
+  c->lost_answered = !synced;
   MarkDirty(c);
   return true;
 }
@@ -131,6 +149,10 @@ bool Proxy::Loop::StartUnit(Client* c) {
 }
 
 void Proxy::Loop::StartTxn(Client* c) {
+  if (draining_ && c->held_begin.empty()) {  // no new transactions
+    ShutdownClient(c);
+    return;
+  }
   const StealMode mode = steal_mode();
   // Affinity only matters to the affinity-aware rule (it costs a Decide).
   const bool want = mode == StealMode::kAffinity || mode == StealMode::kInFlight;
@@ -139,7 +161,7 @@ void Proxy::Loop::StartTxn(Client* c) {
   stats_.transactions++;
   Backend* b = backends_[qi].get();
   const bool blocked = mode == StealMode::kInFlight && Blocked(c);
-  if (b->Free() && waitq_[qi].empty() && !blocked) {
+  if (!paused_ && b->Free() && waitq_[qi].empty() && !blocked) {
     Attach(c, b);
     return;
   }
@@ -205,7 +227,7 @@ void Proxy::Loop::AttachDone(Client* c, Backend* b, const std::string& error) {
 }
 
 void Proxy::Loop::Dispatch(Backend* b) {
-  if (!b->Free()) return;
+  if (paused_ || !b->Free()) return;
   Client* pick = nullptr;
   const StealMode mode = steal_mode();
   const int64_t now = MonoNanos();
@@ -261,6 +283,7 @@ void Proxy::Loop::Detach(Backend* b, Client* c) {
   c->backend = nullptr;
   DetachSession(&c->sess, &b->sess);
   c->portal_sql.clear();  // portals end with the transaction
+  ResumeRead(b);  // back-pressure was for this client
   if (b->held.empty()) return;
   for (RefId r : b->held) {
     auto it = inflight_.find(r.value());

@@ -38,6 +38,10 @@ struct Stats {
   std::atomic<int64_t> parses_injected{0};
   std::atomic<int64_t> client_rollbacks{0};  // client left mid-transaction
   std::atomic<int64_t> failed_logins{0};     // wrong password, unknown user, not allowed
+  // Back-pressure: times a backend's reading stopped for a slow client, and
+  // the most unsent output any client has had buffered in the proxy.
+  std::atomic<int64_t> backpressure_pauses{0};
+  std::atomic<int64_t> client_output_peak_bytes{0};
 };
 
 }  // namespace proxy

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "adapters/proxy/wire.h"
@@ -96,26 +97,68 @@ std::string ProxyUnderTest::ClientConninfo(const std::string& dbname) const {
                       " dbname=", dbname.empty() ? server_.dbname : dbname, " connect_timeout=5");
 }
 
+int ConnectLoopback(int port, int rcvbuf) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string StartupPacket(const std::string& user, const std::string& dbname) {
+  std::string pkt;
+  size_t at = wire::BeginMessage(&pkt, 0);
+  wire::PutInt32(&pkt, wire::kProtocol3);
+  const std::string z(1, '\0');
+  absl::StrAppend(&pkt, "user", z, user, z, "database", z, dbname, z, z);
+  wire::EndMessage(&pkt, at);
+  return pkt;
+}
+
+std::string ExecValue(PGconn* c, const std::string& sql) {
+  PGresult* r = PQexec(c, sql.c_str());
+  std::string out;
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) out = PQgetvalue(r, 0, 0);
+  if (PQresultStatus(r) == PGRES_COMMAND_OK) out = PQcmdStatus(r);
+  if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
+    const char* st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    out = std::string("ERROR ") + (st ? st : "(none)");
+  }
+  PQclear(r);
+  return out;
+}
+
+void ScratchTableTest::SetUp() {
+  std::string why;
+  if (!TestServer(&server_, &why)) GTEST_SKIP() << why;
+  table_ = absl::StrCat("scratch_t_", getpid(), "_", std::random_device{}() % 1000000);
+  server_conn_ = PQconnectdb(server_.conninfo.c_str());
+  ExecValue(server_conn_, absl::StrCat("CREATE TABLE ", table_, " (k int PRIMARY KEY, v int NOT NULL)"));
+  ExecValue(server_conn_, absl::StrCat("INSERT INTO ", table_, " SELECT g, 0 FROM generate_series(0, 10) g"));
+}
+
+void ScratchTableTest::TearDown() {
+  proxy_.Stop();
+  if (server_conn_ != nullptr) {
+    ExecValue(server_conn_, absl::StrCat("DROP TABLE IF EXISTS ", table_));
+    PQfinish(server_conn_);
+  }
+}
+
 RawClient::~RawClient() {
   if (fd_ >= 0) ::close(fd_);
 }
 
 absl::Status RawClient::Connect(int port, const std::string& user, const std::string& dbname) {
-  fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-  if (::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    return absl::UnavailableError(absl::StrCat("connect: ", std::strerror(errno)));
-  }
-  std::string pkt;
-  size_t at = wire::BeginMessage(&pkt, 0);
-  wire::PutInt32(&pkt, wire::kProtocol3);
-  absl::StrAppend(&pkt, "user", std::string(1, '\0'), user, std::string(1, '\0'), "database",
-                  std::string(1, '\0'), dbname, std::string(1, '\0'), std::string(1, '\0'));
-  wire::EndMessage(&pkt, at);
-  if (absl::Status st = SendRaw(pkt); !st.ok()) return st;
+  fd_ = ConnectLoopback(port);
+  if (fd_ < 0) return absl::UnavailableError(absl::StrCat("connect: ", std::strerror(errno)));
+  if (absl::Status st = SendRaw(StartupPacket(user, dbname)); !st.ok()) return st;
   std::vector<RawMessage> msgs;
   return ReadUntilReady(&msgs);
 }

@@ -20,6 +20,9 @@
 #include "absl/status/status.h"
 #include "libpq-fe.h"
 #include "adapters/proxy/proxy.h"
+#include "gtest/gtest.h"
+
+typedef struct pg_conn PGconn;
 
 namespace corral {
 namespace proxy {
@@ -49,6 +52,28 @@ class ProxyUnderTest {
  private:
   ServerInfo server_;
   std::unique_ptr<Proxy> proxy_;
+};
+
+// A blocking TCP connection to 127.0.0.1:port (rcvbuf > 0: SO_RCVBUF set
+// first); -1 on failure.
+int ConnectLoopback(int port, int rcvbuf = 0);
+// A v3 StartupMessage for user and database.
+std::string StartupPacket(const std::string& user, const std::string& dbname);
+// One statement: the first value of a row result, the command tag of a
+// command, or "ERROR <SQLSTATE>".
+std::string ExecValue(PGconn* c, const std::string& sql);
+
+// A fixture with the test server, a scratch table (k int primary key,
+// v int), rows k = 0..10 with v = 0, dropped afterwards, and a proxy to
+// start; skips without a server.
+class ScratchTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  ServerInfo server_;
+  std::string table_;
+  PGconn* server_conn_ = nullptr;  // straight to the server
+  ProxyUnderTest proxy_;
 };
 
 struct RawMessage {
