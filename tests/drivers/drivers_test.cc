@@ -63,6 +63,11 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// True when java 17 and pgjdbc are installed.
+bool HaveJdbc() { return access(kJdbcJar, R_OK) == 0 && access("/usr/bin/java", X_OK) == 0; }
+constexpr char kNoJdbc[] = "needs java 17 and /usr/share/java/postgresql.jar (default-jdk-headless, "
+                           "libpostgresql-jdbc-java)";
+
 // A self-signed certificate for the proxy's client side, made once per run.
 struct TlsFiles {
   std::string cert, key, error;
@@ -159,9 +164,7 @@ class DriverMatrix : public ::testing::TestWithParam<Transport> {
                  want);
   }
   void Jdbc(const std::string& scenario, const std::string& want) {
-    if (access(kJdbcJar, R_OK) != 0 || access("/usr/bin/java", X_OK) != 0) {
-      GTEST_SKIP() << "needs java 17 and " << kJdbcJar << " (openjdk-17-jre-headless, libpostgresql-jdbc-java)";
-    }
+    if (!HaveJdbc()) GTEST_SKIP() << kNoJdbc;
     ASSERT_TRUE(StartProxy().ok());
     ExpectClient(absl::StrCat("java -cp ", kJdbcJar, " ", Runfile("tests/drivers/clients/JdbcClient.java"), " ",
                               ClientArgs(), " ", Table(scenario), " ", scenario),
@@ -266,9 +269,7 @@ class JdbcTpccHistory : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!TestServer(&server_, &why_)) GTEST_SKIP() << why_;
-    if (access(kJdbcJar, R_OK) != 0 || access("/usr/bin/java", X_OK) != 0) {
-      GTEST_SKIP() << "needs java 17 and " << kJdbcJar << " (openjdk-17-jre-headless, libpostgresql-jdbc-java)";
-    }
+    if (!HaveJdbc()) GTEST_SKIP() << kNoJdbc;
   }
   ServerInfo server_;
   std::string why_;
