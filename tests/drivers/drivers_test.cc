@@ -145,23 +145,22 @@ class DriverMatrix : public ::testing::TestWithParam<Transport> {
     EXPECT_TRUE(absl::StrContains(absl::StrCat("\n", out), absl::StrCat("\n", want, "\n")))
         << "want the line: " << want << "\ngot:\n" << out;
   }
-  void Psycopg(const std::string& scenario, const std::string& want) {
-    if (Shell(absl::StrCat(kPython, " -c 'import psycopg'"), &why_) != 0) {
-      GTEST_SKIP() << "psycopg 3 is not installed for /usr/bin/python3 (python3-psycopg): " << why_;
+  // A Python client (psycopg_client.py, asyncpg_client.py) in /usr/bin/python3.
+  void Python(const std::string& module, const std::string& package, const std::string& scenario,
+              const std::string& want) {
+    if (Shell(absl::StrCat(kPython, " -c 'import ", module, "'"), &why_) != 0) {
+      GTEST_SKIP() << module << " is not installed for /usr/bin/python3 (" << package << "): " << why_;
     }
     ASSERT_TRUE(StartProxy().ok());
-    ExpectClient(absl::StrCat(kPython, " ", Runfile("tests/drivers/clients/psycopg_client.py"), " ", ClientArgs(),
-                              " ", Table(scenario), " ", scenario),
+    ExpectClient(absl::StrCat(kPython, " ", Runfile(absl::StrCat("tests/drivers/clients/", module, "_client.py")), " ",
+                              ClientArgs(), " ", Table(scenario), " ", scenario),
                  want);
   }
+  void Psycopg(const std::string& scenario, const std::string& want) {
+    Python("psycopg", "python3-psycopg", scenario, want);
+  }
   void Asyncpg(const std::string& scenario, const std::string& want) {
-    if (Shell(absl::StrCat(kPython, " -c 'import asyncpg'"), &why_) != 0) {
-      GTEST_SKIP() << "asyncpg is not installed for /usr/bin/python3 (python3-asyncpg): " << why_;
-    }
-    ASSERT_TRUE(StartProxy().ok());
-    ExpectClient(absl::StrCat(kPython, " ", Runfile("tests/drivers/clients/asyncpg_client.py"), " ", ClientArgs(),
-                              " ", Table(scenario), " ", scenario),
-                 want);
+    Python("asyncpg", "python3-asyncpg", scenario, want);
   }
   void Jdbc(const std::string& scenario, const std::string& want) {
     if (!HaveJdbc()) GTEST_SKIP() << kNoJdbc;

@@ -44,6 +44,15 @@ public class TpccClient {
     return "40001".equals(e.getSQLState()) || "40P01".equals(e.getSQLState());
   }
 
+  // Sets the parameters in order: Integer with setInt, BigDecimal with setBigDecimal.
+  static PreparedStatement set(PreparedStatement ps, Object... v) throws SQLException {
+    for (int i = 0; i < v.length; i++) {
+      if (v[i] instanceof Integer) ps.setInt(i + 1, (Integer) v[i]);
+      else ps.setBigDecimal(i + 1, (BigDecimal) v[i]);
+    }
+    return ps;
+  }
+
   static ResultSet one(PreparedStatement ps) throws SQLException {
     ResultSet rs = ps.executeQuery();
     if (!rs.next()) fail("no row for " + ps);
@@ -124,83 +133,36 @@ public class TpccClient {
 
     void newOrder(int w, int d, int cu, int[] items) throws SQLException {
       olIns.clearBatch();  // what a failed attempt left
-      wTax.setInt(1, w);
-      one(wTax).close();
-      dGet.setInt(1, w);
-      dGet.setInt(2, d);
+      one(set(wTax, w)).close();
       int oid;
-      try (ResultSet rs = one(dGet)) {
+      try (ResultSet rs = one(set(dGet, w, d))) {
         oid = rs.getInt(2);
       }
-      dNext.setInt(1, w);
-      dNext.setInt(2, d);
-      dNext.executeUpdate();
-      cGet.setInt(1, w);
-      cGet.setInt(2, d);
-      cGet.setInt(3, cu);
-      one(cGet).close();
-      oIns.setInt(1, oid);
-      oIns.setInt(2, d);
-      oIns.setInt(3, w);
-      oIns.setInt(4, cu);
-      oIns.setInt(5, items.length);
-      oIns.executeUpdate();
-      noIns.setInt(1, oid);
-      noIns.setInt(2, d);
-      noIns.setInt(3, w);
-      noIns.executeUpdate();
+      set(dNext, w, d).executeUpdate();
+      one(set(cGet, w, d, cu)).close();
+      set(oIns, oid, d, w, cu, items.length).executeUpdate();
+      set(noIns, oid, d, w).executeUpdate();
       for (int n = 0; n < items.length; n++) {
-        iGet.setInt(1, items[n]);
         BigDecimal price;
-        try (ResultSet rs = one(iGet)) {
+        try (ResultSet rs = one(set(iGet, items[n]))) {
           price = rs.getBigDecimal(1);
         }
-        sGet.setInt(1, items[n]);
-        sGet.setInt(2, w);
         int q;
-        try (ResultSet rs = one(sGet)) {
+        try (ResultSet rs = one(set(sGet, items[n], w))) {
           q = rs.getInt(1);
         }
-        sUp.setInt(1, q > 10 ? q - 5 : q + 86);
-        sUp.setInt(2, 5);
-        sUp.setInt(3, items[n]);
-        sUp.setInt(4, w);
-        sUp.executeUpdate();
-        olIns.setInt(1, oid);
-        olIns.setInt(2, d);
-        olIns.setInt(3, w);
-        olIns.setInt(4, n + 1);
-        olIns.setInt(5, items[n]);
-        olIns.setInt(6, w);
-        olIns.setInt(7, 5);
-        olIns.setBigDecimal(8, price.multiply(BigDecimal.valueOf(5)));
-        olIns.addBatch();
+        set(sUp, q > 10 ? q - 5 : q + 86, 5, items[n], w).executeUpdate();
+        set(olIns, oid, d, w, n + 1, items[n], w, 5, price.multiply(BigDecimal.valueOf(5))).addBatch();
       }
       olIns.executeBatch();
     }
 
     void payment(int w, int d, int cu, long cents) throws SQLException {
       BigDecimal amount = BigDecimal.valueOf(cents, 2);
-      wYtd.setBigDecimal(1, amount);
-      wYtd.setInt(2, w);
-      wYtd.executeUpdate();
-      dYtd.setBigDecimal(1, amount);
-      dYtd.setInt(2, w);
-      dYtd.setInt(3, d);
-      dYtd.executeUpdate();
-      cPay.setBigDecimal(1, amount);
-      cPay.setBigDecimal(2, amount);
-      cPay.setInt(3, w);
-      cPay.setInt(4, d);
-      cPay.setInt(5, cu);
-      cPay.executeUpdate();
-      hIns.setInt(1, cu);
-      hIns.setInt(2, d);
-      hIns.setInt(3, w);
-      hIns.setInt(4, d);
-      hIns.setInt(5, w);
-      hIns.setBigDecimal(6, amount);
-      hIns.executeUpdate();
+      set(wYtd, amount, w).executeUpdate();
+      set(dYtd, amount, w, d).executeUpdate();
+      set(cPay, amount, amount, w, d, cu).executeUpdate();
+      set(hIns, cu, d, w, d, w, amount).executeUpdate();
     }
   }
 
