@@ -65,7 +65,7 @@ public class TpccClient {
     final int id, txns;
     final Random rnd;
     Connection c;
-    PreparedStatement wTax, dGet, dNext, cGet, oIns, noIns, iGet, sGet, sUp, olIns;
+    PreparedStatement custWh, dGet, dNext, oIns, noIns, iGet, sGet, sUp, olIns;
     PreparedStatement wYtd, dYtd, cPay, hIns;
 
     Terminal(int id, int txns) {
@@ -78,11 +78,11 @@ public class TpccClient {
       try {
         c = DriverManager.getConnection(url, props);
         c.setAutoCommit(false);
-        wTax = c.prepareStatement("SELECT w_tax FROM warehouse WHERE w_id = ?");
+        // The spec's first NewOrder statement (TPC-C 2.4.2.2): customer and warehouse.
+        custWh = c.prepareStatement("SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse "
+            + "WHERE w_id = ? AND c_w_id = w_id AND c_d_id = ? AND c_id = ?");
         dGet = c.prepareStatement("SELECT d_tax, d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?");
         dNext = c.prepareStatement("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = ? AND d_id = ?");
-        cGet = c.prepareStatement(
-            "SELECT c_discount, c_last, c_credit FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?");
         oIns = c.prepareStatement("INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_ol_cnt, "
             + "o_all_local) VALUES (?, ?, ?, ?, now(), ?, 1)");
         noIns = c.prepareStatement("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (?, ?, ?)");
@@ -133,13 +133,12 @@ public class TpccClient {
 
     void newOrder(int w, int d, int cu, int[] items) throws SQLException {
       olIns.clearBatch();  // what a failed attempt left
-      one(set(wTax, w)).close();
+      one(set(custWh, w, d, cu)).close();
       int oid;
       try (ResultSet rs = one(set(dGet, w, d))) {
         oid = rs.getInt(2);
       }
       set(dNext, w, d).executeUpdate();
-      one(set(cGet, w, d, cu)).close();
       set(oIns, oid, d, w, cu, items.length).executeUpdate();
       set(noIns, oid, d, w).executeUpdate();
       for (int n = 0; n < items.length; n++) {
