@@ -14,7 +14,12 @@ const std::vector<Command>& AllCommands() {
   static const std::vector<Command> kCommands = {
       {"version", "print the version", "corral version", "cli/commands.cc", &RunVersion},
       {"refs", "print the references of SQL statements",
-       "corral refs [--refs=literal|canonical] [--grouping=single|all] [--schema=DDL] [--mapping=FILE] [FILE]",
+       "corral refs [--refs=literal|canonical] [--grouping=single|all] [--schema=DDL] [--mapping=FILE]\n"
+       "            [--sql=STATEMENT] [--params=TYPE:VALUE,TYPE:b:HEX,...] [FILE]\n\n"
+       "  e.g. corral refs --schema=schemas/tpcc.sql \\\n"
+       "         --sql 'UPDATE warehouse SET w_ytd = w_ytd + $2 WHERE w_id = $1' \\\n"
+       "         --params 'int4:b:00000005,numeric:3.50'\n"
+       "       corral refs --sql 'SELECT * FROM item WHERE i_id = ANY($1)' --params 'int4[]:{1,2,3}'",
        "cli/refs_cmd.cc", &RunRefs},
       {"proxy", "run the conflict-aware PostgreSQL proxy (transaction pooling)",
        "corral proxy [--config=FILE] [--server=CONNINFO] [--listen_port=N] [--pool_size=N] [--proxy_policy=NAME]",

@@ -6,10 +6,23 @@
 //   s_quantity=6
 //   i_id=2 AND w_id=5
 //
-// Statements are `;`-separated, from the file argument or stdin. Each is
-// printed as a `# N: text` line followed by its references, one per line. A
-// statement that fails to parse is reported on stderr with its number, text
+// Statements are `;`-separated, from --sql, the file argument or stdin. Each
+// is printed as a `# N: text` line followed by its references, one per line.
+// A statement that fails to parse is reported on stderr with its number, text
 // and position; the rest still run, and the exit code is 1.
+//
+// The references of a Bind: --params gives $1, $2, ... with their types and
+// wire formats (cli/param_spec.h), decoded as the proxy decodes a Bind
+// (policies/pg_params.h); each parameter's decoded value is printed as a
+// `# $i` line, an undecodable one as such (it yields no reference).
+//
+//   corral refs --schema=schemas/tpcc.sql \
+//     --sql 'UPDATE warehouse SET w_ytd = w_ytd + $2 WHERE w_id = $1' \
+//     --params 'int4:b:00000005,numeric:3.50'
+//   # 1: UPDATE warehouse SET w_ytd = w_ytd + $2 WHERE w_id = $1
+//   # $1 int4 binary: 5
+//   # $2 numeric text: 3.50
+//   w_id=5
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -21,6 +34,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "cli/param_spec.h"
+#include "policies/pg_params.h"
 #include "policies/policy.h"
 #include "policies/ref_extractor.h"
 #include "policies/schema.h"
@@ -30,6 +45,12 @@ ABSL_FLAG(std::string, refs, "canonical", "reference naming: literal | canonical
 ABSL_FLAG(std::string, grouping, "single", "reference grouping: single | all");
 ABSL_FLAG(std::string, schema, "", "schema DDL file (CREATE TABLE with keys, CREATE FUNCTION)");
 ABSL_FLAG(std::string, mapping, "", "mapping file: column=canonical per line, # comments");
+ABSL_FLAG(std::string, sql, "", "the statement(s) to read, instead of FILE or stdin");
+ABSL_FLAG(std::string, params, "",
+          "bound parameters $1,$2,... as a Bind carries them, comma-separated: VALUE (untyped text), "
+          "TYPE:VALUE (text format, e.g. int4:5, numeric:3.50, text:\"a,b\", int4[]:{1,2,3}), "
+          "TYPE:b:HEX (binary format, e.g. int4:b:00000005), NULL. TYPE: int2 int4 int8 oid numeric bool "
+          "text varchar bpchar name uuid date timestamp timestamptz, T[], unknown, or a type OID");
 
 namespace corral {
 namespace cli {
@@ -89,8 +110,40 @@ int RunRefs(const std::vector<char*>& args) {
     return 2;
   }
 
+  absl::StatusOr<std::vector<CliParam>> specs = ParseParamSpecs(absl::GetFlag(FLAGS_params));
+  if (!specs.ok()) {
+    std::fprintf(stderr, "corral refs: --params: %s\n", std::string(specs.status().message()).c_str());
+    return 2;
+  }
+  BoundParams bound;
+  if (absl::Status st = DecodeCliParams(*specs, &bound); !st.ok()) {
+    std::fprintf(stderr, "corral refs: --params: %s\n", std::string(st.message()).c_str());
+    return 2;
+  }
+  std::vector<std::string> param_lines;
+  for (size_t i = 0; i < specs->size(); ++i) {
+    const ParamValue& v = bound.params()[i];
+    std::string line = absl::StrCat("# $", i + 1, " ", (*specs)[i].oid == 0 ? "unknown" : TypeOidName((*specs)[i].oid),
+                                    (*specs)[i].format == 1 ? " binary: " : " text: ");
+    if (bound.outcomes()[i] == DecodeOutcome::kUndecodable) {
+      absl::StrAppend(&line, "undecodable (no reference)");
+    } else if (v.is_null) {
+      absl::StrAppend(&line, "NULL");
+    } else if (v.is_array) {
+      absl::StrAppend(&line, "array of ", v.num_elements, ":");
+      for (uint32_t k = 0; k < v.num_elements; ++k) {
+        absl::StrAppend(&line, " ", v.elements[k].is_null ? "NULL" : absl::StrCat("[", v.elements[k].text, "]"));
+      }
+    } else {
+      absl::StrAppend(&line, v.text);
+    }
+    param_lines.push_back(std::move(line));
+  }
+
   std::string input;
-  if (args.size() >= 2) {
+  if (!absl::GetFlag(FLAGS_sql).empty()) {
+    input = absl::GetFlag(FLAGS_sql);
+  } else if (args.size() >= 2) {
     if (!ReadAll(args[1], &input)) {
       std::fprintf(stderr, "corral refs: cannot read %s\n", args[1]);
       return 2;
@@ -108,13 +161,14 @@ int RunRefs(const std::vector<char*>& args) {
     std::string one_line = absl::StrReplaceAll(stmt.text, {{"\n", " "}, {"\r", " "}});
     RefVec ids;
     std::vector<std::string> texts;
-    absl::Status st = extractor.Extract(stmt.text, policy, &ids, &texts);
+    absl::Status st = extractor.Extract(stmt.text, policy, bound.params(), &ids, &texts);
     if (!st.ok()) {
       ++failed;
       std::fprintf(stderr, "statement %d (%s): %s\n", n, one_line.c_str(), std::string(st.message()).c_str());
       continue;
     }
     std::printf("# %d: %s\n", n, one_line.c_str());
+    for (const std::string& l : param_lines) std::printf("%s\n", l.c_str());
     for (const std::string& t : texts) std::printf("%s\n", t.c_str());
   }
   std::fflush(stdout);

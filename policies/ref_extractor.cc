@@ -15,6 +15,7 @@
 #include "common/hash.h"
 #include "pg_query.h"
 #include "policies/json.h"
+#include "policies/pg_params.h"
 #include "policies/ref_value.h"
 #include "policies/sql_lexer.h"
 
@@ -38,6 +39,7 @@ struct ValueSrc {
   enum class Kind : uint8_t { kSlot, kParam, kConst };
   Kind kind = Kind::kConst;
   bool negate = false;       // literal written as `- <number>`
+  bool array = false;        // `= ANY(...)`: the value is an array (one reference per element)
   int index = -1;            // slot (0-based) or parameter number (1-based)
   TypeClass type = TypeClass::kUnknown;
   std::string tree_raw;      // value from the parse tree (kSlot, kConst)
@@ -331,7 +333,12 @@ class Compiler {
     const Json* b = expr.NodeBody();
     if (b == nullptr) return;
     if (kind == "BoolExpr") {
-      if (Str(b, "boolop") != "AND_EXPR") return;  // OR / NOT subtrees yield nothing
+      const std::string boolop = Str(b, "boolop");
+      if (boolop == "OR_EXPR") {
+        OrChain(expr, scope, conj);
+        return;
+      }
+      if (boolop != "AND_EXPR") return;  // NOT subtrees yield nothing
       if (const Json* args = b->Get("args")) {
         for (const Json& a : args->items()) Where(a, scope, conj);
       }
@@ -342,33 +349,130 @@ class Compiler {
       return;
     }
     if (kind != "A_Expr") return;
-    std::vector<std::string> op = StringList(b->Get("name"));
-    std::string akind = Str(b, "kind");
     const Json* l = b->Get("lexpr");
     const Json* r = b->Get("rexpr");
-    if (l == nullptr || r == nullptr || op.size() != 1 || op[0] != "=") return;
-    if (l->NodeType() == "SubLink") Where(*l, scope, conj);
-    if (r->NodeType() == "SubLink") Where(*r, scope, conj);
+    if (l != nullptr && r != nullptr && IsEqualityOp(*b)) {
+      if (l->NodeType() == "SubLink") Where(*l, scope, conj);
+      if (r->NodeType() == "SubLink") Where(*r, scope, conj);
+    }
     std::string table, col;
+    std::vector<ValueSrc> values;
+    bool is_list = false;
+    if (!EqualityValues(expr, scope, &table, &col, &values, &is_list)) return;
+    std::vector<int> preds;
+    for (ValueSrc& v : values) preds.push_back(AddColumnPred(table, col, std::move(v)));
+    if (preds.empty()) return;
+    if (is_list) {
+      plan_->conjs[conj].ins.push_back(std::move(preds));
+    } else {
+      plan_->conjs[conj].eqs.push_back(preds[0]);
+    }
+  }
+
+  static bool IsEqualityOp(const Json& a_expr_body) {
+    std::vector<std::string> op = StringList(a_expr_body.Get("name"));
+    return op.size() == 1 && op[0] == "=";
+  }
+
+  // An equality on one column: `col = v` / `v = col` (one value, *is_list
+  // false), `col IN (v, ...)`, `col = ANY($n | ARRAY[v, ...] | '{...}')`
+  // (*is_list true; elements that are not constants or parameters are left
+  // out, as in IN lists). Appends the values to *values; false (appending
+  // nothing) for anything else.
+  bool EqualityValues(const Json& expr, const Scope& scope, std::string* table, std::string* col,
+                      std::vector<ValueSrc>* values, bool* is_list) {
+    if (expr.NodeType() != "A_Expr") return false;
+    const Json* b = expr.NodeBody();
+    if (b == nullptr || !IsEqualityOp(*b)) return false;
+    const Json* l = b->Get("lexpr");
+    const Json* r = b->Get("rexpr");
+    if (l == nullptr || r == nullptr) return false;
+    const std::string akind = Str(b, "kind");
     if (akind == "AEXPR_OP") {
       ValueSrc v;
-      if (ColumnOf(*l, scope, &table, &col) && ValueOf(*r, &v)) {
-        plan_->conjs[conj].eqs.push_back(AddColumnPred(table, col, std::move(v)));
-      } else if (ColumnOf(*r, scope, &table, &col) && ValueOf(*l, &v)) {
-        plan_->conjs[conj].eqs.push_back(AddColumnPred(table, col, std::move(v)));
+      if ((ColumnOf(*l, scope, table, col) && ValueOf(*r, &v)) || (ColumnOf(*r, scope, table, col) && ValueOf(*l, &v))) {
+        *is_list = false;
+        values->push_back(std::move(v));
+        return true;
       }
-    } else if (akind == "AEXPR_IN") {
-      if (!ColumnOf(*l, scope, &table, &col)) return;
+      return false;
+    }
+    if (akind == "AEXPR_IN") {
+      if (!ColumnOf(*l, scope, table, col)) return false;
       const Json* lb = r->NodeBody();
       const Json* items = lb == nullptr ? nullptr : lb->Get("items");
-      if (items == nullptr) return;
-      std::vector<int> in;
+      if (items == nullptr) return false;
       for (const Json& e : items->items()) {
         ValueSrc v;
-        if (ValueOf(e, &v)) in.push_back(AddColumnPred(table, col, std::move(v)));
+        if (ValueOf(e, &v)) values->push_back(std::move(v));
       }
-      if (!in.empty()) plan_->conjs[conj].ins.push_back(std::move(in));
+      *is_list = true;
+      return true;
     }
+    if (akind == "AEXPR_OP_ANY") {
+      if (!ColumnOf(*l, scope, table, col)) return false;
+      const Json* arr = r;
+      while (arr->NodeType() == "TypeCast" && arr->NodeBody() != nullptr && arr->NodeBody()->Get("arg") != nullptr) {
+        arr = arr->NodeBody()->Get("arg");
+      }
+      *is_list = true;
+      if (arr->NodeType() == "A_ArrayExpr") {
+        const Json* elems = arr->NodeBody() == nullptr ? nullptr : arr->NodeBody()->Get("elements");
+        if (elems != nullptr) {
+          for (const Json& e : elems->items()) {
+            ValueSrc v;
+            if (ValueOf(e, &v)) values->push_back(std::move(v));
+          }
+        }
+        return true;
+      }
+      ValueSrc v;
+      // A parameter bound to an array, or an array literal '{1,2}'.
+      if (ValueOf(*arr, &v) && v.kind != ValueSrc::Kind::kConst) {
+        v.array = true;
+        v.negate = false;
+        values->push_back(std::move(v));
+      }
+      return true;
+    }
+    return false;
+  }
+
+  // `a = 1 OR a = 2 OR a IN (3, 4) OR a = ANY($1)`: one IN list over the
+  // column, if every disjunct (nested ORs flattened) is an equality on the
+  // same column; anything else (another column, a range, AND inside) and the
+  // OR yields nothing.
+  void OrChain(const Json& expr, const Scope& scope, int conj) {
+    std::vector<const Json*> disjuncts, stack = {&expr};
+    while (!stack.empty()) {
+      const Json* e = stack.back();
+      stack.pop_back();
+      const Json* b = e->NodeBody();
+      if (b == nullptr) return;
+      if (e->NodeType() == "BoolExpr" && Str(b, "boolop") == "OR_EXPR") {
+        const Json* args = b->Get("args");
+        if (args == nullptr) return;
+        for (auto it = args->items().rbegin(); it != args->items().rend(); ++it) stack.push_back(&*it);
+        continue;
+      }
+      disjuncts.push_back(e);
+    }
+    std::string table, col;
+    std::vector<ValueSrc> values;
+    for (size_t i = 0; i < disjuncts.size(); ++i) {
+      std::string t, c;
+      bool is_list = false;
+      if (!EqualityValues(*disjuncts[i], scope, &t, &c, &values, &is_list)) return;
+      if (i == 0) {
+        table = t;
+        col = c;
+      } else if (t != table || c != col) {
+        return;
+      }
+    }
+    std::vector<int> in;
+    for (ValueSrc& v : values) in.push_back(AddColumnPred(table, col, std::move(v)));
+    if (!in.empty()) plan_->conjs[conj].ins.push_back(std::move(in));
   }
 
   void FuncCall(const Json& fc, const Scope& scope) {
@@ -578,8 +682,18 @@ struct Scratch {
     uint32_t begin = 0, end = 0;
     bool present = false;
     bool in_arena = false;
+    bool is_array = false;  // elements elems[elem_begin, elem_begin + elem_count)
+    uint32_t elem_begin = 0, elem_count = 0;
   };
   std::vector<Value> values;
+  // Rendered elements of array values (`= ANY(...)`), always in the arena.
+  struct Elem {
+    absl::string_view view;
+    uint32_t begin = 0, end = 0;
+  };
+  std::vector<Elem> elems;
+  std::string unescape;                     // ParseArrayLiteral's buffer
+  std::vector<ArrayLiteralElement> lit_elems;
   // A small per-thread, lock-free front cache of plans (direct-mapped by the
   // key's hash), tagged with the owning extractor's id. Plans are immutable
   // and shared, so an entry stays valid after the shared cache evicts it.
@@ -622,25 +736,59 @@ inline bool IsPlainInteger(absl::string_view raw) {
   return true;
 }
 
+// Renders one array value's elements into sc->arena / sc->elems: a typed
+// array parameter's elements, or the elements of an array literal ('{1,2}'
+// as a text parameter or a string constant). NULL elements yield nothing; a
+// malformed literal yields no element.
+void RenderArray(const ValueSrc& v, const ParamValue* param, absl::string_view literal, Scratch* sc,
+                 Scratch::Value* out) {
+  out->is_array = true;
+  out->elem_begin = static_cast<uint32_t>(sc->elems.size());
+  auto add = [&](absl::string_view raw) {
+    Scratch::Elem e;
+    e.begin = static_cast<uint32_t>(sc->arena.size());
+    AppendRenderedValue(raw, v.type, &sc->arena);
+    e.end = static_cast<uint32_t>(sc->arena.size());
+    sc->elems.push_back(e);
+  };
+  if (param != nullptr && param->is_array) {
+    for (uint32_t k = 0; k < param->num_elements; ++k) {
+      if (!param->elements[k].is_null) add(param->elements[k].text);
+    }
+  } else if (ParseArrayLiteral(literal, &sc->unescape, &sc->lit_elems)) {
+    for (const ArrayLiteralElement& e : sc->lit_elems) {
+      if (!e.is_null) add(e.text);
+    }
+  }
+  out->elem_count = static_cast<uint32_t>(sc->elems.size()) - out->elem_begin;
+  out->present = out->elem_count > 0;
+}
+
 // Renders every pred's value into sc (from slots, parameters or the tree).
 void RenderValues(const Plan& plan, absl::string_view sql, const LexResult* lex, bool from_tree,
                   ParamSpan params, Scratch* sc) {
   const size_t n = plan.preds.size();
   sc->arena.clear();
+  sc->elems.clear();
   sc->values.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const ValueSrc& v = plan.preds[i].value;
     Scratch::Value& out = sc->values[i];
     out.present = false;
     out.in_arena = false;
+    out.is_array = false;
     absl::string_view raw;
+    const ParamValue* param = nullptr;
     switch (v.kind) {
       case ValueSrc::Kind::kConst:
         raw = v.tree_raw;
         break;
       case ValueSrc::Kind::kParam:
         if (v.index > static_cast<int>(params.size()) || params[v.index - 1].is_null) continue;
-        raw = params[v.index - 1].text;
+        param = &params[v.index - 1];
+        // An array bound where a scalar is compared: no reference.
+        if (param->is_array && !v.array) continue;
+        raw = param->text;
         break;
       case ValueSrc::Kind::kSlot:
         if (from_tree) {
@@ -658,6 +806,10 @@ void RenderValues(const Plan& plan, absl::string_view sql, const LexResult* lex,
         }
         break;
     }
+    if (v.array) {
+      RenderArray(v, param, raw, sc, &out);
+      continue;
+    }
     out.present = true;
     if (v.type != TypeClass::kText && IsPlainInteger(raw)) {
       out.view = raw;  // already canonical: no copy
@@ -673,6 +825,7 @@ void RenderValues(const Plan& plan, absl::string_view sql, const LexResult* lex,
     Scratch::Value& out = sc->values[i];
     if (out.in_arena) out.view = arena.substr(out.begin, out.end - out.begin);
   }
+  for (Scratch::Elem& e : sc->elems) e.view = arena.substr(e.begin, e.end - e.begin);
 }
 
 // Appends `id` unless present; counts it in *mult (if any) once per
@@ -697,6 +850,19 @@ inline bool AddRef(RefId id, RefVec* ids, RefMult* mult, size_t stmt_begin,
   return true;
 }
 
+// Calls fn(value) for each value of pred p: its one value, or each element
+// of an array value.
+template <typename Fn>
+inline void ForEachValue(const Scratch& sc, int p, Fn fn) {
+  const Scratch::Value& v = sc.values[p];
+  if (!v.present) return;
+  if (!v.is_array) {
+    fn(v.view);
+    return;
+  }
+  for (uint32_t k = 0; k < v.elem_count; ++k) fn(sc.elems[v.elem_begin + k].view);
+}
+
 void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids, RefMult* mult,
           std::vector<std::string>* texts) {
   if (mult != nullptr && mult->size() < ids->size()) mult->resize(ids->size(), 1);
@@ -704,12 +870,12 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids, R
   absl::InlinedVector<uint32_t, 8> counted;
   const int ni = Idx(policy.naming);
   auto single = [&](int p) {
-    if (!sc->values[p].present) return;
     const Name& name = plan.preds[p].name[ni];
-    absl::string_view v = sc->values[p].view;
-    RefId id(Mix64(Fnv1aAppend(name.eq_state, v.data(), v.size())));
-    if (!AddRef(id, ids, mult, stmt_begin, &counted)) return;
-    if (texts != nullptr) texts->push_back(absl::StrCat(name.text, "=", v));
+    ForEachValue(*sc, p, [&](absl::string_view v) {
+      RefId id(Mix64(Fnv1aAppend(name.eq_state, v.data(), v.size())));
+      if (!AddRef(id, ids, mult, stmt_begin, &counted)) return;
+      if (texts != nullptr) texts->push_back(absl::StrCat(name.text, "=", v));
+    });
   };
   if (policy.grouping == RefGrouping::kSingle) {
     for (const Conj& c : plan.conjs) {
@@ -720,20 +886,26 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids, R
     }
     return;
   }
-  absl::InlinedVector<int, 16> group;
-  auto less = [&](int a, int b) {
-    int ra = plan.preds[a].name[ni].rank, rb = plan.preds[b].name[ni].rank;
-    if (ra != rb) return ra < rb;
-    return sc->values[a].view < sc->values[b].view;
+  // A conjunction's members: (pred, value); an array pred contributes one
+  // member per element only as the IN-list element below.
+  struct Member {
+    int pred;
+    absl::string_view value;
   };
-  auto same = [&](int a, int b) {
-    return plan.preds[a].name[ni].rank == plan.preds[b].name[ni].rank && sc->values[a].view == sc->values[b].view;
+  absl::InlinedVector<Member, 16> group;
+  auto less = [&](const Member& a, const Member& b) {
+    int ra = plan.preds[a.pred].name[ni].rank, rb = plan.preds[b.pred].name[ni].rank;
+    if (ra != rb) return ra < rb;
+    return a.value < b.value;
+  };
+  auto same = [&](const Member& a, const Member& b) {
+    return plan.preds[a.pred].name[ni].rank == plan.preds[b.pred].name[ni].rank && a.value == b.value;
   };
   auto emit_group = [&]() {
     if (group.empty()) return;
     // Insertion sort: groups are small.
     for (size_t i = 1; i < group.size(); ++i) {
-      int x = group[i];
+      Member x = group[i];
       size_t j = i;
       while (j > 0 && less(x, group[j - 1])) {
         group[j] = group[j - 1];
@@ -749,8 +921,8 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids, R
     group.resize(w);
     uint64_t h = kFingerprintSeed;
     for (size_t i = 0; i < group.size(); ++i) {
-      const Name& name = plan.preds[group[i]].name[ni];
-      absl::string_view v = sc->values[group[i]].view;
+      const Name& name = plan.preds[group[i].pred].name[ni];
+      absl::string_view v = group[i].value;
       if (i > 0) h = Fnv1aAppend(h, " AND ", 5);
       h = Fnv1aAppend(h, name.text.data(), name.text.size());
       h = Fnv1aAppend(h, "=", 1);
@@ -762,28 +934,30 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids, R
       std::string t;
       for (size_t i = 0; i < group.size(); ++i) {
         if (i > 0) t.append(" AND ");
-        absl::StrAppend(&t, plan.preds[group[i]].name[ni].text, "=", sc->values[group[i]].view);
+        absl::StrAppend(&t, plan.preds[group[i].pred].name[ni].text, "=", group[i].value);
       }
       texts->push_back(std::move(t));
     }
   };
+  // The conjunction's scalar equalities (arrays only appear in IN lists).
+  auto add_eqs = [&](const Conj& c) {
+    group.clear();
+    for (int p : c.eqs) {
+      if (sc->values[p].present && !sc->values[p].is_array) group.push_back(Member{p, sc->values[p].view});
+    }
+  };
   for (const Conj& c : plan.conjs) {
     if (c.ins.empty()) {
-      group.clear();
-      for (int p : c.eqs) {
-        if (sc->values[p].present) group.push_back(p);
-      }
+      add_eqs(c);
       emit_group();
       continue;
     }
     for (int e : c.ins[0]) {
-      if (!sc->values[e].present) continue;
-      group.clear();
-      for (int p : c.eqs) {
-        if (sc->values[p].present) group.push_back(p);
-      }
-      group.push_back(e);
-      emit_group();
+      ForEachValue(*sc, e, [&](absl::string_view v) {
+        add_eqs(c);
+        group.push_back(Member{e, v});
+        emit_group();
+      });
     }
   }
 }

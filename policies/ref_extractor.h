@@ -5,9 +5,15 @@
 //
 // What yields a reference (per statement; a string may hold several):
 //  - WHERE / JOIN ... ON equalities `col = const|$n` in AND trees (either
-//    side); a predicate under OR or NOT yields nothing from that subtree;
+//    side); a predicate under NOT yields nothing from that subtree;
 //    `col = col`, ranges, LIKE, IS NULL, `<>` and other operators yield nothing.
-//  - `col IN (v1, v2, ...)`: one reference per element (Single). Under All
+//  - `col IN (v1, v2, ...)`, `col = ANY(ARRAY[v1, v2])`, `col = ANY('{v1,v2}')`,
+//    `col = ANY($n)` (an array parameter: ParamValue::is_array, or a text
+//    array literal) and OR-chains of such equalities on one column
+//    (`a = 1 OR a = 2 OR a IN (3, 4)`) are all one IN list: one reference per
+//    element (NULL elements yield nothing). An OR whose disjuncts name
+//    different columns, or hold anything but such equalities, yields
+//    nothing. Under All
 //    each element of the conjunction's first IN list makes its own
 //    conjunction with the equalities (`IN (1,2)` and `w_id=5` -> `i_id=1 AND
 //    w_id=5`, `i_id=2 AND w_id=5`); further IN lists of the same conjunction
@@ -26,8 +32,11 @@
 //  - Sub-selects (FROM subqueries, IN/EXISTS/scalar sublinks under AND, CTEs,
 //    UNION arms) contribute their own conjunctions.
 //  - NULL values, expressions (`s_quantity - 5`) and unbound parameters yield
-//    nothing. DDL, SET, SHOW, BEGIN/COMMIT, ... yield nothing.
+//    nothing; nor does an array parameter bound where a scalar is compared. DDL, SET, SHOW, BEGIN/COMMIT, ... yield nothing.
 // Values follow policies/ref_value.h (numbers canonical, strings quoted).
+// Parameters are ParamValues (policies/param_value.h): text as sent, or typed
+// values decoded from a Bind's text or binary formats by BoundParams
+// (policies/pg_params.h), which give the same references.
 // Names: the column as written (qualifier dropped; alias and table resolved
 // through FROM), `table.column` where the schema has the column name in
 // several tables; Canonical uses Schema::CanonicalName. Without a schema
@@ -74,17 +83,11 @@
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "common/ids.h"
+#include "policies/param_value.h"
 #include "policies/policy.h"
 #include "policies/schema.h"
 
 namespace corral {
-
-// A bound parameter as the client sent it (text format).
-struct ParamValue {
-  absl::string_view text;
-  bool is_null = false;
-};
-using ParamSpan = absl::Span<const ParamValue>;
 
 // The byte position (1-based, into the statement text) carried by a syntax
 // error from RefExtractor, if any.

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "gtest/gtest.h"
+#include "policies/pg_params.h"
 #include "policies/ref_extractor.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -80,6 +81,61 @@ TEST(RefExtractorAlloc, CacheHitForIdsDoesNotAllocate) {
     g_counting = false;
     EXPECT_EQ(g_allocs, 0) << "allocations on a cache hit";
     EXPECT_FALSE(ids.empty());
+  }
+}
+
+// The ANY / OR shapes and typed array parameters keep the hit path
+// allocation-free too, as does decoding a Bind into reused BoundParams.
+TEST(RefExtractorAlloc, AnyOrAndTypedParamsDoNotAllocateWhenWarm) {
+  if (!CORRAL_COUNT_ALLOCS) GTEST_SKIP() << "sanitizer build: operator new not countable";
+  SchemaBuilder b;
+  ASSERT_TRUE(b.AddDdl("CREATE TABLE stock (s_i_id int, s_w_id int, s_data varchar(50));").ok());
+  RefExtractor ex(*b.Build());
+  const char* any = "SELECT * FROM stock WHERE s_w_id = $1 AND s_i_id = ANY($2)";
+  const char* lit = "SELECT * FROM stock WHERE s_w_id = 3 AND (s_i_id = 1 OR s_i_id = ANY(ARRAY[4, 5]))";
+  // int4 5 and int4[] {1,NULL,2} in binary wire format.
+  const std::string five("\0\0\0\5", 4);
+  const std::string arr("\0\0\0\1" "\0\0\0\1" "\0\0\0\x17" "\0\0\0\3" "\0\0\0\1"
+                        "\0\0\0\4" "\0\0\0\1" "\xff\xff\xff\xff" "\0\0\0\4" "\0\0\0\2",
+                        40);
+  const uint32_t oids[] = {pgoid::kInt4, pgoid::kInt4Array};
+  ParamValue text_params[] = {{"5"}, {"{1,\"2\",3}"}};
+  // The same two values in a Bind message body (portal "", statement "s",
+  // one format code: binary; no result format codes).
+  const std::string bind = std::string("\0s\0\0\1\0\1\0\2", 9) + std::string("\0\0\0\4", 4) + five +
+                           std::string("\0\0\0\x28", 4) + arr + std::string("\0\0", 2);
+  BindMessage msg;
+  BoundParams bound;
+  RefVec ids;
+  ids.reserve(64);
+  for (ExtractionPolicy p : {ExtractionPolicy{RefNaming::kLiteral, RefGrouping::kSingle},
+                             ExtractionPolicy{RefNaming::kCanonical, RefGrouping::kAll}}) {
+    for (int round = 0; round < 2; ++round) {
+      g_allocs = 0;
+      g_counting = round == 1;
+      absl::Status m = ParseBindMessage(bind, &msg);
+      absl::Status d = bound.Decode(oids, msg.param_formats, msg.values);
+      ids.clear();
+      absl::Status s1 = ex.Extract(any, p, bound.params(), &ids);
+      const size_t typed = ids.size();
+      ids.clear();
+      absl::Status s2 = ex.Extract(any, p, ParamSpan(text_params, 2), &ids);
+      const size_t text = ids.size();
+      ids.clear();
+      absl::Status s3 = ex.Extract(lit, p, &ids);
+      const size_t literal = ids.size();
+      g_counting = false;
+      ASSERT_TRUE(m.ok() && d.ok() && s1.ok() && s2.ok() && s3.ok()) << m << d;
+      ASSERT_EQ(msg.values.size(), 2u);
+      EXPECT_EQ(msg.values[1].bytes, arr);
+      EXPECT_EQ(bound.undecodable(), 0);
+      EXPECT_EQ(typed, p.grouping == RefGrouping::kSingle ? 3u : 2u);
+      EXPECT_EQ(text, p.grouping == RefGrouping::kSingle ? 4u : 3u);
+      EXPECT_EQ(literal, p.grouping == RefGrouping::kSingle ? 4u : 3u);
+      if (round == 1) {
+        EXPECT_EQ(g_allocs, 0) << "allocations on a warm ANY/OR hit or Bind decode";
+      }
+    }
   }
 }
 

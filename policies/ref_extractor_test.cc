@@ -301,6 +301,59 @@ TEST(Features, StringQuotingAndEscaping) {
   EXPECT_EQ(Refs(ex, "SELECT * FROM customer WHERE c_last = $$O'B$$", kLitSingle), Texts{"c_last='O''B'"});
 }
 
+TEST(Features, OrChainsOnOneColumnAreInLists) {
+  RefExtractor ex(Tpcc());
+  const std::string sql = "SELECT * FROM stock WHERE s_w_id = 5 AND (s_i_id = 1 OR s_i_id = 2 OR s_i_id IN (3, 4))";
+  EXPECT_EQ(Refs(ex, sql, kCanSingle), (Texts{"w_id=5", "i_id=1", "i_id=2", "i_id=3", "i_id=4"}));
+  EXPECT_EQ(Refs(ex, sql, kCanAll), (Texts{"i_id=1 AND w_id=5", "i_id=2 AND w_id=5", "i_id=3 AND w_id=5",
+                                           "i_id=4 AND w_id=5"}));
+  // Constant on either side, parameters, nested parentheses, a top-level OR.
+  EXPECT_EQ(Refs(ex, "SELECT * FROM item WHERE 7 = i_id OR (i_id = $1 OR i_id = ANY($2))", kCanSingle,
+                 {{"8"}, {"{9,10}"}}),
+            (Texts{"i_id=7", "i_id=8", "i_id=9", "i_id=10"}));
+  // The same OR as an IN list gives the same references.
+  EXPECT_EQ(Refs(ex, "SELECT * FROM item WHERE i_id = 1 OR i_id = 2", kLitAll),
+            Refs(ex, "SELECT * FROM item WHERE i_id IN (1, 2)", kLitAll));
+}
+
+TEST(Features, AnyArraysAreInLists) {
+  RefExtractor ex(Tpcc());
+  const Texts want = {"w_id=5", "i_id=1", "i_id=2", "i_id=3"};
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_w_id = 5 AND s_i_id = ANY(ARRAY[1, 2, 3])", kCanSingle), want);
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_w_id = 5 AND s_i_id = ANY(ARRAY[1, 2, 3]::int[])", kCanSingle),
+            want);
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_w_id = 5 AND s_i_id = ANY('{1, 2,3}')", kCanSingle), want);
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_w_id = 5 AND s_i_id = ANY('{1,2,3}'::int[])", kCanSingle), want);
+  // An array parameter: a text array literal, or a typed array (elements).
+  const std::string any = "SELECT * FROM stock WHERE s_w_id = $1 AND s_i_id = ANY($2)";
+  EXPECT_EQ(Refs(ex, any, kCanSingle, {{"5"}, {"{1,2,3}"}}), want);
+  ParamValue elems[] = {{"1"}, {"", true}, {"2.0"}, {"3"}};
+  ParamValue arr;
+  arr.is_array = true;
+  arr.elements = elems;
+  arr.num_elements = 4;
+  EXPECT_EQ(Refs(ex, any, kCanSingle, {{"5"}, arr}), want);  // the NULL element yields nothing
+  EXPECT_EQ(Refs(ex, any, kCanAll, {{"5"}, arr}), (Texts{"i_id=1 AND w_id=5", "i_id=2 AND w_id=5", "i_id=3 AND w_id=5"}));
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_w_id = $1 AND s_i_id = ANY($2::int[])", kCanSingle, {{"5"}, arr}),
+            want);
+  // Quoted elements keep their text; a text column quotes them.
+  EXPECT_EQ(Refs(ex, "SELECT * FROM customer WHERE c_last = ANY($1)", kCanSingle, {{R"({"O'Brien", "a,b", BAR, NULL, "NULL"})"}}),
+            (Texts{"c_last='O''Brien'", "c_last='a,b'", "c_last='BAR'", "c_last='NULL'"}));
+  // Empty, malformed or multi-dimensional arrays, and NULL, yield nothing
+  // from the ANY (but the statement's other references stay).
+  for (const char* bad : {"{}", "{1,2", "{{1,2},{3,4}}", "1,2", ""}) {
+    EXPECT_EQ(Refs(ex, any, kCanSingle, {{"5"}, {bad}}), Texts{"w_id=5"}) << bad;
+  }
+  EXPECT_EQ(Refs(ex, any, kCanSingle, {{"5"}, {"", true}}), Texts{"w_id=5"});
+  // An array bound where a scalar is compared yields nothing; ALL and <> ANY nothing.
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_w_id = $1", kCanSingle, {arr}), Texts{});
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_i_id = ALL(ARRAY[1, 2])", kCanSingle), Texts{});
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_i_id <> ANY(ARRAY[1, 2])", kCanSingle), Texts{});
+  // ANY over a sub-select is a sub-link: the sub-select's own references.
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_i_id = ANY(SELECT i_id FROM item WHERE i_id = 4)", kCanSingle),
+            Texts{"i_id=4"});
+}
+
 TEST(Features, AliasesAndQualifiedNames) {
   RefExtractor ex(Tpcc());
   EXPECT_EQ(Refs(ex, "SELECT * FROM stock s WHERE s.s_w_id = 5 AND stock_alias_free = 1", kCanSingle),
@@ -310,11 +363,14 @@ TEST(Features, AliasesAndQualifiedNames) {
             (Texts{"s_quantity=1", "s_w_id=2"}));
 }
 
-TEST(Features, OrSubtreesYieldNothing) {
+TEST(Features, OrAcrossColumnsAndNotYieldNothing) {
   RefExtractor ex(Tpcc());
-  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_w_id = 5 AND (s_i_id = 1 OR s_i_id = 2)", kCanSingle),
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_w_id = 5 AND (s_i_id = 1 OR s_dist_01 = 'x')", kCanSingle),
             Texts{"w_id=5"});
   EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_w_id = 5 OR s_i_id = 1", kCanSingle), Texts{});
+  // An OR with anything but equalities on its column yields nothing.
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_i_id = 1 OR s_i_id > 7", kCanSingle), Texts{});
+  EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE s_i_id = 1 OR (s_i_id = 2 AND s_w_id = 3)", kCanSingle), Texts{});
   EXPECT_EQ(Refs(ex, "SELECT * FROM stock WHERE NOT (s_w_id = 5) AND s_i_id = 1", kCanSingle), Texts{"i_id=1"});
   // Ranges, LIKE, IS NULL, <> and column=column yield nothing.
   EXPECT_EQ(Refs(ex,
@@ -558,6 +614,8 @@ const std::vector<std::string>& Templates() {
       "BEGIN; SELECT w_tax FROM warehouse WHERE w_id = #n; UPDATE stock SET s_quantity = #m "
       "WHERE s_i_id = #n AND s_w_id = #n; COMMIT",
       "SELECT * FROM stock WHERE s_w_id = #n AND s_i_id = #n AND s_i_id = #n",
+      "SELECT * FROM stock WHERE s_w_id = #n AND (s_i_id = #n OR s_i_id = #n OR s_i_id IN (#n, #n))",
+      "SELECT * FROM stock WHERE s_w_id = ANY(ARRAY[#n, #n]) AND s_i_id = #n",
   };
   return kT;
 }

@@ -83,6 +83,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   FakeSource src;
   src.stats_.commits = 12;
   src.stats_.aborts_40001 = 5;
+  src.stats_.undecodable_params = 7;
   AdminConsole console(&src);
   const std::string out = Query(console, "  show   STATS ; ");
   auto msgs = Messages(out);
@@ -92,7 +93,9 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("commits") + std::string("\0\0\0\x02", 4) + "12"));
   EXPECT_TRUE(absl::StrContains(out, "conflict_aborts_40001"));
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 19"));
+  EXPECT_TRUE(absl::StrContains(out, std::string("undecodable_params") + std::string("\0\0\0\x01", 4) + "7"));
+  EXPECT_TRUE(absl::StrContains(out, "describes_injected"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 21"));
 }
 
 TEST(AdminConsole, ShowQueuesClientsHistoryPolicy) {

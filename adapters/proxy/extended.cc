@@ -13,20 +13,21 @@ namespace proxy {
 // A unit that only runs BEGIN (or COMMIT/ROLLBACK of a held BEGIN) is
 // answered by the proxy with the responses the server would send.
 bool Proxy::Loop::AnswerHeldExtended(Client* c, size_t end) {
-  absl::flat_hash_map<std::string, std::string> local;
+  StatementMap local;
   TxnControl kind = TxnControl::kOther;
   int executes = 0;
   for (size_t i = 0; i <= end; ++i) {
     const Msg& u = c->pending[i];
     wire::Reader r(u.body());
     if (u.type == 'P') {
-      std::string name(r.CString());
-      local[name] = std::string(r.CString());
+      std::string name;
+      PreparedDef d = PreparedDef::FromParse(u.body(), &name);
+      local[name] = std::move(d);
     } else if (u.type == 'B') {
       r.CString();
-      const std::string* text = FindStatementText(local, c->stmts, std::string(r.CString()));
-      if (text == nullptr) return false;
-      const TxnControl k = ClassifyTxnControl(*text);
+      const PreparedDef* d = FindStatement(local, c->stmts, std::string(r.CString()));
+      if (d == nullptr) return false;
+      const TxnControl k = ClassifyTxnControl(d->query);
       if (k == TxnControl::kOther || (kind != TxnControl::kOther && k != kind)) return false;
       kind = k;
     } else if (u.type == 'E') {
@@ -55,8 +56,8 @@ bool Proxy::Loop::AnswerHeldExtended(Client* c, size_t end) {
       }
       case 'B': {
         r.CString();
-        const std::string* text = FindStatementText(local, c->stmts, std::string(r.CString()));
-        begin_text = text != nullptr ? *text : std::string();
+        const PreparedDef* d = FindStatement(local, c->stmts, std::string(r.CString()));
+        begin_text = d != nullptr ? d->query : std::string();
         wire::AppendEmpty(&c->out, '2');
         break;
       }
@@ -138,56 +139,96 @@ std::string Proxy::Loop::EnsurePrepared(Backend* b, const PreparedDef& d, bool c
   return name;
 }
 
+void Proxy::Loop::DescribeForTypes(Backend* b, const std::string& key, const std::string& backend_name) {
+  Batch& open = b->batches.back();
+  for (const DescribeEntry& e : open.describes) {
+    if (e.drop && e.key == key) return;  // already asked in this batch
+  }
+  std::string msg;
+  AppendStatementMessage(&msg, 'D', backend_name);
+  Send(b, msg);
+  open.describes.push_back(DescribeEntry{true, key});
+  stats_.describes_injected++;
+}
+
+void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool extract) {
+  const absl::string_view body = raw.substr(5);
+  wire::Reader r(body);
+  absl::string_view portal = r.CString();
+  std::string stmt(r.CString());
+  auto it = c->stmts.find(stmt);  // "" is the client's last unnamed statement
+  if (it == c->stmts.end()) {
+    Send(b, raw);
+    return;
+  }
+  const PreparedDef& d = it->second;
+  if (stmt.empty()) {
+    // Only when this backend holds the client's unnamed statement.
+    if (b->unnamed_key == d.key && router_->NeedsParamTypes(d, body)) DescribeForTypes(b, d.key, "");
+    if (extract) router_->AddBind(d, body, &c->route);
+    Send(b, raw);
+    return;
+  }
+  const std::string bname = EnsurePrepared(b, d, false);
+  if (router_->NeedsParamTypes(d, body)) DescribeForTypes(b, d.key, bname);
+  if (extract) router_->AddBind(d, body, &c->route);
+  std::string msg;
+  size_t at = wire::BeginMessage(&msg, 'B');
+  msg.append(portal.data(), portal.size());
+  msg.push_back('\0');
+  msg.append(bname);
+  msg.push_back('\0');
+  absl::string_view rest = r.rest();
+  msg.append(rest.data(), rest.size());
+  wire::EndMessage(&msg, at);
+  Send(b, msg);
+}
+
+// Every statement of a transaction adds its references (for the History at
+// its outcome); those of the unit that routed it were taken then.
 void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view raw) {
   const absl::string_view body = raw.substr(5);
+  const bool extract = c->routed_ahead == 0;
+  if (!extract) --c->routed_ahead;
   Batch& open = b->batches.back();
   open.msgs++;
   wire::Reader r(body);
   switch (type) {
     case 'Q':
+      if (extract) router_->AddQuery(r.CString(), &c->route);
+      [[fallthrough]];
     case 'S':
     case 'F':
       Send(b, raw);
       EndBatch(b);
       return;
     case 'P': {
-      if (r.CString().empty()) {  // the unnamed statement: as it is
-        open.parses.push_back(ParseEntry{false, ""});
-        Send(b, raw);
-        return;
-      }
       std::string name;
       PreparedDef d = PreparedDef::FromParse(body, &name);
-      EnsurePrepared(b, d, /*client_parse=*/true);
+      if (name.empty()) {  // the unnamed statement: as it is
+        open.parses.push_back(ParseEntry{false, ""});
+        Send(b, raw);
+        b->unnamed_key = d.key;
+      } else {
+        EnsurePrepared(b, d, /*client_parse=*/true);
+      }
       c->stmts[name] = std::move(d);
       return;
     }
-    case 'B': {
-      absl::string_view portal = r.CString();
-      std::string stmt(r.CString());
-      auto it = stmt.empty() ? c->stmts.end() : c->stmts.find(stmt);
-      if (it == c->stmts.end()) {
-        Send(b, raw);
-        return;
-      }
-      const std::string bname = EnsurePrepared(b, it->second, false);
-      std::string msg;
-      size_t at = wire::BeginMessage(&msg, 'B');
-      msg.append(portal.data(), portal.size());
-      msg.push_back('\0');
-      msg.append(bname);
-      msg.push_back('\0');
-      absl::string_view rest = r.rest();
-      msg.append(rest.data(), rest.size());
-      wire::EndMessage(&msg, at);
-      Send(b, msg);
+    case 'B':
+      ForwardBind(c, b, raw, extract);
       return;
-    }
     case 'D':
     case 'C': {
       const uint8_t what = r.Byte();
       std::string name(r.CString());
       if (type == 'C') open.closes.push_back(false);
+      auto it = what == 'S' ? c->stmts.find(name) : c->stmts.end();
+      if (type == 'D' && what == 'S') {
+        // Its ParameterDescription teaches the statement's types.
+        const bool known = it != c->stmts.end() && (!name.empty() || b->unnamed_key == it->second.key);
+        open.describes.push_back(DescribeEntry{false, known ? it->second.key : std::string()});
+      }
       if (what != 'S' || name.empty()) {
         Send(b, raw);
         return;
@@ -197,7 +238,6 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
         c->stmts.erase(name);
         bname = "corral_closed";  // closing a missing statement is not an error
       } else {
-        auto it = c->stmts.find(name);
         if (it == c->stmts.end()) {
           Send(b, raw);
           return;

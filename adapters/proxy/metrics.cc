@@ -33,6 +33,9 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_protocol_errors_total", "Clients closed for protocol errors.", stats.protocol_errors);
   counter("corral_backend_failures_total", "Backend connections lost.", stats.backend_failures);
   counter("corral_cancels_total", "Cancel requests forwarded.", stats.cancels);
+  counter("corral_undecodable_params_total",
+          "Bind parameter values that yielded no reference: a binary value of a type the proxy does not decode.",
+          stats.undecodable_params);
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

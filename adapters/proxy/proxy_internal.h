@@ -97,6 +97,8 @@ struct Backend : Conn {
   int64_t reconnect_at = 0;
   int64_t txns = 0;
   std::string fatal;  // the server's FATAL message before it closed, if any
+  bool drop_describe_tail = false;  // the RowDescription / NoData after a dropped ParameterDescription
+  std::string unnamed_key;          // PreparedDef::key of the unnamed statement a client parsed here
 
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
@@ -123,6 +125,7 @@ struct Client : Conn {
   bool over_limit = false;  // accepted beyond max_client_conn: rejected at startup
   std::unique_ptr<auth::ScramServer> scram;  // during SCRAM authentication
   RoutedTxn route;
+  size_t routed_ahead = 0;  // pending messages whose references routing already took
   StatementMap stmts;
   int64_t txns = 0;
 
@@ -233,6 +236,12 @@ class Proxy::Loop : private AdminSource {
   bool AnswerPrepareOnly(Client* c, size_t end);
   void Forward(Client* c, Backend* b, char type, absl::string_view raw);
   std::string EnsurePrepared(Backend* b, const PreparedDef& d, bool client_parse);
+  // Forwards a Bind, mapped to the backend's statement name; its references
+  // go to the transaction when `extract` (routing did not take them).
+  void ForwardBind(Client* c, Backend* b, absl::string_view raw, bool extract);
+  // Sends a Describe of statement `backend_name` whose answer teaches the
+  // types of `key` and is not forwarded (once per batch and key).
+  void DescribeForTypes(Backend* b, const std::string& key, const std::string& backend_name);
 
   // --- backends (backend.cc)
   absl::Status ConnectBackend(Backend* b);
