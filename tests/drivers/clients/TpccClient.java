@@ -8,7 +8,10 @@
 // 40001/40P01 are retried; the retry count is reported.
 //
 //   java -cp /usr/share/java/postgresql.jar TpccClient.java \
-//       HOST PORT USER DBNAME SSLMODE WAREHOUSES THREADS TXNS_PER_THREAD
+//       HOST PORT USER DBNAME SSLMODE WAREHOUSES THREADS TXNS_PER_THREAD DISTRICTS
+//
+// Transactions pick a warehouse in 1..WAREHOUSES and a district in
+// 1..DISTRICTS (of the 10 loaded: fewer makes hot districts).
 //
 // Prints `tpcc committed=N neworder=A payment=B retries=R` after checking
 // the database against what committed (orders, new_order, history counts,
@@ -29,7 +32,7 @@ import java.util.concurrent.atomic.AtomicLong;
 public class TpccClient {
   static String url;
   static Properties props = new Properties();
-  static int warehouses;
+  static int warehouses, districts;
   static final AtomicLong newOrders = new AtomicLong();
   static final AtomicLong payments = new AtomicLong();
   static final AtomicLong retries = new AtomicLong();
@@ -105,7 +108,7 @@ public class TpccClient {
         c.commit();
         for (int i = 0; i < txns; i++) {
           final boolean isNewOrder = rnd.nextBoolean();
-          final int w = 1 + rnd.nextInt(warehouses), d = 1 + rnd.nextInt(10), cu = 1 + rnd.nextInt(30);
+          final int w = 1 + rnd.nextInt(warehouses), d = 1 + rnd.nextInt(districts), cu = 1 + rnd.nextInt(30);
           final int[] items = new int[5];
           for (int k = 0; k < items.length; k++) items[k] = 1 + rnd.nextInt(100);
           final long cents = 100 + rnd.nextInt(500000);
@@ -178,6 +181,7 @@ public class TpccClient {
     props.setProperty("sslmode", args[4]);
     props.setProperty("connectTimeout", "10");
     warehouses = Integer.parseInt(args[5]);
+    districts = Integer.parseInt(args[8]);
     int threads = Integer.parseInt(args[6]), txns = Integer.parseInt(args[7]);
     List<Thread> ts = new ArrayList<>();
     for (int i = 0; i < threads; i++) ts.add(new Thread(new Terminal(i, txns)));
