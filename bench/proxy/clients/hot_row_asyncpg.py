@@ -13,10 +13,13 @@ statement_cache_size=0 (unnamed statements) so PgBouncer's transaction
 pooling can run it. A transaction that fails with 40001/40P01 is retried
 with the same values, up to MAX_TRIES tries (then it counts as failed).
 
-  /usr/bin/python3 hot_row_asyncpg.py HOST PORT USER DBNAME CLIENTS SECONDS ROWS MAX_TRIES
+  /usr/bin/python3 hot_row_asyncpg.py HOST PORT USER DBNAME CLIENTS SECONDS ROWS MAX_TRIES [STATEMENT_CACHE_SIZE]
+
+(STATEMENT_CACHE_SIZE: 0 by default, as run.sh runs it; asyncpg's own
+default, 100, keeps named statements that PgBouncer 1.18 cannot run.)
 
 Prints one line, like pgbench's figures:
-  driver=asyncpg clients=16 duration=10.00 committed=N tps=X retries=R retried=T failed=F
+  driver=asyncpg statement_cache_size=0 clients=16 duration=10.00 committed=N tps=X retries=R retried=T failed=F
 """
 import asyncio
 import random
@@ -31,7 +34,8 @@ RETRYABLE = (asyncpg.exceptions.SerializationError, asyncpg.exceptions.DeadlockD
 async def main():
     host, port, user, db = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     clients, seconds, rows, max_tries = int(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
-    conns = [await asyncpg.connect(host=host, port=port, user=user, database=db, statement_cache_size=0,
+    cache = int(sys.argv[9]) if len(sys.argv) > 9 else 0
+    conns = [await asyncpg.connect(host=host, port=port, user=user, database=db, statement_cache_size=cache,
                                    timeout=30) for _ in range(clients)]
     counts = {"committed": 0, "retries": 0, "retried": 0, "failed": 0}
     errors = []
@@ -70,8 +74,8 @@ async def main():
         await c.close()
     if errors:
         print("hot_row_asyncpg: %d errors, first: %s" % (len(errors), errors[0]), file=sys.stderr)
-    print("driver=asyncpg clients=%d duration=%.2f committed=%d tps=%.1f retries=%d retried=%d failed=%d" % (
-        clients, elapsed, counts["committed"], counts["committed"] / elapsed, counts["retries"], counts["retried"],
+    print("driver=asyncpg statement_cache_size=%d clients=%d duration=%.2f committed=%d tps=%.1f retries=%d retried=%d failed=%d" % (
+        cache, clients, elapsed, counts["committed"], counts["committed"] / elapsed, counts["retries"], counts["retried"],
         counts["failed"]))
 
 
