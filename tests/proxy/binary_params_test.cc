@@ -251,11 +251,24 @@ TEST_F(BinaryParamsTest, UnspecifiedTypesAreAskedOfTheServerUnseen) {
   ASSERT_TRUE(c.ReadUntilReady(&got).ok());
   EXPECT_EQ(Types(got), "CZ");
 
+  // The client Describes in the same unit: the proxy asks nothing more, and
+  // the client sees its own answer.
+  got.clear();
+  std::string parse = RawClient::Parse("", "UPDATE bw_raw SET v = v + 3 WHERE rk = $1");
+  describe.clear();
+  at = wire::BeginMessage(&describe, 'D');
+  absl::StrAppend(&describe, "S", Z());
+  wire::EndMessage(&describe, at);
+  ASSERT_TRUE(c.SendRaw(parse + describe + BindInt4("", 7) + RawClient::Execute("", 0) + RawClient::Sync()).ok());
+  ASSERT_TRUE(c.ReadUntilReady(&got).ok());
+  EXPECT_EQ(Types(got), "1tn2CZ");
+
   EXPECT_EQ(Stat(p_, "describes_injected"), 2);
   EXPECT_EQ(Stat(p_, "undecodable_params"), 0);
   const auto h = History(p_);
   EXPECT_EQ(h.at("rk=5"), (Counts{0, 2}));
   EXPECT_EQ(h.at("rk=6"), (Counts{0, 1}));
+  EXPECT_EQ(h.at("rk=7"), (Counts{0, 1}));
 }
 
 }  // namespace
