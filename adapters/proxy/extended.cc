@@ -142,7 +142,7 @@ std::string Proxy::Loop::EnsurePrepared(Backend* b, const PreparedDef& d, bool c
 void Proxy::Loop::DescribeForTypes(Backend* b, const std::string& key, const std::string& backend_name) {
   Batch& open = b->batches.back();
   for (const DescribeEntry& e : open.describes) {
-    if (e.drop && e.key == key) return;  // already asked in this batch
+    if (e.key == key) return;  // asked in this batch already (by the proxy or the client)
   }
   std::string msg;
   AppendStatementMessage(&msg, 'D', backend_name);

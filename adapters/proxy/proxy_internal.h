@@ -240,7 +240,8 @@ class Proxy::Loop : private AdminSource {
   // go to the transaction when `extract` (routing did not take them).
   void ForwardBind(Client* c, Backend* b, absl::string_view raw, bool extract);
   // Sends a Describe of statement `backend_name` whose answer teaches the
-  // types of `key` and is not forwarded (once per batch and key).
+  // types of `key` and is not forwarded (none when the batch already
+  // describes `key`).
   void DescribeForTypes(Backend* b, const std::string& key, const std::string& backend_name);
 
   // --- backends (backend.cc)
