@@ -67,13 +67,8 @@ int64_t Stat(ProxyUnderTest& p, const std::string& name) {
 // Runs `cmd` (stderr with stdout); returns the exit status and the output.
 std::pair<int, std::string> RunCommand(const std::string& cmd) {
   std::string out;
-  FILE* f = popen(absl::StrCat(cmd, " 2>&1").c_str(), "r");
-  if (f == nullptr) return {-1, "popen failed"};
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  const int st = pclose(f);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  const int rc = Shell(cmd, &out);
+  return {rc, out};
 }
 
 // A checked-in client script (a data dependency, in the runfiles).
