@@ -18,6 +18,18 @@
 namespace corral {
 namespace proxy {
 
+// Runs a shell command; returns its exit status and stdout+stderr.
+int Shell(const std::string& cmd, std::string* out) {
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (f == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out->append(buf, n);
+  const int st = pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 bool TestServer(ServerInfo* info, std::string* why) {
   const char* env = std::getenv("CORRAL_PG_CONNINFO");
   if (env == nullptr || *env == '\0') {
@@ -51,17 +63,6 @@ bool TestServer(ServerInfo* info, std::string* why) {
   if (!ok) *why = absl::StrCat("cannot connect to CORRAL_PG_CONNINFO: ", PQerrorMessage(c));
   PQfinish(c);
   return ok;
-}
-
-int Shell(const std::string& cmd, std::string* out) {
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (f == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out->append(buf, n);
-  const int st = pclose(f);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 absl::Status RecreateDatabase(const ServerInfo& server, const std::string& db) {

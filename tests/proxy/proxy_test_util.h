@@ -31,14 +31,8 @@ struct ServerInfo {
 // False (with *why) when there is no server.
 bool TestServer(ServerInfo* info, std::string* why);
 
-// Runs `cmd` under /bin/sh; returns its exit status (-1 when it did not exit)
-// and its stdout+stderr in *out.
+// Runs a shell command; returns its exit status and stdout+stderr in *out.
 int Shell(const std::string& cmd, std::string* out);
-
-// Drops and creates database `db` on the server (for tests that load their
-// own data or need the proxy to read their tables from the catalog).
-absl::Status RecreateDatabase(const ServerInfo& server, const std::string& db);
-void DropDatabase(const ServerInfo& server, const std::string& db);
 
 class ProxyUnderTest {
  public:
@@ -53,6 +47,11 @@ class ProxyUnderTest {
   ServerInfo server_;
   std::unique_ptr<Proxy> proxy_;
 };
+
+// Drops and creates database `db` on the server (for tests that load their
+// own data or need the proxy to read their tables from the catalog).
+absl::Status RecreateDatabase(const ServerInfo& server, const std::string& db);
+void DropDatabase(const ServerInfo& server, const std::string& db);
 
 struct RawMessage {
   char type = 0;
