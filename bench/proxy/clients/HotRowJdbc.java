@@ -17,6 +17,8 @@
 //   java -cp /usr/share/java/postgresql.jar HotRowJdbc.java \
 //       HOST PORT USER DBNAME CLIENTS SECONDS ROWS MAX_TRIES [PREPARE_THRESHOLD|default]
 //
+// PGSSLMODE, when set, is pgjdbc's sslmode (asyncpg's client reads it too).
+//
 // Prints one line, like pgbench's figures:
 //   driver=jdbc prepare_threshold=default clients=16 duration=10.00 committed=N tps=X retries=R retried=T failed=F
 import java.sql.Connection;
@@ -50,6 +52,8 @@ public class HotRowJdbc {
     props.setProperty("user", args[2]);
     props.setProperty("connectTimeout", "30");
     if (!threshold.equals("default")) props.setProperty("prepareThreshold", threshold);
+    final String sslmode = System.getenv("PGSSLMODE");  // as libpq: run.sh's TLS=1 sets require
+    if (sslmode != null && !sslmode.isEmpty()) props.setProperty("sslmode", sslmode);
     final List<Connection> conns = new ArrayList<>();
     for (int i = 0; i < clients; i++) conns.add(DriverManager.getConnection(url, props));
     final long start = System.nanoTime();
