@@ -35,6 +35,9 @@ namespace {
 
 constexpr char kJdbcJar[] = "/usr/share/java/postgresql.jar";
 constexpr char kPython[] = "/usr/bin/python3";
+// Single-file source launch. C1 only and the serial collector halve the CPU
+// a short client spends starting and compiling its source.
+constexpr char kJava[] = "java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp /usr/share/java/postgresql.jar";
 
 enum class Transport { kPlain, kTls };
 
@@ -167,7 +170,7 @@ class DriverMatrix : public ::testing::TestWithParam<Transport> {
   void Jdbc(const std::string& scenario, const std::string& want) {
     if (!HaveJdbc()) GTEST_SKIP() << kNoJdbc;
     ASSERT_TRUE(StartProxy().ok());
-    ExpectClient(absl::StrCat("java -cp ", kJdbcJar, " ", Runfile("tests/drivers/clients/JdbcClient.java"), " ",
+    ExpectClient(absl::StrCat(kJava, " ", Runfile("tests/drivers/clients/JdbcClient.java"), " ",
                               ClientArgs(), " ", Table(scenario), " ", scenario),
                  want);
   }
@@ -322,7 +325,7 @@ TEST_F(JdbcTpccHistory, ShowHistoryListsWarehouseAndDistrictAborts) {
     o.server_dbname = db;  // the proxy reads the TPC-C schema from the catalog (d_w_id -> w_id, ...)
     ASSERT_TRUE(p.Start(server_, o).ok());
     std::string out;
-    ASSERT_EQ(Shell(absl::StrCat("timeout 120 java -cp ", kJdbcJar, " ", Runfile("tests/drivers/clients/TpccClient.java"),
+    ASSERT_EQ(Shell(absl::StrCat("timeout 120 ", kJava, " ", Runfile("tests/drivers/clients/TpccClient.java"),
                                  " 127.0.0.1 ", p.port(), " ", server_.user, " ", db, " disable 2 8 25 2"),
                     &out),
               0)
