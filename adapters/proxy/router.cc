@@ -113,8 +113,11 @@ bool Router::NeedsParamTypes(const PreparedDef& d, absl::string_view bind_body) 
   if (types_.Find(d.key) != nullptr) return false;
   if (!ParseBindMessage(bind_body, &bind_).ok()) return false;
   if (!ResolveTypes(d)) return true;
-  // Every type declared: remember so, so later Binds skip this parse.
-  if (std::find(oids_.begin(), oids_.end(), pgoid::kUnspecified) == oids_.end()) types_.Put(d.key, oids_);
+  // Every type declared: remember so, so later Binds skip this parse
+  // (statements without parameters are not worth an entry).
+  if (!oids_.empty() && std::find(oids_.begin(), oids_.end(), pgoid::kUnspecified) == oids_.end()) {
+    types_.Put(d.key, oids_);
+  }
   return false;
 }
 

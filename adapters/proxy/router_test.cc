@@ -188,6 +188,14 @@ TEST(Router, UndecodableValuesAreCountedNotFatal) {
   body += kInt4Five;
   wire::PutInt16(&body, 0);
   EXPECT_FALSE(router.NeedsParamTypes(d, body));  // declared: the server cannot say more
+  EXPECT_NE(router.param_types().Find(d.key), nullptr);  // so later Binds skip the check
+  std::string none = Z("") + Z("s");
+  wire::PutInt16(&none, 0);
+  wire::PutInt16(&none, 0);
+  wire::PutInt16(&none, 0);
+  const PreparedDef plain = Def("SELECT 1", {});
+  EXPECT_FALSE(router.NeedsParamTypes(plain, none));
+  EXPECT_EQ(router.param_types().Find(plain.key), nullptr);  // no parameters: no entry
   RoutedTxn t;
   router.AddBind(d, body, &t);
   EXPECT_EQ(t.ref_texts, std::vector<std::string>{"id=5"});

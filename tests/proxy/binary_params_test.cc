@@ -220,6 +220,14 @@ TEST_F(BinaryParamsTest, UnspecifiedTypesAreAskedOfTheServerUnseen) {
   ASSERT_TRUE(c.SendRaw(BindInt4("s", 5) + RawClient::Execute("", 0) + RawClient::Sync()).ok());
   ASSERT_TRUE(c.ReadUntilReady(&got).ok());
   EXPECT_EQ(Types(got), "2CZ");
+  // A statement that returns rows: the RowDescription after the injected
+  // Describe's ParameterDescription is not forwarded either.
+  got.clear();
+  ASSERT_TRUE(c.SendRaw(RawClient::Parse("q", "SELECT v FROM bw_raw WHERE rk = $1") + BindInt4("q", 8) +
+                        RawClient::Execute("", 0) + RawClient::Sync())
+                  .ok());
+  ASSERT_TRUE(c.ReadUntilReady(&got).ok());
+  EXPECT_EQ(Types(got), "12DCZ");
   // The unnamed statement, Parse and Bind in separate units of one transaction.
   got.clear();
   ASSERT_TRUE(c.SendRaw(RawClient::Query("BEGIN")).ok());
@@ -258,12 +266,13 @@ TEST_F(BinaryParamsTest, UnspecifiedTypesAreAskedOfTheServerUnseen) {
   ASSERT_TRUE(c.ReadUntilReady(&got).ok());
   EXPECT_EQ(Types(got), "1tn2CZ");
 
-  EXPECT_EQ(Stat(p_, "describes_injected"), 2);
+  EXPECT_EQ(Stat(p_, "describes_injected"), 3);
   EXPECT_EQ(Stat(p_, "undecodable_params"), 0);
   const auto h = History(p_);
   EXPECT_EQ(h.at("rk=5"), (Counts{0, 2}));
   EXPECT_EQ(h.at("rk=6"), (Counts{0, 1}));
   EXPECT_EQ(h.at("rk=7"), (Counts{0, 1}));
+  EXPECT_EQ(h.at("rk=8"), (Counts{0, 1}));
 }
 
 }  // namespace
