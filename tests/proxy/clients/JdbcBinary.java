@@ -1,6 +1,7 @@
 // pgjdbc through `corral proxy`, default settings: each typed setter six
-// times (past prepareThreshold, when pgjdbc switches to server-prepared
-// statements with binary parameters), then once as a text literal.
+// times (unnamed statements, then server-prepared past prepareThreshold; int4,
+// int8, uuid, numeric and the int4[] go in binary with their OIDs, the
+// varchar as text), then once as a text literal.
 // Usage: java -cp postgresql.jar JdbcBinary.java PORT (table bw_jdbc(jk int,
 // v int, jl bigint, js varchar, ju uuid, jn numeric)). Prints one line per
 // check; the test then expects each reference once, with seven commits.
