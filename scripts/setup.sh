@@ -21,6 +21,7 @@ PKGS=(
   python3-psycopg      # client-driver tests through the proxy (psycopg 3)
   python3-asyncpg      # client-driver tests (binary parameters)
   libpostgresql-jdbc-java  # the PostgreSQL JDBC driver for the Java client tests
+  openssl              # test certificates for the TLS instances of tests/drivers
   default-jdk-headless # javac/java for the JDBC client tests
   clang-14             # libFuzzer targets (scripts/fuzz.sh)
   libfuzzer-14-dev

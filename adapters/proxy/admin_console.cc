@@ -58,6 +58,8 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("parses_injected", s.parses_injected);
     row("backpressure_pauses", s.backpressure_pauses);
     row("client_output_peak_bytes", s.client_output_peak_bytes);
+    row("describes_injected", s.describes_injected);
+    row("undecodable_params", s.undecodable_params);
     wire::AppendTextResult(out, {"stat", "value"}, rows);
     return done();
   }

@@ -87,6 +87,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   FakeSource src;
   src.stats_.commits = 12;
   src.stats_.aborts_40001 = 5;
+  src.stats_.undecodable_params = 7;
   AdminConsole console(&src);
   const std::string out = Query(console, "  show   STATS ; ");
   auto msgs = Messages(out);
@@ -98,7 +99,9 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 22"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 24"));
+  EXPECT_TRUE(absl::StrContains(out, std::string("undecodable_params") + std::string("\0\0\0\x01", 4) + "7"));
+  EXPECT_TRUE(absl::StrContains(out, "describes_injected"));
 }
 
 TEST(AdminConsole, ShowQueuesClientsHistoryPolicy) {

@@ -3,8 +3,8 @@
 // SCRAM-SHA-256), reading backend messages (forwarding to the attached
 // client, dropping the proxy's own responses, noting the outcome),
 // failure and reconnect, proxy-internal statements and cancels.
-// Later: ParameterDescription ('t') from the backend is read here for
-// binary Bind decoding.
+// A ParameterDescription ('t') teaches the Router a statement's parameter
+// types; the answer to a Describe the proxy injected is not forwarded.
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -127,6 +127,8 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->batches.clear();
   b->batches.push_back(Batch());
   b->cache.Clear();
+  b->drop_describe_tail = false;
+  b->unnamed_key.clear();
   AddFd(b, EPOLLIN);
   return absl::OkStatus();
 }
@@ -194,6 +196,24 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           c->sess.OnCommandComplete(wire::Reader(f.body).CString());
         }
         break;
+      case 't':
+        if (!front.describes.empty()) {
+          DescribeEntry e = std::move(front.describes.front());
+          front.describes.pop_front();
+          if (!e.key.empty()) router_->LearnParamTypes(e.key, f.body);
+          if (e.drop) {
+            forward = false;
+            b->drop_describe_tail = true;
+          }
+        }
+        break;
+      case 'T':
+      case 'n':
+        if (b->drop_describe_tail) {
+          b->drop_describe_tail = false;
+          forward = false;
+        }
+        break;
       case 'S': {
         wire::Reader r(f.body);
         std::string k(r.CString());
@@ -209,6 +229,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
       case 'Z': {
         b->status = f.body.empty() ? 'I' : f.body[0];
         b->front_errored = false;
+        b->drop_describe_tail = false;
         // Parses skipped after an error never happened: forget them.
         b->cache.ForgetUnconfirmed(front.parses);
         const bool attach = front.attach;
@@ -277,7 +298,7 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
     if (!c->attaching && (outstanding == 0 || b->batches.back().msgs > 0)) c->txn_lost = true;
     c->attaching = false;
     MarkDirty(c);
-    router_->Finish(c->route, scheduler::Outcome::kFailed);
+    router_->Finish(&c->route, scheduler::Outcome::kFailed);
     Detach(b, c);
     // Anything the client sent after the failed batch is routed anew.
   }

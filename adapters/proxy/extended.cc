@@ -14,20 +14,21 @@ namespace proxy {
 // A unit that only runs BEGIN (or COMMIT/ROLLBACK of a held BEGIN) is
 // answered by the proxy with the responses the server would send.
 bool Proxy::Loop::AnswerHeldExtended(Client* c, size_t end) {
-  absl::flat_hash_map<std::string, std::string> local;
+  StatementMap local;
   TxnControl kind = TxnControl::kOther;
   int executes = 0;
   for (size_t i = 0; i <= end; ++i) {
     const Msg& u = c->pending[i];
     wire::Reader r(u.body());
     if (u.type == 'P') {
-      std::string name(r.CString());
-      local[name] = std::string(r.CString());
+      std::string name;
+      PreparedDef d = PreparedDef::FromParse(u.body(), &name);
+      local[name] = std::move(d);
     } else if (u.type == 'B') {
       r.CString();
-      const std::string* text = FindStatementText(local, c->stmts, std::string(r.CString()));
-      if (text == nullptr) return false;
-      const TxnControl k = ClassifyTxnControl(*text);
+      const PreparedDef* d = FindStatement(local, c->stmts, std::string(r.CString()));
+      if (d == nullptr) return false;
+      const TxnControl k = ClassifyTxnControl(d->query);
       if (k == TxnControl::kOther || (kind != TxnControl::kOther && k != kind)) return false;
       kind = k;
     } else if (u.type == 'E') {
@@ -56,8 +57,8 @@ bool Proxy::Loop::AnswerHeldExtended(Client* c, size_t end) {
       }
       case 'B': {
         r.CString();
-        const std::string* text = FindStatementText(local, c->stmts, std::string(r.CString()));
-        begin_text = text != nullptr ? *text : std::string();
+        const PreparedDef* d = FindStatement(local, c->stmts, std::string(r.CString()));
+        begin_text = d != nullptr ? d->query : std::string();
         wire::AppendEmpty(&c->out, '2');
         break;
       }
@@ -150,8 +151,57 @@ bool Proxy::Loop::RefuseInDef(Client* c, PreparedDef* d) {
   return true;
 }
 
+void Proxy::Loop::DescribeForTypes(Backend* b, const std::string& key, const std::string& backend_name) {
+  Batch& open = b->batches.back();
+  for (const DescribeEntry& e : open.describes) {
+    if (e.key == key) return;  // asked in this batch already (by the proxy or the client)
+  }
+  std::string msg;
+  AppendStatementMessage(&msg, 'D', backend_name);
+  Send(b, msg);
+  open.describes.push_back(DescribeEntry{true, key});
+  stats_.describes_injected++;
+}
+
+void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool extract) {
+  const absl::string_view body = raw.substr(5);
+  wire::Reader r(body);
+  absl::string_view portal = r.CString();
+  std::string stmt(r.CString());
+  auto it = c->stmts.find(stmt);  // "" is the client's last unnamed statement
+  if (it == c->stmts.end()) {
+    Send(b, raw);
+    return;
+  }
+  const PreparedDef& d = it->second;
+  if (stmt.empty()) {
+    // Only when this backend holds the client's unnamed statement.
+    if (b->unnamed_key == d.key && router_->NeedsParamTypes(d, body)) DescribeForTypes(b, d.key, "");
+    if (extract) router_->AddBind(d, body, &c->route);
+    Send(b, raw);
+    return;
+  }
+  const std::string bname = EnsurePrepared(b, d, false);
+  if (router_->NeedsParamTypes(d, body)) DescribeForTypes(b, d.key, bname);
+  if (extract) router_->AddBind(d, body, &c->route);
+  std::string msg;
+  size_t at = wire::BeginMessage(&msg, 'B');
+  msg.append(portal.data(), portal.size());
+  msg.push_back('\0');
+  msg.append(bname);
+  msg.push_back('\0');
+  absl::string_view rest = r.rest();
+  msg.append(rest.data(), rest.size());
+  wire::EndMessage(&msg, at);
+  Send(b, msg);
+}
+
+// Every statement of a transaction adds its references (for the History at
+// its outcome); those of the unit that routed it were taken then.
 void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view raw) {
   const absl::string_view body = raw.substr(5);
+  const bool extract = c->routed_ahead == 0;
+  if (!extract) --c->routed_ahead;
   Batch& open = b->batches.back();
   open.msgs++;
   wire::Reader r(body);
@@ -160,6 +210,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       // Session state (session_params.h): SET ... noted, refused statements
       // replaced by the DO block that raises the refusal on the server.
       const absl::string_view sql = r.CString();
+      if (extract) router_->AddQuery(sql, &c->route);
       absl::optional<Refusal> refusal;
       if (StatementMayChangeSession(sql)) refusal = c->sess.OnStatement(sql);
       if (refusal) {
@@ -182,34 +233,28 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       return;
     case 'P': {
       std::string name;
-      if (r.CString().empty()) {  // the unnamed statement: as it is, unless refused
-        open.parses.push_back(ParseEntry{false, ""});
-        const absl::string_view query = r.CString();
-        if (!StatementMayChangeSession(query)) {
-          c->unnamed_sql.clear();
-          Send(b, raw);
-          return;
-        }
-        PreparedDef d = PreparedDef::FromParse(body, &name);
-        if (!RefuseInDef(c, &d)) {
-          c->unnamed_sql = d.query;
-          Send(b, raw);
-          return;
-        }
-        c->unnamed_sql.clear();
-        std::string msg;
-        size_t at = wire::BeginMessage(&msg, 'P');
-        msg.push_back('\0');
-        msg.append(d.query);
-        msg.push_back('\0');
-        msg.append(d.types);
-        wire::EndMessage(&msg, at);
-        Send(b, msg);
-        return;
-      }
       PreparedDef d = PreparedDef::FromParse(body, &name);
-      RefuseInDef(c, &d);
-      EnsurePrepared(b, d, /*client_parse=*/true);
+      // A statement that must not run under transaction pooling becomes the
+      // DO block that raises its refusal (session_params.h).
+      const bool refused = RefuseInDef(c, &d);
+      if (name.empty()) {  // the unnamed statement: as it is, unless refused
+        open.parses.push_back(ParseEntry{false, ""});
+        if (!refused) {
+          Send(b, raw);
+        } else {
+          std::string msg;
+          size_t at = wire::BeginMessage(&msg, 'P');
+          msg.push_back('\0');
+          msg.append(d.query);
+          msg.push_back('\0');
+          msg.append(d.types);
+          wire::EndMessage(&msg, at);
+          Send(b, msg);
+        }
+        b->unnamed_key = d.key;
+      } else {
+        EnsurePrepared(b, d, /*client_parse=*/true);
+      }
       c->stmts[name] = std::move(d);
       return;
     }
@@ -223,31 +268,16 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       return;
     }
     case 'B': {
+      // Remember the portal's statement when running it may change the
+      // session ("" is the client's last unnamed statement).
       absl::string_view portal = r.CString();
-      std::string stmt(r.CString());
-      auto it = stmt.empty() ? c->stmts.end() : c->stmts.find(stmt);
-      const std::string* text =
-          stmt.empty() ? &c->unnamed_sql : it != c->stmts.end() ? &it->second.query : nullptr;
-      if (text != nullptr && !text->empty() && StatementMayChangeSession(*text)) {
-        c->portal_sql[std::string(portal)] = *text;
+      auto it = c->stmts.find(std::string(r.CString()));
+      if (it != c->stmts.end() && StatementMayChangeSession(it->second.query)) {
+        c->portal_sql[std::string(portal)] = it->second.query;
       } else if (!c->portal_sql.empty()) {
         c->portal_sql.erase(std::string(portal));
       }
-      if (it == c->stmts.end()) {
-        Send(b, raw);
-        return;
-      }
-      const std::string bname = EnsurePrepared(b, it->second, false);
-      std::string msg;
-      size_t at = wire::BeginMessage(&msg, 'B');
-      msg.append(portal.data(), portal.size());
-      msg.push_back('\0');
-      msg.append(bname);
-      msg.push_back('\0');
-      absl::string_view rest = r.rest();
-      msg.append(rest.data(), rest.size());
-      wire::EndMessage(&msg, at);
-      Send(b, msg);
+      ForwardBind(c, b, raw, extract);
       return;
     }
     case 'D':
@@ -255,6 +285,12 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       const uint8_t what = r.Byte();
       std::string name(r.CString());
       if (type == 'C') open.closes.push_back(false);
+      auto it = what == 'S' ? c->stmts.find(name) : c->stmts.end();
+      if (type == 'D' && what == 'S') {
+        // Its ParameterDescription teaches the statement's types.
+        const bool known = it != c->stmts.end() && (!name.empty() || b->unnamed_key == it->second.key);
+        open.describes.push_back(DescribeEntry{false, known ? it->second.key : std::string()});
+      }
       if (what != 'S' || name.empty()) {
         Send(b, raw);
         return;
@@ -264,7 +300,6 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
         c->stmts.erase(name);
         bname = "corral_closed";  // closing a missing statement is not an error
       } else {
-        auto it = c->stmts.find(name);
         if (it == c->stmts.end()) {
           Send(b, raw);
           return;

@@ -52,7 +52,7 @@ void Proxy::Loop::AddFd(Conn* c, uint32_t events) {
 
 absl::Status Proxy::Loop::Init(std::atomic<int>* port, std::atomic<int>* metrics_port) {
   if (opt_.pool_size < 1) return absl::InvalidArgumentError("pool_size must be at least 1");
-  router_ = std::make_unique<Router>(&sched_, opt_.schema);
+  router_ = std::make_unique<Router>(&sched_, opt_.schema, &stats_.undecodable_params);
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   AddFd(&wake_, EPOLLIN);

@@ -41,6 +41,9 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
                   "# HELP corral_client_output_peak_bytes Most unsent output buffered for one client.\n"
                   "# TYPE corral_client_output_peak_bytes gauge\ncorral_client_output_peak_bytes ",
                   stats.client_output_peak_bytes.load(), "\n");
+  counter("corral_undecodable_params_total",
+          "Bind parameter values that yielded no reference: a binary value of a type the proxy does not decode.",
+          stats.undecodable_params);
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

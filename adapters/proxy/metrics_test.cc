@@ -14,7 +14,9 @@ TEST(Metrics, TextCarriesCountersAndGauge) {
   s.commits = 7;
   s.aborts_40001 = 2;
   s.aborts_40P01 = 1;
+  s.undecodable_params = 3;
   const std::string t = MetricsText(s, 4);
+  EXPECT_TRUE(absl::StrContains(t, "# TYPE corral_undecodable_params_total counter\ncorral_undecodable_params_total 3\n"));
   EXPECT_TRUE(absl::StrContains(t, "# TYPE corral_transactions_total counter\ncorral_transactions_total 10\n"));
   EXPECT_TRUE(absl::StrContains(t, "corral_commits_total 7\n"));
   EXPECT_TRUE(absl::StrContains(t, "corral_conflict_aborts_total{sqlstate=\"40001\"} 2\n"));

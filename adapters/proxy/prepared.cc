@@ -13,23 +13,26 @@ PreparedDef PreparedDef::FromParse(absl::string_view parse_body, std::string* na
   d.query = std::string(r.CString());
   d.types = std::string(r.rest());
   d.key = absl::StrCat(d.query, absl::string_view("\0", 1), d.types);
+  const int16_t n = r.Int16();
+  for (int16_t i = 0; i < n && r.ok(); ++i) d.oids.push_back(static_cast<uint32_t>(r.Int32()));
+  if (!r.ok()) d.oids.clear();
   return d;
 }
 
-std::vector<uint32_t> PreparedDef::ParamTypes() const {
-  wire::Reader r(types);
-  const int16_t n = r.Int16();
-  std::vector<uint32_t> oids;
-  for (int16_t i = 0; i < n && r.ok(); ++i) oids.push_back(static_cast<uint32_t>(r.Int32()));
-  if (!r.ok()) oids.clear();
-  return oids;
+const PreparedDef* FindStatement(const StatementMap& local, const StatementMap& stmts, const std::string& name) {
+  if (auto it = local.find(name); it != local.end()) return &it->second;
+  if (auto it = stmts.find(name); it != stmts.end()) return &it->second;
+  return nullptr;
 }
 
-const std::string* FindStatementText(const absl::flat_hash_map<std::string, std::string>& local,
-                                     const StatementMap& stmts, const std::string& name) {
-  if (auto it = local.find(name); it != local.end()) return &it->second;
-  if (auto it = stmts.find(name); it != stmts.end()) return &it->second.query;
-  return nullptr;
+void ParamTypeCache::Put(const std::string& key, std::vector<uint32_t> oids) {
+  auto [it, added] = map_.insert_or_assign(key, std::move(oids));
+  if (!added) return;
+  order_.push_back(key);
+  while (map_.size() > capacity_ && !order_.empty()) {
+    map_.erase(order_.front());
+    order_.pop_front();
+  }
 }
 
 void AppendStatementMessage(std::string* out, char type, absl::string_view name) {

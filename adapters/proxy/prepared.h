@@ -15,8 +15,10 @@
 //   cache.Confirm(key);                     // on ReadyForQuery:
 //   cache.ForgetUnconfirmed(open.parses);
 //
-// Later: a Parse's declared parameter type OIDs live in PreparedDef::types
-// (raw); binary Bind decoding reads them from there (ParamTypes()).
+// A Parse's declared parameter type OIDs are PreparedDef::oids (0 =
+// unspecified); the types the server resolved for them (its
+// ParameterDescription) are kept by statement in a ParamTypeCache, and a
+// Batch records which Describe-statement answers the client must not see.
 //
 // Thread safety: not thread-safe; owned and used by the event loop thread.
 #ifndef CORRAL_ADAPTERS_PROXY_PREPARED_H_
@@ -46,24 +48,53 @@ struct PreparedDef {
   std::string query;
   std::string types;  // Parse's parameter-type section (count + oids), raw
   std::string key;    // query + '\0' + types
+  std::vector<uint32_t> oids;  // the declared parameter types (0 = unspecified)
 
   // From a Parse message's body; the statement's name goes to *name.
   static PreparedDef FromParse(absl::string_view parse_body, std::string* name);
-  // The declared parameter type OIDs (0 = unspecified).
-  std::vector<uint32_t> ParamTypes() const;
 };
 
-// A client's named statements.
+// A client's statements by name; "" is the unnamed statement it parsed last.
 using StatementMap = absl::flat_hash_map<std::string, PreparedDef>;
 
-// The text of statement `name`: parsed earlier in this unit (`local`, name ->
-// text) or known to the client; null when neither.
-const std::string* FindStatementText(const absl::flat_hash_map<std::string, std::string>& local,
-                                     const StatementMap& stmts, const std::string& name);
+// Statement `name`: parsed earlier in this unit (`local`) or known to the
+// client (`stmts`); null when neither.
+const PreparedDef* FindStatement(const StatementMap& local, const StatementMap& stmts, const std::string& name);
+
+// The parameter types the server resolved for statements (from its
+// ParameterDescription), by PreparedDef::key; bounded: once full, the oldest
+// entry makes room.
+class ParamTypeCache {
+ public:
+  explicit ParamTypeCache(size_t capacity) : capacity_(capacity) {}
+  // Null when not known.
+  const std::vector<uint32_t>* Find(const std::string& key) const {
+    auto it = map_.find(key);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  void Put(const std::string& key, std::vector<uint32_t> oids);
+  void Clear() {
+    map_.clear();
+    order_.clear();
+  }
+  size_t size() const { return map_.size(); }
+
+ private:
+  size_t capacity_;
+  absl::flat_hash_map<std::string, std::vector<uint32_t>> map_;
+  std::deque<std::string> order_;  // insertion order, for eviction
+};
 
 struct ParseEntry {
   bool drop = false;  // injected by the proxy: the client must not see its ParseComplete
   std::string key;    // cache key to confirm, "" for the unnamed statement
+};
+
+// A Describe of a statement sent to the backend: its ParameterDescription
+// teaches the statement's types (key: PreparedDef::key, "" if unknown).
+struct DescribeEntry {
+  bool drop = false;  // injected by the proxy: the client must not see the answer
+  std::string key;
 };
 
 // The messages sent to a backend up to one Sync/Query (one ReadyForQuery).
@@ -74,6 +105,7 @@ struct Batch {
   int msgs = 0;
   std::deque<ParseEntry> parses;
   std::deque<bool> closes;  // true: drop the CloseComplete
+  std::deque<DescribeEntry> describes;  // Describe-statement messages, in order
 };
 
 // Appends a Close (or Describe: type 'D') of the statement `name`.

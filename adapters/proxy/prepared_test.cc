@@ -40,20 +40,45 @@ TEST(Prepared, FromParseKeepsTextAndTypes) {
   PreparedDef d = PreparedDef::FromParse(ParseBody("s1", "SELECT $1", {23, 25}), &name);
   EXPECT_EQ(name, "s1");
   EXPECT_EQ(d.query, "SELECT $1");
-  EXPECT_EQ(d.ParamTypes(), (std::vector<uint32_t>{23, 25}));
+  EXPECT_EQ(d.oids, (std::vector<uint32_t>{23, 25}));
   PreparedDef e = PreparedDef::FromParse(ParseBody("s2", "SELECT $1", {23}), &name);
   EXPECT_NE(d.key, e.key);  // same text, other types: another statement
 }
 
-TEST(Prepared, FindStatementTextPrefersTheUnit) {
+TEST(Prepared, FindStatementPrefersTheUnit) {
   StatementMap stmts;
   std::string name;
   stmts["a"] = PreparedDef::FromParse(ParseBody("a", "SELECT 1", {}), &name);
-  absl::flat_hash_map<std::string, std::string> local{{"a", "SELECT 2"}};
-  ASSERT_NE(FindStatementText(local, stmts, "a"), nullptr);
-  EXPECT_EQ(*FindStatementText(local, stmts, "a"), "SELECT 2");
-  EXPECT_EQ(*FindStatementText({}, stmts, "a"), "SELECT 1");
-  EXPECT_EQ(FindStatementText(local, stmts, "b"), nullptr);
+  StatementMap local;
+  local["a"] = PreparedDef::FromParse(ParseBody("a", "SELECT 2", {}), &name);
+  ASSERT_NE(FindStatement(local, stmts, "a"), nullptr);
+  EXPECT_EQ(FindStatement(local, stmts, "a")->query, "SELECT 2");
+  EXPECT_EQ(FindStatement({}, stmts, "a")->query, "SELECT 1");
+  EXPECT_EQ(FindStatement(local, stmts, "b"), nullptr);
+}
+
+TEST(Prepared, MalformedParseTypesReadAsNone) {
+  std::string name;
+  std::string body = ParseBody("s", "SELECT $1", {});
+  body.resize(body.size() - 2);
+  wire::PutInt16(&body, 3);  // three OIDs announced, none present
+  EXPECT_TRUE(PreparedDef::FromParse(body, &name).oids.empty());
+}
+
+TEST(ParamTypeCache, KeepsTheNewestUpToItsCapacity) {
+  ParamTypeCache cache(2);
+  cache.Put("a", {23});
+  cache.Put("b", {20});
+  cache.Put("a", {21});  // replaced, not added again
+  EXPECT_EQ(cache.size(), 2u);
+  ASSERT_NE(cache.Find("a"), nullptr);
+  EXPECT_EQ(*cache.Find("a"), std::vector<uint32_t>{21});
+  cache.Put("c", {25});  // evicts the oldest, "a"
+  EXPECT_EQ(cache.Find("a"), nullptr);
+  ASSERT_NE(cache.Find("b"), nullptr);
+  ASSERT_NE(cache.Find("c"), nullptr);
+  cache.Clear();
+  EXPECT_EQ(cache.Find("c"), nullptr);
 }
 
 TEST(StatementCache, PreparesOnceEvictsAndForgetsUnconfirmed) {

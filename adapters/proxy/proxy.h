@@ -4,9 +4,12 @@
 // admin console (database "corral") and the Prometheus endpoint.
 //
 // A client's transaction is routed when it starts: its references come from
-// the first statement that has any (RefExtractor, the policy's extraction
-// half; for Parse/Bind, the statement text plus the text parameters), the
-// Scheduler picks the queue, the client waits FIFO for that backend (an idle
+// its first unit (RefExtractor, the policy's extraction half; for Parse/Bind,
+// the statement text plus the parameters, text or binary, decoded with the
+// statement's types: declared in Parse, else the server's
+// ParameterDescription), the Scheduler picks the queue, and every later
+// statement adds its references for the History update at the outcome. The
+// client waits FIFO for that backend (an idle
 // backend steals the oldest waiting transaction of another queue), and the
 // transaction stays on the backend until ReadyForQuery says 'I'. BEGIN is
 // answered by the proxy and sent to the backend with the next statement.

@@ -106,6 +106,8 @@ struct Backend : Conn {
   ParamList connect_params;  // ParameterStatus at connect (its defaults)
   BackendSession sess;       // its session parameters now (session_params.h)
   bool front_errored = false;  // an ErrorResponse of the front batch went to the client
+  bool drop_describe_tail = false;  // the RowDescription / NoData after a dropped ParameterDescription
+  std::string unnamed_key;          // PreparedDef::key of the unnamed statement a client parsed here
 
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
@@ -135,12 +137,12 @@ struct Client : Conn {
   std::string deferred;     // admin: that answer
   std::unique_ptr<auth::ScramServer> scram;  // during SCRAM authentication
   RoutedTxn route;
+  size_t routed_ahead = 0;  // pending messages whose references routing already took
   StatementMap stmts;
   int64_t txns = 0;
   ClientSession sess{0};
   bool attaching = false;  // its backend runs AttachSql; its messages wait
   bool stats_only = false;  // admin database: a stats_users member (SHOW only)
-  std::string unnamed_sql;  // the text of its last unnamed Parse
   absl::flat_hash_map<std::string, std::string> portal_sql;  // portal -> statement text
 
   uint64_t cancel_key() const { return (uint64_t(uint32_t(key_pid)) << 32) | uint32_t(key_secret); }
@@ -300,6 +302,13 @@ class Proxy::Loop : private AdminSource {
   // pooling (session_params.h's Refusal) becomes the DO block raising it
   // (true then).
   bool RefuseInDef(Client* c, PreparedDef* d);
+  // Forwards a Bind, mapped to the backend's statement name; its references
+  // go to the transaction when `extract` (routing did not take them).
+  void ForwardBind(Client* c, Backend* b, absl::string_view raw, bool extract);
+  // Sends a Describe of statement `backend_name` whose answer teaches the
+  // types of `key` and is not forwarded (none when the batch already
+  // describes `key`).
+  void DescribeForTypes(Backend* b, const std::string& key, const std::string& backend_name);
 
   // --- backends (backend.cc)
   absl::Status ConnectBackend(Backend* b);

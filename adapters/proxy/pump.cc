@@ -127,6 +127,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
     }
     c->route.ClearRefs();
     router_->AddQuery(sql, &c->route);
+    c->routed_ahead = 1;
     StartTxn(c);
     return true;
   }
@@ -141,9 +142,10 @@ bool Proxy::Loop::StartUnit(Client* c) {
   if (AnswerLostTxn(c, end)) return true;
   if (AnswerHeldExtended(c, end)) return true;
   if (AnswerPrepareOnly(c, end)) return true;
-  // References: every Bind's statement text with its text parameters.
+  // References: every Bind's statement text with its parameters.
   c->route.ClearRefs();
   router_->AddUnit(c->pending, end, c->stmts, &c->route);
+  c->routed_ahead = end + 1;
   StartTxn(c);
   return true;
 }
@@ -272,7 +274,7 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
       stats_.commits++;
       break;
   }
-  router_->Finish(c->route, o);
+  router_->Finish(&c->route, o);
   Detach(b, c);
   Dispatch(b);
   Pump(c);

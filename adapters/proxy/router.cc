@@ -38,6 +38,7 @@ void RoutedTxn::ClearRefs() {
   txn.refs.clear();
   txn.ref_mult.clear();
   ref_texts.clear();
+  deferred.clear();
 }
 
 void RoutedTxn::ClearOutcome() {
@@ -53,11 +54,16 @@ scheduler::Outcome RoutedTxn::outcome() const {
   return scheduler::Outcome::kCommitted;
 }
 
-Router::Router(scheduler::Scheduler* scheduler, std::shared_ptr<const Schema> schema)
-    : sched_(*scheduler), extractor_(std::make_unique<RefExtractor>(std::move(schema))) {}
+Router::Router(scheduler::Scheduler* scheduler, std::shared_ptr<const Schema> schema,
+               std::atomic<int64_t>* undecodable, size_t type_cache_size)
+    : sched_(*scheduler),
+      extractor_(std::make_unique<RefExtractor>(std::move(schema))),
+      undecodable_(undecodable != nullptr ? *undecodable : own_undecodable_),
+      types_(type_cache_size) {}
 
 void Router::SetSchema(std::shared_ptr<const Schema> schema) {
   extractor_ = std::make_unique<RefExtractor>(std::move(schema));
+  types_.Clear();
 }
 
 void Router::AddQuery(absl::string_view sql, RoutedTxn* t) {
@@ -66,42 +72,70 @@ void Router::AddQuery(absl::string_view sql, RoutedTxn* t) {
 }
 
 void Router::AddUnit(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts, RoutedTxn* t) {
-  absl::flat_hash_map<std::string, std::string> local;  // statements parsed in this unit
+  StatementMap local;  // statements parsed in this unit
   for (size_t i = 0; i <= end; ++i) {
     const Msg& u = pending[i];
     wire::Reader r(u.body());
     if (u.type == 'P') {
-      std::string name(r.CString());
-      local[name] = std::string(r.CString());
+      std::string name;
+      PreparedDef d = PreparedDef::FromParse(u.body(), &name);
+      local[name] = std::move(d);
     } else if (u.type == 'B') {
       r.CString();  // portal
-      const std::string* text = FindStatementText(local, stmts, std::string(r.CString()));
-      if (text != nullptr) AddBind(*text, r.rest(), t);
+      const PreparedDef* d = FindStatement(local, stmts, std::string(r.CString()));
+      if (d != nullptr) AddBind(*d, u.body(), t);
     }
   }
 }
 
-void Router::AddBind(const std::string& text, absl::string_view bind_params, RoutedTxn* t) {
-  wire::Reader r(bind_params);
-  const int16_t nfmt = r.Int16();
-  std::vector<int16_t> fmts(std::max<int16_t>(nfmt, 0));
-  for (auto& f : fmts) f = r.Int16();
-  const int16_t np = r.Int16();
-  params_.clear();
-  for (int16_t p = 0; p < np && r.ok(); ++p) {
-    const int32_t len = r.Int32();
-    const int16_t fmt = fmts.empty() ? 0 : (fmts.size() == 1 ? fmts[0] : fmts[p]);
-    ParamValue v;
-    if (len < 0) {
-      v.is_null = true;
-    } else {
-      v.text = r.Bytes(len);
-      if (fmt != 0) v.is_null = true;  // binary: no reference from it
+bool Router::ResolveTypes(const PreparedDef& d) {
+  const size_t n = bind_.values.size();
+  oids_.assign(d.oids.begin(), d.oids.begin() + std::min(n, d.oids.size()));
+  oids_.resize(n, pgoid::kUnspecified);
+  const std::vector<uint32_t>* learned = nullptr;
+  bool learned_looked = false;
+  bool resolved = true;
+  const std::vector<int16_t>& fmts = bind_.param_formats;
+  for (size_t i = 0; i < n; ++i) {
+    if (oids_[i] != pgoid::kUnspecified) continue;
+    if (!learned_looked) {
+      learned = types_.Find(d.key);
+      learned_looked = true;
     }
-    params_.push_back(v);
+    if (learned != nullptr && i < learned->size()) oids_[i] = (*learned)[i];
+    const int16_t fmt = fmts.empty() ? 0 : (fmts.size() == 1 ? fmts[0] : (i < fmts.size() ? fmts[i] : 0));
+    if (oids_[i] == pgoid::kUnspecified && fmt != 0 && !bind_.values[i].is_null) resolved = false;
   }
-  if (!r.ok()) return;
-  (void)extractor_->Extract(text, sched_.policy().extraction, ParamSpan(params_), &t->txn.refs,
+  return resolved;
+}
+
+bool Router::NeedsParamTypes(const PreparedDef& d, absl::string_view bind_body) {
+  if (types_.Find(d.key) != nullptr) return false;
+  if (!ParseBindMessage(bind_body, &bind_).ok()) return false;
+  if (!ResolveTypes(d)) return true;
+  // Every type declared: remember so, so later Binds skip this parse
+  // (statements without parameters are not worth an entry).
+  if (!oids_.empty() && std::find(oids_.begin(), oids_.end(), pgoid::kUnspecified) == oids_.end()) {
+    types_.Put(d.key, oids_);
+  }
+  return false;
+}
+
+void Router::LearnParamTypes(const std::string& key, absl::string_view parameter_description) {
+  auto oids = ParseParameterDescription(parameter_description);
+  if (oids.ok()) types_.Put(key, std::move(*oids));
+}
+
+void Router::AddBindImpl(const PreparedDef& d, absl::string_view bind_body, bool may_defer, RoutedTxn* t) {
+  // A malformed Bind yields nothing here; the server reports it to the client.
+  if (!ParseBindMessage(bind_body, &bind_).ok()) return;
+  if (!ResolveTypes(d) && may_defer) {
+    t->deferred.push_back(DeferredBind{d, std::string(bind_body)});
+    return;
+  }
+  if (!bound_.Decode(oids_, bind_.param_formats, bind_.values).ok()) return;
+  if (bound_.undecodable() > 0) undecodable_ += bound_.undecodable();
+  (void)extractor_->Extract(d.query, sched_.policy().extraction, bound_.params(), &t->txn.refs,
                             &t->txn.ref_mult, &t->ref_texts);
 }
 
@@ -120,7 +154,10 @@ int Router::Route(RoutedTxn* t, bool want_affinity, bool* affinity, int num_queu
   return std::clamp<int>(q.value(), 0, num_queues - 1);
 }
 
-void Router::Finish(const RoutedTxn& t, scheduler::Outcome o) {
+void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {
+  for (const DeferredBind& b : txn->deferred) AddBindImpl(b.def, b.body, /*may_defer=*/false, txn);
+  txn->deferred.clear();
+  const RoutedTxn& t = *txn;
   if (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort) {
     const std::vector<std::string>& texts = t.ref_texts;
     history::History::TextProvider provider = [&texts](size_t i) {

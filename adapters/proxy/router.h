@@ -1,6 +1,7 @@
 // Transaction routing, the proxy's seam to the scheduler: references in
 // (from a simple Query's text, or from every Bind of an extended-protocol
-// unit: its statement's text plus its text parameters), a queue out
+// unit: its statement's text plus its parameters, text or binary, decoded by
+// policies/pg_params.h with the statement's types), a queue out
 // (Scheduler::Route, with whether learned affinity placed it), and the
 // outcome back (History for commits and conflict aborts, ReportOutcome for
 // the rest). Also classifies transaction-control statements (BEGIN /
@@ -12,16 +13,23 @@
 //   bool affine = false;
 //   int queue = router.Route(&t, /*want_affinity=*/true, &affine);
 //   ... run it on backend `queue`; t.conflict_state = "40001" on a conflict ...
-//   router.Finish(t, t.outcome());
+//   router.AddQuery("UPDATE a SET v = 0 WHERE id = 7", &t);  // later statements
+//   router.Finish(&t, t.outcome());   // every statement's references
 //
-// Later: binary Bind parameters are decoded into references in AddBind
-// (the statement's declared types: PreparedDef::ParamTypes()).
+// Parameter types: the Parse's declared OIDs; where one is unspecified (0),
+// the server's ParameterDescription for the statement (LearnParamTypes, kept
+// by statement in a bounded cache). A Bind whose binary parameter has no
+// type yet is kept (DeferredBind) and decoded at Finish, after the proxy has
+// asked the server (NeedsParamTypes says when to send a Describe). A value
+// that cannot be decoded yields no reference and is counted.
 //
 // Thread safety: not thread-safe; the event loop owns it (the Scheduler it
 // calls is thread-safe).
 #ifndef CORRAL_ADAPTERS_PROXY_ROUTER_H_
 #define CORRAL_ADAPTERS_PROXY_ROUTER_H_
 
+#include <atomic>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
@@ -30,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "adapters/proxy/prepared.h"
+#include "policies/pg_params.h"
 #include "policies/ref_extractor.h"
 #include "policies/schema.h"
 #include "scheduler/scheduler.h"
@@ -43,10 +52,17 @@ enum class TxnControl { kOther, kBegin, kCommit, kRollback };
 // statement (savepoint forms and prepared-transaction forms are kOther).
 TxnControl ClassifyTxnControl(absl::string_view sql);
 
+// A Bind waiting for its statement's parameter types (decoded at Finish).
+struct DeferredBind {
+  PreparedDef def;
+  std::string body;  // the Bind's body
+};
+
 // One client transaction as the router sees it.
 struct RoutedTxn {
   scheduler::Txn txn;
   std::vector<std::string> ref_texts;
+  std::vector<DeferredBind> deferred;
   // What the backend answered, for the outcome.
   std::string conflict_state;  // 40001 / 40P01, "" when none
   bool had_error = false;
@@ -59,9 +75,12 @@ struct RoutedTxn {
 
 class Router {
  public:
-  Router(scheduler::Scheduler* scheduler, std::shared_ptr<const Schema> schema);
+  // `undecodable` (may be null) counts the parameter values that yielded no
+  // reference because they could not be decoded.
+  Router(scheduler::Scheduler* scheduler, std::shared_ptr<const Schema> schema,
+         std::atomic<int64_t>* undecodable = nullptr, size_t type_cache_size = 4096);
 
-  // The catalog changed (RELOAD).
+  // The catalog changed (RELOAD): also forgets the learned parameter types.
   void SetSchema(std::shared_ptr<const Schema> schema);
 
   // Appends the references of a simple query.
@@ -69,23 +88,44 @@ class Router {
   // Appends the references of pending[0..end] (an extended-protocol unit):
   // every Bind's statement (parsed in the unit or known in `stmts`).
   void AddUnit(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts, RoutedTxn* t);
+  // Appends the references of one Bind (`bind_body`: the whole body) of
+  // statement `d`, or defers it when a binary parameter's type is not known.
+  void AddBind(const PreparedDef& d, absl::string_view bind_body, RoutedTxn* t) {
+    AddBindImpl(d, bind_body, /*may_defer=*/true, t);
+  }
+  // Whether a Bind of `d` has a binary parameter of a type neither declared
+  // nor learned: the proxy should Describe the statement on the backend.
+  bool NeedsParamTypes(const PreparedDef& d, absl::string_view bind_body);
+  // The server's ParameterDescription body for statement `key`
+  // (PreparedDef::key); a malformed one is ignored.
+  void LearnParamTypes(const std::string& key, absl::string_view parameter_description);
+  const ParamTypeCache& param_types() const { return types_; }
   // The syntax error of a statement, OK when it parses (or fails otherwise).
   absl::Status CheckSyntax(absl::string_view sql);
 
   // The queue, in [0, num_queues); *affinity (when asked: it costs a Decide)
   // says whether learned affinity placed it.
   int Route(RoutedTxn* t, bool want_affinity, bool* affinity, int num_queues);
-  // The transaction ended with `o`.
-  void Finish(const RoutedTxn& t, scheduler::Outcome o);
+  // The transaction ended with `o`: decodes its deferred Binds (those whose
+  // types are still unknown count as undecodable), then records the outcome
+  // for every statement's references.
+  void Finish(RoutedTxn* t, scheduler::Outcome o);
 
  private:
-  // One Bind's references: `text` is its statement, `params` the Bind's
-  // body after the statement name (formats, then values).
-  void AddBind(const std::string& text, absl::string_view params, RoutedTxn* t);
+  void AddBindImpl(const PreparedDef& d, absl::string_view bind_body, bool may_defer, RoutedTxn* t);
+  // Fills oids_ for bind_ (declared, else learned); true when every non-null
+  // binary value has a type.
+  bool ResolveTypes(const PreparedDef& d);
 
   scheduler::Scheduler& sched_;
   std::unique_ptr<RefExtractor> extractor_;
-  std::vector<ParamValue> params_;  // AddBind's scratch
+  std::atomic<int64_t> own_undecodable_{0};
+  std::atomic<int64_t>& undecodable_;
+  ParamTypeCache types_;
+  // AddBind's scratch (reused: no allocation once warm).
+  BindMessage bind_;
+  BoundParams bound_;
+  std::vector<uint32_t> oids_;
 };
 
 }  // namespace proxy

@@ -1,7 +1,11 @@
 #include "adapters/proxy/router.h"
 
+#include <algorithm>
+#include <atomic>
 #include <deque>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "adapters/proxy/wire.h"
 #include "gtest/gtest.h"
@@ -62,36 +66,167 @@ TEST(Router, ClassifiesTransactionControl) {
   EXPECT_EQ(ClassifyTxnControl("BEGIN; SELECT 1"), TxnControl::kOther);
 }
 
-TEST(Router, ReferencesFromQueryAndFromTextBindsOnly) {
+std::string ParseBody(const std::string& name, const std::string& sql, std::vector<int32_t> oids) {
+  std::string b = Z(name) + Z(sql);
+  wire::PutInt16(&b, static_cast<int16_t>(oids.size()));
+  for (int32_t o : oids) wire::PutInt32(&b, o);
+  return b;
+}
+
+PreparedDef Def(const std::string& sql, std::vector<int32_t> oids) {
+  std::string name;
+  return PreparedDef::FromParse(ParseBody("s", sql, std::move(oids)), &name);
+}
+
+// A ParameterDescription body.
+std::string Description(std::vector<int32_t> oids) {
+  std::string b;
+  wire::PutInt16(&b, static_cast<int16_t>(oids.size()));
+  for (int32_t o : oids) wire::PutInt32(&b, o);
+  return b;
+}
+
+const std::string kUpdate = "UPDATE acct SET v = v + 1 WHERE id = $1";
+const std::string kInt4Five("\0\0\0\x05", 4);
+// numeric 5: ndigits 1, weight 0, sign +, dscale 0, digit 5.
+const std::string kNumericFive("\0\x01\0\0\0\0\0\0\0\x05", 10);
+
+TEST(Router, BinaryAndTextBindsYieldTheSameReferences) {
   auto sched = TestScheduler(4);
-  Router router(sched.get(), TestSchema());
+  std::atomic<int64_t> undecodable{0};
+  Router router(sched.get(), TestSchema(), &undecodable);
   RoutedTxn q;
   router.AddQuery("UPDATE acct SET v = v + 1 WHERE id = 5", &q);
   ASSERT_EQ(q.txn.refs.size(), 1u);
+  EXPECT_EQ(q.ref_texts, std::vector<std::string>{"id=5"});
 
-  // The same reference through Parse + Bind with a text parameter.
-  const std::string parse = Z("s") + Z("UPDATE acct SET v = v + 1 WHERE id = $1") + std::string(2, '\0');
-  std::deque<Msg> unit{Message('P', parse), Bind("s", "5", 0), Message('E', Z("") + std::string(4, '\0')),
-                       Message('S', "")};
+  // Parse + Bind in one unit, text parameter.
+  std::deque<Msg> unit{Message('P', ParseBody("s", kUpdate, {})), Bind("s", "5", 0),
+                       Message('E', Z("") + std::string(4, '\0')), Message('S', "")};
   RoutedTxn e;
   router.AddUnit(unit, 3, {}, &e);
-  ASSERT_EQ(e.txn.refs.size(), 1u);
-  EXPECT_EQ(e.txn.refs[0], q.txn.refs[0]);
+  EXPECT_EQ(e.txn.refs, q.txn.refs);
 
-  // A statement known to the client (prepared earlier), binary parameter:
-  // no reference from it (yet).
-  StatementMap stmts;
-  std::string name;
-  stmts["s"] = PreparedDef::FromParse(parse, &name);
-  std::deque<Msg> binary{Bind("s", std::string("\0\0\0\x05", 4), 1), Message('S', "")};
-  RoutedTxn b;
-  router.AddUnit(binary, 1, stmts, &b);
-  EXPECT_TRUE(b.txn.refs.empty());
+  // A statement prepared earlier with declared types, binary int4 and numeric.
+  for (const auto& [oid, value] : {std::pair<int32_t, std::string>{23, kInt4Five}, {1700, kNumericFive}}) {
+    StatementMap stmts;
+    stmts["s"] = Def(kUpdate, {oid});
+    std::deque<Msg> binary{Bind("s", value, 1), Message('S', "")};
+    RoutedTxn b;
+    router.AddUnit(binary, 1, stmts, &b);
+    EXPECT_EQ(b.txn.refs, q.txn.refs) << "oid " << oid;
+    EXPECT_EQ(b.ref_texts, q.ref_texts) << "oid " << oid;
+    EXPECT_TRUE(b.deferred.empty());
+  }
+  EXPECT_EQ(undecodable.load(), 0);
   // Unknown statement: skipped.
   std::deque<Msg> unknown{Bind("nope", "5", 0), Message('S', "")};
   RoutedTxn u;
-  router.AddUnit(unknown, 1, stmts, &u);
+  router.AddUnit(unknown, 1, {}, &u);
   EXPECT_TRUE(u.txn.refs.empty());
+}
+
+TEST(Router, UnspecifiedTypesComeFromTheParameterDescription) {
+  auto sched = TestScheduler(4);
+  std::atomic<int64_t> undecodable{0};
+  Router router(sched.get(), TestSchema(), &undecodable);
+  const PreparedDef d = Def(kUpdate, {0});  // type left to the server
+  const std::string bind = Bind("s", kInt4Five, 1).raw.substr(5);
+  const std::string text_bind = Bind("s", "5", 0).raw.substr(5);
+  // A text value needs no type; a binary one does.
+  EXPECT_FALSE(router.NeedsParamTypes(d, text_bind));
+  EXPECT_TRUE(router.NeedsParamTypes(d, bind));
+
+  // Before the server answered: kept, decoded at the outcome.
+  RoutedTxn t;
+  router.AddBind(d, bind, &t);
+  EXPECT_TRUE(t.txn.refs.empty());
+  ASSERT_EQ(t.deferred.size(), 1u);
+  router.LearnParamTypes(d.key, Description({23}));
+  EXPECT_FALSE(router.NeedsParamTypes(d, bind));
+  t.conflict_state = "40001";
+  router.Finish(&t, t.outcome());
+  EXPECT_EQ(t.ref_texts, std::vector<std::string>{"id=5"});
+  auto top = sched->history().TopByAborts(5);
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].text, "id=5");
+  EXPECT_EQ(top[0].counts.aborts, 1u);
+
+  // Learned: later Binds decode at once.
+  RoutedTxn later;
+  router.AddBind(d, bind, &later);
+  EXPECT_TRUE(later.deferred.empty());
+  EXPECT_EQ(later.ref_texts, std::vector<std::string>{"id=5"});
+  EXPECT_EQ(undecodable.load(), 0);
+
+  // A malformed ParameterDescription teaches nothing.
+  const PreparedDef other = Def("UPDATE acct SET v = v + 2 WHERE id = $1", {0});
+  router.LearnParamTypes(other.key, std::string("\0\x02\0\0", 4));
+  EXPECT_TRUE(router.NeedsParamTypes(other, bind));
+  // Never answered (the Describe failed): counted at the outcome, no reference.
+  RoutedTxn never;
+  router.AddBind(other, bind, &never);
+  router.Finish(&never, scheduler::Outcome::kCommitted);
+  EXPECT_TRUE(never.ref_texts.empty());
+  EXPECT_EQ(undecodable.load(), 1);
+}
+
+TEST(Router, UndecodableValuesAreCountedNotFatal) {
+  auto sched = TestScheduler(4);
+  std::atomic<int64_t> undecodable{0};
+  Router router(sched.get(), TestSchema(), &undecodable);
+  // $1 a binary point (type 600, not decoded), $2 a binary int4.
+  const PreparedDef d = Def("UPDATE acct SET v = v + 1 WHERE id = $2 AND $1::point IS NOT NULL", {600, 23});
+  std::string body = Z("") + Z("s");
+  wire::PutInt16(&body, 1);
+  wire::PutInt16(&body, 1);
+  wire::PutInt16(&body, 2);
+  const std::string point(16, '\0');
+  wire::PutInt32(&body, static_cast<int32_t>(point.size()));
+  body += point;
+  wire::PutInt32(&body, 4);
+  body += kInt4Five;
+  wire::PutInt16(&body, 0);
+  EXPECT_FALSE(router.NeedsParamTypes(d, body));  // declared: the server cannot say more
+  EXPECT_NE(router.param_types().Find(d.key), nullptr);  // so later Binds skip the check
+  std::string none = Z("") + Z("s");
+  wire::PutInt16(&none, 0);
+  wire::PutInt16(&none, 0);
+  wire::PutInt16(&none, 0);
+  const PreparedDef plain = Def("SELECT 1", {});
+  EXPECT_FALSE(router.NeedsParamTypes(plain, none));
+  EXPECT_EQ(router.param_types().Find(plain.key), nullptr);  // no parameters: no entry
+  RoutedTxn t;
+  router.AddBind(d, body, &t);
+  EXPECT_EQ(t.ref_texts, std::vector<std::string>{"id=5"});
+  EXPECT_EQ(undecodable.load(), 1);
+  // A malformed Bind yields nothing and counts nothing (the server rejects it).
+  RoutedTxn m;
+  router.AddBind(d, body.substr(0, body.size() - 3), &m);
+  EXPECT_TRUE(m.txn.refs.empty());
+  EXPECT_EQ(undecodable.load(), 1);
+}
+
+// Every statement of a transaction teaches the History at its outcome, not
+// only the one that routed it.
+TEST(Router, EveryStatementOfATransactionFeedsTheHistory) {
+  auto sched = TestScheduler(4);
+  Router router(sched.get(), TestSchema());
+  RoutedTxn t;
+  router.AddQuery("SELECT 1", &t);  // the routing statement: no reference
+  EXPECT_TRUE(t.txn.refs.empty());
+  bool affine = false;
+  router.Route(&t, true, &affine, 4);
+  router.AddBind(Def(kUpdate, {23}), Bind("s", kInt4Five, 1).raw.substr(5), &t);
+  router.AddQuery("UPDATE acct SET v = v - 1 WHERE id = 7", &t);
+  t.conflict_state = "40001";
+  router.Finish(&t, t.outcome());
+  std::vector<std::string> aborted;
+  for (const auto& e : sched->history().TopByAborts(5)) {
+    if (e.counts.aborts == 1) aborted.push_back(e.text);
+  }
+  std::sort(aborted.begin(), aborted.end());
+  EXPECT_EQ(aborted, (std::vector<std::string>{"id=5", "id=7"}));
 }
 
 TEST(Router, RoutesInRangeAndFeedsOutcomesBack) {
@@ -106,7 +241,7 @@ TEST(Router, RoutesInRangeAndFeedsOutcomesBack) {
   EXPECT_FALSE(affine);  // nothing learned yet
   t.conflict_state = "40001";
   EXPECT_EQ(t.outcome(), scheduler::Outcome::kConflictAbort);
-  router.Finish(t, t.outcome());
+  router.Finish(&t, t.outcome());
   auto top = sched->history().TopByAborts(5);
   ASSERT_FALSE(t.txn.refs.empty());
   ASSERT_EQ(top.size(), t.txn.refs.size());

@@ -7,6 +7,20 @@
 #                 table (cold), --max-tries
 #   two-row       contended.sql: two random rows, routed by the first only
 #                 (the hard case), hot and cold, --max-tries
+#   hot-row-asyncpg  hot_row.sql's transaction on rows 1..HOT_ROWS driven by
+#                 asyncpg (clients/hot_row_asyncpg.py: binary parameters,
+#                 statement_cache_size=0 so PgBouncer can run it)
+#   hot-row-jdbc  the same driven by pgjdbc (clients/HotRowJdbc.java) with
+#                 its default settings (prepareThreshold=5) on every path but
+#                 PgBouncer, which needs prepareThreshold=0 (it fails with
+#                 `prepared statement "S_1" already exists` otherwise)
+#                 The driver clients retry 40001/40P01 themselves (up to
+#                 MAX_TRIES) and count retries; they need /usr/bin/python3
+#                 with asyncpg, and java 17 with /usr/share/java/postgresql.jar
+#                 (JDBC_JAR); they connect with PGSSLMODE=require where
+#                 TLS=1 turns client TLS on, else disable. E.g.
+#     SECONDS_PER_RUN=10 CORRAL_MODES=on PATHS="pgbouncer corral" \
+#         WORKLOADS="hot-row-asyncpg hot-row-jdbc" bash bench/proxy/run.sh
 # Corral runs as one proxy per stealing mode (CORRAL_MODES, default: on =
 # affinity- and in-flight-aware, affinity, any = plain stealing, off). Prints one line per run, then a summary: tps vs
 # PgBouncer, retried transactions vs PgBouncer and direct, and the contention
@@ -36,7 +50,7 @@ for m in $CORRAL_MODES; do
   if [ "$m" = on ]; then default_paths="$default_paths corral"; else default_paths="$default_paths corral-$m"; fi
 done
 PATHS=${PATHS:-$default_paths}
-WORKLOADS=${WORKLOADS:-select-only hot-row two-row}
+WORKLOADS=${WORKLOADS:-select-only hot-row two-row hot-row-asyncpg hot-row-jdbc}
 REPEAT=${REPEAT:-1}  # rounds of every run; the summary takes the median per cell
 NROWS=$((100000 * SCALE))
 DB=corral_bench
@@ -113,6 +127,34 @@ done
 sleep 2
 
 RES="$WORK/results.tsv"
+# A driver client's run (hot rows only): its one `driver=... committed=N
+# tps=X retries=R retried=T failed=F` line goes into the same table, with
+# retries (re-executions after 40001/40P01) in the retried column and
+# retries per committed transaction (%) beside it.
+run_driver() {  # path workload
+  local path=$1 workload=$2 out line tps committed retries failed pct threshold=default ssl=disable
+  [ "${TLS:-0}" = 1 ] && [ "$path" != direct ] && ssl=require
+  case $workload in
+    hot-row-asyncpg)
+      out=$(PGSSLMODE=$ssl /usr/bin/python3 bench/proxy/clients/hot_row_asyncpg.py 127.0.0.1 "${PORT[$path]}" \
+        postgres $DB "$CLIENTS" "$DUR" "$HOT_ROWS" "$MAX_TRIES" 2>&1) || true ;;
+    hot-row-jdbc)
+      [ "$path" = pgbouncer ] && threshold=0
+      out=$(PGSSLMODE=$ssl java -cp "${JDBC_JAR:-/usr/share/java/postgresql.jar}" bench/proxy/clients/HotRowJdbc.java \
+        127.0.0.1 "${PORT[$path]}" postgres $DB "$CLIENTS" "$DUR" "$HOT_ROWS" "$MAX_TRIES" $threshold 2>&1) || true ;;
+  esac
+  line=$(echo "$out" | grep '^driver=' | tail -1) || true
+  [ -n "$line" ] || echo "$out" | tail -5 >&2
+  field() { echo "$line" | sed -n "s/.* $1=\([0-9.]*\).*/\1/p"; }
+  tps=$(field tps); committed=$(field committed); retries=$(field retries); failed=$(field failed)
+  pct=$(awk -v r="${retries:-0}" -v c="${committed:-0}" 'BEGIN { printf "%.1f", (c > 0 ? 100 * r / c : 0) }')
+  printf 'r%s %-11s %-15s hot  tps=%-10s retries=%-8s (%s%% of commits) failed=%s%s\n' "$ROUND" "$path" \
+    "$workload" "${tps:-?}" "${retries:--}" "$pct" "${failed:-?}" \
+    "$([ $workload = hot-row-jdbc ] && echo " prepareThreshold=$threshold")"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$path" "$workload" hot "${tps:-0}" "${retries:-0}" "$pct" \
+    "${failed:-0}" >> "$RES"
+}
+
 run() {  # path workload variant args...
   local path=$1 workload=$2 variant=$3
   shift 3
@@ -149,6 +191,8 @@ for w in $WORKLOADS; do
           run "$p" "$w" $variant -f $script -D rows=$rows --max-tries="$MAX_TRIES"
         done
       done ;;
+    hot-row-asyncpg|hot-row-jdbc)
+      for p in $PATHS; do run_driver "$p" "$w"; done ;;
   esac
 done
 done

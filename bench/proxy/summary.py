@@ -6,10 +6,40 @@ the ratio to PgBouncer's and to direct's retried counts) and the contention
 penalty hot tps / cold tps on the same path. With several rounds (run.sh
 REPEAT) every figure is the median over the rounds of that cell (the
 penalty: the median of the per-round hot/cold ratios), and the number of
-rounds is printed. Prints Markdown tables."""
+rounds is printed. The driver workloads (hot-row-asyncpg, hot-row-jdbc:
+hot rows only; the retried column holds retries, i.e. re-executions, and
+the % column retries per committed transaction) get their own table with
+the tps and retries ratios to PgBouncer and issue 27's target (retries at
+most 0.2x PgBouncer's, committed tps at least 1.2x). Prints Markdown
+tables."""
 import statistics
 import sys
 from collections import OrderedDict
+
+
+DRIVER_WORKLOADS = ("hot-row-asyncpg", "hot-row-jdbc")
+
+
+def driver_table(w, rows, paths, ratio):
+    """One driver workload: tps, retries and their ratios to PgBouncer's."""
+    print("\n| %s (hot) | tps | tps vs PgB | retries | retries/commit | retries vs PgB | failed |" % w)
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    base = rows.get(("pgbouncer", w, "hot"))
+    for p in paths:
+        r = rows.get((p, w, "hot"))
+        if r is None:
+            continue
+        print("| %s | %.0f | %s | %.0f | %.1f%% | %s | %.0f |" % (
+            p, r[0], ratio(r[0], base[0]) if base else "-", r[1], r[2], ratio(r[1], base[1]) if base else "-", r[3]))
+    if w == "hot-row-jdbc":
+        print("\n(PgBouncer ran pgjdbc with prepareThreshold=0: with the default named statements it fails with "
+              "`prepared statement \"S_1\" already exists`; the other paths ran pgjdbc's defaults, prepareThreshold=5)")
+    c = rows.get(("corral", w, "hot"))
+    if base and c and base[0] > 0:
+        tps_x = c[0] / base[0]
+        met = tps_x >= 1.2 and (c[1] <= 0.2 * base[1])
+        print("\n%s: corral vs pgbouncer: tps %.2fx (target >= 1.2x), retries %s (target <= 0.2x): %s" % (
+            w, tps_x, ratio(c[1], base[1]) if base[1] > 0 else "%d vs 0" % c[1], "met" if met else "NOT met"))
 
 
 def main(path):
@@ -40,6 +70,9 @@ def main(path):
         if w not in workloads:
             workloads.append(w)
     for w in workloads:
+        if w in DRIVER_WORKLOADS:
+            driver_table(w, rows, paths, ratio)
+            continue
         if w == "select-only":
             print("\n| select-only (-S) | tps | vs PgBouncer |")
             print("|---|---:|---:|")

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -36,6 +37,18 @@ bool ExecOk(PGconn* c, const std::string& sql) {
   if (!ok) std::fprintf(stderr, "%s: %s", sql.c_str(), PQerrorMessage(c));
   PQclear(r);
   return ok;
+}
+
+// Runs a shell command; returns its exit status and stdout+stderr.
+int Shell(const std::string& cmd, std::string* out) {
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (f == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out->append(buf, n);
+  const int st = pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 bool TestServer(ServerInfo* info, std::string* why) {
@@ -71,6 +84,25 @@ bool TestServer(ServerInfo* info, std::string* why) {
   if (!ok) *why = absl::StrCat("cannot connect to CORRAL_PG_CONNINFO: ", PQerrorMessage(c));
   PQfinish(c);
   return ok;
+}
+
+absl::Status RecreateDatabase(const ServerInfo& server, const std::string& db) {
+  PGconn* c = PQconnectdb(server.conninfo.c_str());
+  absl::Status st = absl::OkStatus();
+  for (const std::string& sql : {absl::StrCat("DROP DATABASE IF EXISTS ", db), absl::StrCat("CREATE DATABASE ", db)}) {
+    if (!st.ok()) break;
+    PGresult* r = PQexec(c, sql.c_str());
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) st = absl::InternalError(absl::StrCat(sql, ": ", PQerrorMessage(c)));
+    PQclear(r);
+  }
+  PQfinish(c);
+  return st;
+}
+
+void DropDatabase(const ServerInfo& server, const std::string& db) {
+  PGconn* c = PQconnectdb(server.conninfo.c_str());
+  PQclear(PQexec(c, absl::StrCat("DROP DATABASE IF EXISTS ", db).c_str()));
+  PQfinish(c);
 }
 
 absl::Status ProxyUnderTest::Start(const ServerInfo& server, Options o) {

@@ -40,6 +40,9 @@ struct ServerInfo {
 // False (with *why) when there is no server.
 bool TestServer(ServerInfo* info, std::string* why);
 
+// Runs a shell command; returns its exit status and stdout+stderr in *out.
+int Shell(const std::string& cmd, std::string* out);
+
 class ProxyUnderTest {
  public:
   ~ProxyUnderTest() { Stop(); }
@@ -75,6 +78,10 @@ class ScratchTableTest : public ::testing::Test {
   PGconn* server_conn_ = nullptr;  // straight to the server
   ProxyUnderTest proxy_;
 };
+// Drops and creates database `db` on the server (for tests that load their
+// own data or need the proxy to read their tables from the catalog).
+absl::Status RecreateDatabase(const ServerInfo& server, const std::string& db);
+void DropDatabase(const ServerInfo& server, const std::string& db);
 
 struct RawMessage {
   char type = 0;

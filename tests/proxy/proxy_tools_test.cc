@@ -1,10 +1,8 @@
-// The proxy under the stock PostgreSQL tools: scripted psql sessions and
-// pgbench's built-in TPC-B script in -M simple, extended and prepared modes
-// (pgbench -i against the server directly, in a database of its own).
-#include <libpq-fe.h>
+// The proxy under psql: scripted sessions, errors, the admin console.
+// pgbench in its three query modes, psql's COPY and the client drivers run
+// in the driver matrix, tests/drivers/drivers_test.cc (plain and TLS).
 #include <unistd.h>
 
-#include <cstdio>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -15,18 +13,6 @@
 namespace corral {
 namespace proxy {
 namespace {
-
-// Runs a shell command; returns its exit status and stdout+stderr.
-int Shell(const std::string& cmd, std::string* out) {
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (f == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out->append(buf, n);
-  const int st = pclose(f);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 class ProxyToolsTest : public ::testing::Test {
  protected:
@@ -73,44 +59,6 @@ TEST_F(ProxyToolsTest, PsqlScriptedSessions) {
             0)
       << out;
   EXPECT_TRUE(absl::StrContains(out, "fraction-sum-literal-all|on")) << out;
-}
-
-TEST_F(ProxyToolsTest, PgbenchSimpleExtendedPrepared) {
-  const std::string db = absl::StrCat("corral_pgb_", getpid());
-  PGconn* d = PQconnectdb(server_.conninfo.c_str());
-  ASSERT_EQ(PQstatus(d), CONNECTION_OK);
-  PQclear(PQexec(d, absl::StrCat("DROP DATABASE IF EXISTS ", db).c_str()));
-  PGresult* r = PQexec(d, absl::StrCat("CREATE DATABASE ", db).c_str());
-  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(d);
-  PQclear(r);
-  std::string out;
-  ASSERT_EQ(Shell(absl::StrCat("/usr/bin/pgbench -i -q -s 1 -h ", server_.host, " -p ", server_.port, " -U ",
-                             server_.user, " ", db),
-                &out),
-            0)
-      << out;
-  {
-    ProxyUnderTest p;
-    Options o;
-    o.pool_size = 2;
-    o.server_dbname = db;
-    ASSERT_TRUE(p.Start(server_, o).ok());
-    for (const char* mode : {"simple", "extended", "prepared"}) {
-      const int64_t commits_before = p.proxy().stats().commits.load();
-      ASSERT_EQ(Shell(absl::StrCat("timeout 60 /usr/bin/pgbench -n -c 4 -t 50 -M ", mode, " -h 127.0.0.1 -p ",
-                                 p.port(), " -U ", server_.user, " ", db),
-                    &out),
-                0)
-          << mode << ": " << out;
-      EXPECT_TRUE(absl::StrContains(out, "number of transactions actually processed: 200/200"))
-          << mode << ": " << out;
-      // Every pgbench transaction committed through the proxy.
-      EXPECT_GE(p.proxy().stats().commits.load() - commits_before, 200) << mode;
-    }
-    EXPECT_EQ(p.proxy().stats().protocol_errors.load(), 0);
-  }
-  PQclear(PQexec(d, absl::StrCat("DROP DATABASE IF EXISTS ", db).c_str()));
-  PQfinish(d);
 }
 
 }  // namespace

@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+"""The hot-row transaction of bench/proxy/hot_row.sql driven by asyncpg
+(bench/proxy/run.sh, workload hot-row-asyncpg): CLIENTS connections, each
+for a fixed time running
+
+  BEGIN ISOLATION LEVEL SERIALIZABLE;           (conn.transaction())
+  SELECT abalance FROM pgbench_accounts WHERE aid = $1;
+  UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1;
+  COMMIT;
+
+with aid uniform in 1..ROWS. asyncpg sends its parameters in binary;
+statement_cache_size=0 (unnamed statements) so PgBouncer's transaction
+pooling can run it. A transaction that fails with 40001/40P01 is retried
+with the same values, up to MAX_TRIES tries (then it counts as failed).
+
+  /usr/bin/python3 hot_row_asyncpg.py HOST PORT USER DBNAME CLIENTS SECONDS ROWS MAX_TRIES [STATEMENT_CACHE_SIZE]
+
+(STATEMENT_CACHE_SIZE: 0 by default, as run.sh runs it; asyncpg's own
+default, 100, keeps named statements that PgBouncer 1.18 cannot run.)
+
+Prints one line, like pgbench's figures:
+  driver=asyncpg statement_cache_size=0 clients=16 duration=10.00 committed=N tps=X retries=R retried=T failed=F
+"""
+import asyncio
+import random
+import sys
+import time
+
+import asyncpg
+
+RETRYABLE = (asyncpg.exceptions.SerializationError, asyncpg.exceptions.DeadlockDetectedError)
+
+
+async def main():
+    host, port, user, db = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    clients, seconds, rows, max_tries = int(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
+    cache = int(sys.argv[9]) if len(sys.argv) > 9 else 0
+    conns = [await asyncpg.connect(host=host, port=port, user=user, database=db, statement_cache_size=cache,
+                                   timeout=30) for _ in range(clients)]
+    counts = {"committed": 0, "retries": 0, "retried": 0, "failed": 0}
+    errors = []
+    start = time.monotonic()
+    end = start + seconds
+
+    async def terminal(conn):
+        rnd = random.Random()
+        while time.monotonic() < end:
+            aid, delta = rnd.randint(1, rows), rnd.randint(-100, 100)
+            attempt = 1
+            while True:
+                try:
+                    async with conn.transaction(isolation="serializable"):
+                        await conn.fetchval("SELECT abalance FROM pgbench_accounts WHERE aid = $1", aid)
+                        await conn.execute("UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1",
+                                           aid, delta)
+                    counts["committed"] += 1
+                    if attempt > 1:
+                        counts["retried"] += 1
+                    break
+                except RETRYABLE:
+                    if attempt >= max_tries or time.monotonic() >= end:
+                        counts["failed"] += 1
+                        break
+                    counts["retries"] += 1
+                    attempt += 1
+                except asyncpg.PostgresError as e:
+                    counts["failed"] += 1
+                    errors.append("%s %s" % (e.sqlstate, e))
+                    break
+
+    await asyncio.gather(*[terminal(c) for c in conns])
+    elapsed = time.monotonic() - start
+    for c in conns:
+        await c.close()
+    if errors:
+        print("hot_row_asyncpg: %d errors, first: %s" % (len(errors), errors[0]), file=sys.stderr)
+    print("driver=asyncpg statement_cache_size=%d clients=%d duration=%.2f committed=%d tps=%.1f retries=%d retried=%d failed=%d" % (
+        cache, clients, elapsed, counts["committed"], counts["committed"] / elapsed, counts["retries"], counts["retried"],
+        counts["failed"]))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
