@@ -49,6 +49,8 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out) {
     row("backend_failures", s.backend_failures);
     row("cancels", s.cancels);
     row("parses_injected", s.parses_injected);
+    row("tls_clients", s.tls_clients);
+    row("tls_handshake_failures", s.tls_handshake_failures);
     wire::AppendTextResult(out, {"stat", "value"}, rows);
     return done();
   }

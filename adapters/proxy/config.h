@@ -12,6 +12,9 @@
 //   steal_after_ms = 50            (affinity: affine transactions stealable after it; 0 never)
 //   metrics_port = 9127 (-1 off)   max_packet_size = 67108864
 //   max_prepared_statements = 512  admin_dbname = corral
+//   client_tls_sslmode = disable | allow | prefer | require | verify-ca | verify-full
+//   client_tls_cert_file / client_tls_key_file / client_tls_ca_file
+//   server_tls_sslmode = (same values)   server_tls_ca_file / _cert_file / _key_file
 //
 //   proxy::Options o;
 //   CHECK_OK(proxy::LoadConfigFile("corral.ini", &o));

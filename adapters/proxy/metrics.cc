@@ -33,6 +33,9 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_protocol_errors_total", "Clients closed for protocol errors.", stats.protocol_errors);
   counter("corral_backend_failures_total", "Backend connections lost.", stats.backend_failures);
   counter("corral_cancels_total", "Cancel requests forwarded.", stats.cancels);
+  counter("corral_tls_clients_total", "Clients that completed a TLS handshake.", stats.tls_clients);
+  counter("corral_tls_handshake_failures_total", "Client TLS handshakes that failed.",
+          stats.tls_handshake_failures);
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

@@ -37,6 +37,8 @@ struct Stats {
   std::atomic<int64_t> cancels{0};
   std::atomic<int64_t> parses_injected{0};
   std::atomic<int64_t> client_rollbacks{0};  // client left mid-transaction
+  std::atomic<int64_t> tls_clients{0};             // clients that completed a TLS handshake
+  std::atomic<int64_t> tls_handshake_failures{0};  // clients whose TLS handshake failed
 };
 
 }  // namespace proxy
