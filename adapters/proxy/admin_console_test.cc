@@ -92,7 +92,8 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("commits") + std::string("\0\0\0\x02", 4) + "12"));
   EXPECT_TRUE(absl::StrContains(out, "conflict_aborts_40001"));
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 19"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 21"));
+  EXPECT_TRUE(absl::StrContains(out, "tls_handshake_failures"));
 }
 
 TEST(AdminConsole, ShowQueuesClientsHistoryPolicy) {
