@@ -237,6 +237,7 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
   epoll_ctl(epfd_, EPOLL_CTL_DEL, b->fd, nullptr);
   ::close(b->fd);
   b->fd = -1;
+  b->tls.reset();
   b->alive = false;
   if (Client* c = b->client; c != nullptr) {
     int outstanding = 0;

@@ -27,7 +27,7 @@ void Proxy::Loop::ProtocolError(Client* c, absl::string_view sqlstate, absl::str
   wire::AppendError(&c->out, "FATAL", sqlstate, message);
   // Best effort: the error is small; the socket is closed right after.
   if (c->out_off < c->out.size()) {
-    (void)!::send(c->fd, c->out.data() + c->out_off, c->out.size() - c->out_off, MSG_NOSIGNAL);
+    (void)!c->SendSome(c->out.data() + c->out_off, c->out.size() - c->out_off);
   }
   c->out.clear();
   c->out_off = 0;

@@ -190,6 +190,7 @@ void Proxy::Loop::OnEvent(Conn* c, uint32_t ev) {
       if (cl->handshaking) {
         ContinueHandshake(cl);
         if (cl->dead || cl->handshaking) return;
+        ev |= EPOLLIN;  // the startup packet may have come with the handshake's end
       }
       // TLS may need the socket writable to read, or readable to write.
       if ((ev & EPOLLOUT) || (c->tls != nullptr && !c->out.empty())) Flush(c);
