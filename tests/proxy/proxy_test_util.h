@@ -31,6 +31,9 @@ struct ServerInfo {
 // False (with *why) when there is no server.
 bool TestServer(ServerInfo* info, std::string* why);
 
+// Runs a shell command; returns its exit status and stdout+stderr in *out.
+int Shell(const std::string& cmd, std::string* out);
+
 class ProxyUnderTest {
  public:
   ~ProxyUnderTest() { Stop(); }

@@ -25,17 +25,6 @@ namespace corral {
 namespace proxy {
 namespace {
 
-int Shell(const std::string& cmd, std::string* out) {
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (f == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out->append(buf, n);
-  const int st = pclose(f);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 // The certificates, made once per test binary in a world-readable /tmp
 // directory (the test server's user reads the server's key and cert there).
 struct Certs {

@@ -16,18 +16,6 @@ namespace corral {
 namespace proxy {
 namespace {
 
-// Runs a shell command; returns its exit status and stdout+stderr.
-int Shell(const std::string& cmd, std::string* out) {
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (f == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out->append(buf, n);
-  const int st = pclose(f);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 class ProxyToolsTest : public ::testing::Test {
  protected:
   void SetUp() override {
