@@ -211,7 +211,10 @@ void Proxy::Loop::ContinueHandshake(Client* c) {
       SetEpollOut(c, true);
       return;
     case tls::Io::kError:
-      if (trace_) std::fprintf(stderr, "c%llu TLS handshake failed: %s\n", (unsigned long long)c->id, c->tls->error().c_str());
+      if (trace_) {
+        std::fprintf(stderr, "c%llu TLS handshake failed: %s\n", static_cast<unsigned long long>(c->id),
+                     c->tls->error().c_str());
+      }
       stats_.tls_handshake_failures++;
       CloseClient(c);
       return;

@@ -156,8 +156,10 @@ bool Proxy::Loop::ReadInto(Conn* c) {
     if (n > 0) {
       c->in.append(read_buf_.get(), static_cast<size_t>(n));
       total += n;
-      // (TLS returns a record at a time: read on until it would block.)
-      if (c->tls == nullptr && static_cast<size_t>(n) < kReadChunk) return true;
+      // A short read drained the socket; TLS returns a record at a time, so
+      // a short read there means only that OpenSSL holds nothing more (the
+      // socket's own bytes still raise epoll: no extra recv for EAGAIN).
+      if (static_cast<size_t>(n) < kReadChunk && (c->tls == nullptr || !c->tls->Pending())) return true;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;

@@ -215,7 +215,7 @@ ssize_t Session::Write(const char* buf, size_t len) {
   return Result(SSL_write(ssl_, buf, static_cast<int>(std::min<size_t>(len, 1 << 30))));
 }
 
-bool Session::Pending() const { return SSL_pending(ssl_) > 0; }
+bool Session::Pending() const { return SSL_pending(ssl_) > 0 || SSL_has_pending(ssl_) == 1; }
 
 }  // namespace tls
 }  // namespace proxy

@@ -86,7 +86,8 @@ class Session {
   // (retry when the socket is ready) or EIO (the session is broken).
   ssize_t Read(char* buf, size_t len);
   ssize_t Write(const char* buf, size_t len);
-  // Decrypted bytes OpenSSL holds that the socket's readiness won't signal.
+  // Bytes OpenSSL holds (decrypted or not) that the socket's readiness
+  // won't signal.
   bool Pending() const;
 
  private:
