@@ -80,6 +80,7 @@ absl::Status Proxy::Loop::ListenOn(Conn* c, int port, std::atomic<int>* bound) {
 }
 
 void Proxy::Loop::Run() {
+  tls::SigpipeBlock no_sigpipe;  // TLS peers that went away: EPIPE, not SIGPIPE
   epoll_event events[256];
   while (!stop_.load()) {
     // Wake in time for a waiting transaction to become stealable.

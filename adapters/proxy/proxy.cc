@@ -96,7 +96,12 @@ absl::Status Proxy::Start() {
     options_.schema = *schema;
   }
   loop_ = std::make_unique<Loop>(&options_, &stats_, scheduler_.get());
-  if (absl::Status st = loop_->Init(&port_, &metrics_port_); !st.ok()) {
+  absl::Status init;
+  {
+    tls::SigpipeBlock no_sigpipe;  // backends' TLS handshakes on this thread
+    init = loop_->Init(&port_, &metrics_port_);
+  }
+  if (absl::Status st = init; !st.ok()) {
     loop_.reset();
     return st;
   }

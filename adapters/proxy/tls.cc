@@ -6,9 +6,13 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -216,6 +220,27 @@ ssize_t Session::Write(const char* buf, size_t len) {
 }
 
 bool Session::Pending() const { return SSL_pending(ssl_) > 0 || SSL_has_pending(ssl_) == 1; }
+
+SigpipeBlock::SigpipeBlock() {
+  static_assert(sizeof(old_mask_) >= sizeof(sigset_t), "sigset_t");
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, reinterpret_cast<sigset_t*>(old_mask_));
+}
+
+SigpipeBlock::~SigpipeBlock() {
+  const sigset_t* old = reinterpret_cast<const sigset_t*>(old_mask_);
+  if (sigismember(old, SIGPIPE) == 0) {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    timespec zero{0, 0};
+    while (sigtimedwait(&pipe, nullptr, &zero) > 0) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, old, nullptr);
+}
 
 }  // namespace tls
 }  // namespace proxy

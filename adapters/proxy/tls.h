@@ -97,6 +97,21 @@ class Session {
   std::string error_;
 };
 
+// OpenSSL writes to its socket with write(2), not send(MSG_NOSIGNAL): a
+// peer that went away would raise SIGPIPE for the whole process. While one
+// of these lives, SIGPIPE is blocked on this thread (write gets EPIPE); the
+// destructor discards any it caused and restores the thread's mask.
+class SigpipeBlock {
+ public:
+  SigpipeBlock();
+  ~SigpipeBlock();
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  unsigned char old_mask_[128];  // a sigset_t
+};
+
 }  // namespace tls
 }  // namespace proxy
 }  // namespace corral

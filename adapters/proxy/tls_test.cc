@@ -3,6 +3,12 @@
 // handshakes themselves are tested end to end in tests/proxy/proxy_tls_test.
 #include "adapters/proxy/tls.h"
 
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include "absl/strings/match.h"
 #include "adapters/proxy/auth.h"
 #include "adapters/proxy/config.h"
@@ -115,6 +121,24 @@ TEST(ScramPlus, BindsToTheServerCertificateHash) {
   ASSERT_TRUE(sf.ok());
   const std::string nonce = std::string(sf->substr(2, sf->find(',') - 2));
   EXPECT_FALSE(s2.ServerFinal("c=eSws,r=" + nonce + ",p=AAAA").ok());
+}
+
+TEST(SigpipeBlock, WriteToAClosedPeerGivesEpipeNotSigpipe) {
+  // OpenSSL's socket writes are write(2): without the block this kills the
+  // test process.
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  ::close(sv[1]);
+  {
+    tls::SigpipeBlock block;
+    errno = 0;
+    EXPECT_EQ(::write(sv[0], "x", 1), -1);
+    EXPECT_EQ(errno, EPIPE);
+  }
+  ::close(sv[0]);
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_EQ(sigismember(&pending, SIGPIPE), 0);  // discarded, not left pending
 }
 
 }  // namespace
