@@ -26,7 +26,7 @@
 //
 // Code map: proxy_internal.h lists the event loop's files (loop, client
 // session, pump, extended protocol, backend) and the pieces with their own
-// seams (net, prepared, router, admin_console, metrics, stats).
+// seams (net, tls, prepared, router, admin_console, metrics, stats).
 //
 // Thread safety: Create/Start/Stop from one controlling thread; port(),
 // stats(), scheduler() and the admin helpers may be called from any thread

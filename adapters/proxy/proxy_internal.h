@@ -11,6 +11,10 @@
 //                      forwarding with prepared-statement injection
 //   backend.cc         backend connections: connect and authenticate to the
 //                      server, backend input, failure and reconnect
+// TLS: Conn::Recv / SendSome are the I/O seam (plain socket or tls.h's
+// Session); client_session.cc answers SSLRequest and drives the handshake
+// from epoll, backend.cc negotiates TLS with the server before startup;
+// tls.h holds the OpenSSL contexts and sessions.
 // The pieces with their own seams live in their own files: net.h (sockets),
 // prepared.h (statements, per-backend cache), router.h (scheduler seam),
 // admin_console.h, metrics.h.
