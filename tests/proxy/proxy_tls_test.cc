@@ -4,7 +4,10 @@
 // psql and pgbench connect with the sslmodes a deployment uses. The server
 // side turns ssl on in the test server (ALTER SYSTEM, reload; reset after)
 // and points the proxy's backends at it with server_tls_sslmode.
+#include <arpa/inet.h>
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -162,6 +165,64 @@ TEST_F(ProxyTlsTest, PreferServesPlainAndTlsClients) {
   EXPECT_EQ(Connect(off, "sslmode=prefer", &ssl), "");
   EXPECT_FALSE(ssl);
   EXPECT_NE(Connect(off, "sslmode=require", &ssl), "");
+}
+
+// A raw socket connected to the proxy on 127.0.0.1:port (-1 on failure).
+int ConnectRaw(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `bytes`; *answer gets what came back before EOF or 2 s.
+void RawExchange(int port, const std::string& bytes, std::string* answer) {
+  answer->clear();
+  const int fd = ConnectRaw(port);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char buf[512];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) answer->append(buf, n);
+  ::close(fd);
+}
+
+TEST_F(ProxyTlsTest, SslRequestEdgeCases) {
+  ProxyUnderTest p;
+  ASSERT_TRUE(p.Start(server_, TlsOptions("prefer")).ok());
+  const std::string ssl_request("\0\0\0\x08\x04\xd2\x16\x2f", 8);
+  const std::string gss_request("\0\0\0\x08\x04\xd2\x16\x30", 8);
+  std::string answer;
+  // Plain bytes sent after SSLRequest, before the 'S': refused
+  // (CVE-2021-23214), never read as if they came over TLS.
+  RawExchange(p.port(), ssl_request + std::string("\0\0\0\x08\0\x03\0\0", 8), &answer);
+  ASSERT_FALSE(answer.empty());
+  EXPECT_EQ(answer[0], 'E') << answer;
+  EXPECT_TRUE(absl::StrContains(answer, "unencrypted data after SSL request")) << answer;
+  // GSSENCRequest: 'N'.
+  const int fd = ConnectRaw(p.port());
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::send(fd, gss_request.data(), 8, 0), 8);
+  char c = 0;
+  EXPECT_EQ(::recv(fd, &c, 1, 0), 1);
+  EXPECT_EQ(c, 'N');
+  // SSLRequest alone: 'S' in the clear, then the handshake.
+  ASSERT_EQ(::send(fd, ssl_request.data(), 8, 0), 8);
+  EXPECT_EQ(::recv(fd, &c, 1, 0), 1);
+  EXPECT_EQ(c, 'S');
+  ::close(fd);
+  // The proxy goes on serving.
+  bool ssl = false;
+  EXPECT_EQ(Connect(p, "sslmode=require", &ssl), "");
+  EXPECT_TRUE(ssl);
 }
 
 TEST_F(ProxyTlsTest, VerifyCaNeedsAClientCertificateFromTheCa) {
