@@ -60,6 +60,8 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("client_output_peak_bytes", s.client_output_peak_bytes);
     row("describes_injected", s.describes_injected);
     row("undecodable_params", s.undecodable_params);
+    row("tls_clients", s.tls_clients);
+    row("tls_handshake_failures", s.tls_handshake_failures);
     wire::AppendTextResult(out, {"stat", "value"}, rows);
     return done();
   }

@@ -155,12 +155,13 @@ absl::StatusOr<std::string> Unbase64(absl::string_view text) {
   return out;
 }
 
-ScramClient::ScramClient(std::string password) : password_(std::move(password)) {}
+ScramClient::ScramClient(std::string password, std::string cbind_data)
+    : password_(std::move(password)), cbind_data_(std::move(cbind_data)) {}
 
 std::string ScramClient::FirstMessage() {
   nonce_ = Nonce();
   client_first_bare_ = absl::StrCat("n=,r=", nonce_);
-  return absl::StrCat("n,,", client_first_bare_);
+  return absl::StrCat(cbind_data_.empty() ? "n,," : "p=tls-server-end-point,,", client_first_bare_);
 }
 
 absl::StatusOr<std::string> ScramClient::FinalMessage(absl::string_view server_first) {
@@ -172,7 +173,9 @@ absl::StatusOr<std::string> ScramClient::FinalMessage(absl::string_view server_f
     return absl::PermissionDeniedError("SCRAM: malformed server-first message");
   }
   salted_ = SaltedPassword(password_, *salt, iterations);
-  const std::string without_proof = absl::StrCat("c=biws,r=", nonce);
+  const std::string cbind =
+      cbind_data_.empty() ? "biws" : Base64(absl::StrCat("p=tls-server-end-point,,", cbind_data_));
+  const std::string without_proof = absl::StrCat("c=", cbind, ",r=", nonce);
   auth_message_ = absl::StrCat(client_first_bare_, ",", server_first, ",", without_proof);
   const std::string client_key = Hmac(salted_, "Client Key");
   const std::string signature = Hmac(Sha256(client_key), auth_message_);
@@ -187,15 +190,30 @@ absl::Status ScramClient::VerifyServerFinal(absl::string_view server_final) cons
   return absl::OkStatus();
 }
 
-ScramServer::ScramServer(std::string password) : password_(std::move(password)) {}
+ScramServer::ScramServer(std::string password, std::string cbind_data)
+    : password_(std::move(password)), cbind_data_(std::move(cbind_data)) {}
 
-absl::StatusOr<std::string> ScramServer::ServerFirst(absl::string_view client_first) {
-  // gs2 header "n,," or "y,,": no channel binding.
-  if (!(absl::StartsWith(client_first, "n,") || absl::StartsWith(client_first, "y,"))) {
-    return absl::PermissionDeniedError("SCRAM: channel binding is not supported");
+absl::StatusOr<std::string> ScramServer::ServerFirst(absl::string_view client_first, bool plus) {
+  // The gs2 header: "p=tls-server-end-point," (SCRAM-SHA-256-PLUS), "n,"
+  // (the client does not bind) or "y," (the client could, but thinks the
+  // server cannot: a downgrade when the server offered -PLUS), then authzid.
+  const size_t first = client_first.find(',');
+  if (first == absl::string_view::npos) return absl::PermissionDeniedError("SCRAM: malformed client-first");
+  const absl::string_view flag = client_first.substr(0, first);
+  if (plus) {
+    if (flag != "p=tls-server-end-point" || cbind_data_.empty()) {
+      return absl::PermissionDeniedError(
+          "SCRAM-SHA-256-PLUS: only channel binding type tls-server-end-point over TLS is supported");
+    }
+  } else if (flag == "y" && !cbind_data_.empty()) {
+    return absl::PermissionDeniedError(
+        "SCRAM channel binding negotiation error: the client supports binding, and the server offered it");
+  } else if (flag != "n" && flag != "y") {
+    return absl::PermissionDeniedError("SCRAM: channel binding needs the mechanism SCRAM-SHA-256-PLUS");
   }
-  const size_t second = client_first.find(',', 2);
+  const size_t second = client_first.find(',', first + 1);
   if (second == absl::string_view::npos) return absl::PermissionDeniedError("SCRAM: malformed client-first");
+  expected_cbind_ = Base64(absl::StrCat(client_first.substr(0, second + 1), plus ? cbind_data_ : ""));
   client_first_bare_ = std::string(client_first.substr(second + 1));
   const absl::string_view cnonce = Attr(client_first_bare_, 'r');
   if (cnonce.empty()) return absl::PermissionDeniedError("SCRAM: no client nonce");
@@ -212,6 +230,9 @@ absl::StatusOr<std::string> ScramServer::ServerFinal(absl::string_view client_fi
   const size_t p = client_final.rfind(",p=");
   if (p == absl::string_view::npos || Attr(client_final, 'r') != nonce_) {
     return absl::PermissionDeniedError("SCRAM: malformed client-final message");
+  }
+  if (Attr(client_final, 'c') != expected_cbind_) {
+    return absl::PermissionDeniedError("SCRAM channel binding check failed");
   }
   auto proof = Unbase64(client_final.substr(p + 3));
   if (!proof.ok()) return absl::PermissionDeniedError("SCRAM: malformed proof");

@@ -1,6 +1,7 @@
 // Password authentication helpers for both sides of the proxy: PostgreSQL's
-// md5 scheme, SCRAM-SHA-256 (RFC 5802/7677 as PostgreSQL uses it: no channel
-// binding, user name taken from the startup packet, passwords not SASLprep'd)
+// md5 scheme, SCRAM-SHA-256 (RFC 5802/7677 as PostgreSQL uses it: user name
+// taken from the startup packet, passwords not SASLprep'd) and
+// SCRAM-SHA-256-PLUS with tls-server-end-point channel binding (RFC 5929)
 // and a PgBouncer-style userlist ("user" "password" per line).
 //
 //   auth::ScramClient c("pw");          auth::ScramServer s("pw");
@@ -39,29 +40,34 @@ absl::StatusOr<std::map<std::string, std::string>> ParseUserList(absl::string_vi
 std::string Base64(absl::string_view data);
 absl::StatusOr<std::string> Unbase64(absl::string_view text);
 
-// The client side of SCRAM-SHA-256 (the proxy logging in to the server).
+// The client side of SCRAM-SHA-256 (the proxy logging in to the server);
+// with cbind_data (the server certificate's tls-server-end-point hash),
+// SCRAM-SHA-256-PLUS.
 class ScramClient {
  public:
-  explicit ScramClient(std::string password);
+  explicit ScramClient(std::string password, std::string cbind_data = "");
   std::string FirstMessage();  // "n,,n=,r=<nonce>"
   absl::StatusOr<std::string> FinalMessage(absl::string_view server_first);
   absl::Status VerifyServerFinal(absl::string_view server_final) const;
 
  private:
-  std::string password_, nonce_, client_first_bare_, auth_message_, salted_;
+  std::string password_, cbind_data_, nonce_, client_first_bare_, auth_message_, salted_;
 };
 
 // The server side (clients logging in to the proxy with a plain-text
-// password from the userlist).
+// password from the userlist). cbind_data: the tls-server-end-point hash of
+// the proxy's certificate when the client is on TLS (SCRAM-SHA-256-PLUS is
+// offered), else empty.
 class ScramServer {
  public:
-  explicit ScramServer(std::string password);
-  absl::StatusOr<std::string> ServerFirst(absl::string_view client_first);
+  explicit ScramServer(std::string password, std::string cbind_data = "");
+  // plus: the client chose SCRAM-SHA-256-PLUS.
+  absl::StatusOr<std::string> ServerFirst(absl::string_view client_first, bool plus = false);
   // Checks the proof; returns the server-final message ("v=...").
   absl::StatusOr<std::string> ServerFinal(absl::string_view client_final);
 
  private:
-  std::string password_, salt_, nonce_, client_first_bare_, server_first_, salted_;
+  std::string password_, cbind_data_, expected_cbind_, salt_, nonce_, client_first_bare_, server_first_, salted_;
   int iterations_ = 4096;
 };
 

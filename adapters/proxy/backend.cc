@@ -27,6 +27,13 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   const int fd = *fd_or;
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::unique_ptr<tls::Session> tls;  // server_tls_sslmode: the startup runs over it
+  if (server_tls_ != nullptr) {
+    if (absl::Status st = net::NegotiateServerTls(fd, *server_tls_, &tls); !st.ok()) {
+      ::close(fd);
+      return st;
+    }
+  }
   std::string pkt;
   size_t at = wire::BeginMessage(&pkt, 0);
   wire::PutInt32(&pkt, wire::kProtocol3);
@@ -44,14 +51,14 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
     ::close(fd);
     return st;
   };
-  if (!net::WriteAll(fd, pkt)) return fail(absl::UnavailableError("cannot send the startup packet"));
+  if (!net::WriteAll(fd, pkt, tls.get())) return fail(absl::UnavailableError("cannot send the startup packet"));
   std::string buf;
   std::vector<std::pair<std::string, std::string>> params;
   std::unique_ptr<auth::ScramClient> scram;
   while (true) {
     char type = 0;
     std::string body;
-    if (absl::Status st = net::ReadMessage(fd, &buf, &type, &body); !st.ok()) return fail(st);
+    if (absl::Status st = net::ReadMessage(fd, &buf, &type, &body, tls.get()); !st.ok()) return fail(st);
     wire::Reader r(body);
     if (type == 'R') {
       const int32_t code = r.Int32();
@@ -77,7 +84,9 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
           continue;
         }
         wire::EndMessage(&reply, m);
-        if (!net::WriteAll(fd, reply)) return fail(absl::UnavailableError("cannot send the SASL response"));
+        if (!net::WriteAll(fd, reply, tls.get())) {
+          return fail(absl::UnavailableError("cannot send the SASL response"));
+        }
         continue;
       }
       std::string reply;
@@ -93,7 +102,7 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
       }
       reply.push_back('\0');
       wire::EndMessage(&reply, m);
-      if (!net::WriteAll(fd, reply)) return fail(absl::UnavailableError("cannot send the password"));
+      if (!net::WriteAll(fd, reply, tls.get())) return fail(absl::UnavailableError("cannot send the password"));
     } else if (type == 'S') {
       std::string k(r.CString());
       std::string v(r.CString());
@@ -116,6 +125,7 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->sess = BackendSession(params);
   b->connect_params = std::move(params);
   b->fd = fd;
+  b->tls = std::move(tls);
   b->in = std::move(buf);
   b->in_off = 0;
   b->out.clear();
@@ -130,6 +140,7 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->drop_describe_tail = false;
   b->unnamed_key.clear();
   AddFd(b, EPOLLIN);
+  if (b->tls != nullptr && b->tls->Pending()) tls_pending_.push_back(b);
   return absl::OkStatus();
 }
 
@@ -272,6 +283,7 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
   epoll_ctl(epfd_, EPOLL_CTL_DEL, b->fd, nullptr);
   ::close(b->fd);
   b->fd = -1;
+  b->tls.reset();
   b->alive = false;
   if (Client* c = b->client; c != nullptr) {
     // Exactly one result per request: each request the server had not

@@ -44,7 +44,7 @@ void Proxy::Loop::CloseWithFatal(Client* c, absl::string_view sqlstate, absl::st
   wire::AppendError(&c->out, "FATAL", sqlstate, message);
   // Best effort: the error is small; the socket is closed right after.
   if (c->out_off < c->out.size()) {
-    (void)!::send(c->fd, c->out.data() + c->out_off, c->out.size() - c->out_off, MSG_NOSIGNAL);
+    (void)!c->SendSome(c->out.data() + c->out_off, c->out.size() - c->out_off);
   }
   c->out.clear();
   c->out_off = 0;
@@ -116,7 +116,11 @@ void Proxy::Loop::OnClientInput(Client* c) {
 void Proxy::Loop::HandleStartup(Client* c, absl::string_view body) {
   wire::Reader r(body);
   const int32_t code = r.Int32();
-  if (code == wire::kSslRequest || code == wire::kGssEncRequest) {
+  if (code == wire::kSslRequest) {
+    StartClientTls(c);
+    return;
+  }
+  if (code == wire::kGssEncRequest) {
     Send(c, "N");
     return;
   }
@@ -130,6 +134,13 @@ void Proxy::Loop::HandleStartup(Client* c, absl::string_view body) {
   if (code != wire::kProtocol3) {
     ProtocolError(c, "0A000", absl::StrCat("unsupported frontend protocol ", code >> 16, ".",
                                            code & 0xffff, ": the proxy speaks 3.0"));
+    return;
+  }
+  if (client_tls_ != nullptr && c->tls == nullptr && client_tls_->mode() >= tls::Mode::kRequire) {
+    // As PostgreSQL refuses a non-SSL client that only a hostssl line admits.
+    ProtocolError(c, "28000",
+                  absl::StrCat("SSL required: client_tls_sslmode = ", tls::ModeName(client_tls_->mode()),
+                               " refuses connections without TLS"));
     return;
   }
   if (c->over_limit) {
@@ -154,7 +165,13 @@ void Proxy::Loop::HandleStartup(Client* c, absl::string_view body) {
   if (c->database.empty()) c->database = c->user;
   c->admin = c->database == opt_.admin_dbname;
   if (opt_.auth_type == "scram-sha-256") {
-    std::string mechs = "SCRAM-SHA-256";
+    // Over TLS, -PLUS (channel binding) first, as PostgreSQL lists them.
+    std::string mechs;
+    if (c->tls != nullptr && !client_tls_->end_point_hash().empty()) {
+      mechs.append("SCRAM-SHA-256-PLUS");
+      mechs.push_back('\0');
+    }
+    mechs.append("SCRAM-SHA-256");
     mechs.push_back('\0');
     mechs.push_back('\0');
     wire::AppendAuth(&c->out, 10, mechs);
@@ -173,6 +190,56 @@ void Proxy::Loop::HandleStartup(Client* c, absl::string_view body) {
   FinishLogin(c);
 }
 
+void Proxy::Loop::StartClientTls(Client* c) {
+  if (client_tls_ == nullptr || c->tls != nullptr) {
+    Send(c, "N");
+    return;
+  }
+  if (c->in_off != c->in.size()) {
+    // Bytes after SSLRequest would have been sent in the clear but read as
+    // if they came over TLS (CVE-2021-23214): refuse, as PostgreSQL does.
+    ProtocolError(c, "08P01", "received unencrypted data after SSL request");
+    return;
+  }
+  // 'S' goes out in the clear before the handshake; one byte on a socket
+  // with nothing queued.
+  Flush(c);
+  if (!c->out.empty() || ::send(c->fd, "S", 1, MSG_NOSIGNAL) != 1) {
+    CloseClient(c);
+    return;
+  }
+  c->tls = tls::Session::Accept(*client_tls_, c->fd);
+  if (c->tls == nullptr) {
+    CloseClient(c);
+    return;
+  }
+  c->handshaking = true;
+}
+
+void Proxy::Loop::ContinueHandshake(Client* c) {
+  switch (c->tls->Handshake()) {
+    case tls::Io::kDone:
+      c->handshaking = false;
+      SetEpollOut(c, false);
+      stats_.tls_clients++;
+      return;
+    case tls::Io::kWantRead:
+      SetEpollOut(c, false);
+      return;
+    case tls::Io::kWantWrite:
+      SetEpollOut(c, true);
+      return;
+    case tls::Io::kError:
+      if (trace_) {
+        std::fprintf(stderr, "c%llu TLS handshake failed: %s\n", static_cast<unsigned long long>(c->id),
+                     c->tls->error().c_str());
+      }
+      stats_.tls_handshake_failures++;
+      CloseClient(c);
+      return;
+  }
+}
+
 void Proxy::Loop::HandlePassword(Client* c, absl::string_view body) {
   wire::Reader r(body);
   const std::string failed = absl::StrCat("password authentication failed for user \"", c->user, "\"");
@@ -186,12 +253,14 @@ void Proxy::Loop::HandlePassword(Client* c, absl::string_view body) {
       absl::string_view mech = r.CString();
       const int32_t len = r.Int32();
       absl::string_view data = len >= 0 ? r.Bytes(len) : absl::string_view();
-      if (!r.ok() || mech != "SCRAM-SHA-256") {
+      const bool plus = mech == "SCRAM-SHA-256-PLUS";
+      if (!r.ok() || (mech != "SCRAM-SHA-256" && !plus)) {
         ProtocolError(c, "28000", "expected a SCRAM-SHA-256 SASLInitialResponse");
         return;
       }
-      c->scram = std::make_unique<auth::ScramServer>(it->second);
-      auto first = c->scram->ServerFirst(data);
+      c->scram = std::make_unique<auth::ScramServer>(
+          it->second, c->tls != nullptr ? client_tls_->end_point_hash() : std::string());
+      auto first = c->scram->ServerFirst(data, plus);
       if (!first.ok()) {
         ProtocolError(c, "28000", first.status().message());
         return;

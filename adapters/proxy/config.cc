@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "adapters/proxy/net.h"
+#include "adapters/proxy/tls.h"
 
 namespace corral {
 namespace proxy {
@@ -126,6 +127,22 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
   } else if (key == "max_prepared_statements") {
     if (auto st = Int(key, value, 1, 1 << 20, &n); !st.ok()) return st;
     o->prepared_cache_size = static_cast<size_t>(n);
+  } else if (key == "client_tls_sslmode" || key == "server_tls_sslmode") {
+    auto m = tls::ParseMode(value);
+    if (!m.ok()) return absl::InvalidArgumentError(absl::StrCat(key, " ", m.status().message()));
+    (key == "client_tls_sslmode" ? o->client_tls_sslmode : o->server_tls_sslmode) = tls::ModeName(*m);
+  } else if (key == "client_tls_cert_file") {
+    o->client_tls_cert_file = std::string(value);
+  } else if (key == "client_tls_key_file") {
+    o->client_tls_key_file = std::string(value);
+  } else if (key == "client_tls_ca_file") {
+    o->client_tls_ca_file = std::string(value);
+  } else if (key == "server_tls_ca_file") {
+    o->server_tls_ca_file = std::string(value);
+  } else if (key == "server_tls_cert_file") {
+    o->server_tls_cert_file = std::string(value);
+  } else if (key == "server_tls_key_file") {
+    o->server_tls_key_file = std::string(value);
   } else if (key == "admin_dbname") {
     o->admin_dbname = std::string(value);
   } else if (key == "admin_users" || key == "stats_users") {

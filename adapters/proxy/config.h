@@ -15,6 +15,9 @@
 //   admin_users = alice, bob       stats_users = monitor    (comma-separated)
 //   allow_trust_on_network = 0     (auth_type = trust on a non-loopback listen_addr)
 //   client_output_limit_bytes = 4194304   (back-pressure bound; 0 = off)
+//   client_tls_sslmode = disable | allow | prefer | require | verify-ca | verify-full
+//   client_tls_cert_file / client_tls_key_file / client_tls_ca_file
+//   server_tls_sslmode = (same values)   server_tls_ca_file / _cert_file / _key_file
 //
 //   proxy::Options o;
 //   CHECK_OK(proxy::LoadConfigFile("corral.ini", &o));

@@ -53,6 +53,7 @@ void Proxy::Loop::AddFd(Conn* c, uint32_t events) {
 absl::Status Proxy::Loop::Init(std::atomic<int>* port, std::atomic<int>* metrics_port) {
   if (opt_.pool_size < 1) return absl::InvalidArgumentError("pool_size must be at least 1");
   router_ = std::make_unique<Router>(&sched_, opt_.schema, &stats_.undecodable_params);
+  if (absl::Status st = MakeTlsContexts(opt_, &client_tls_, &server_tls_); !st.ok()) return st;
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   AddFd(&wake_, EPOLLIN);
@@ -79,6 +80,7 @@ absl::Status Proxy::Loop::ListenOn(Conn* c, int port, std::atomic<int>* bound) {
 }
 
 void Proxy::Loop::Run() {
+  tls::SigpipeBlock no_sigpipe;  // TLS peers that went away: EPIPE, not SIGPIPE
   epoll_event events[256];
   while (!stop_.load()) {
     ApplyRequests();
@@ -87,11 +89,18 @@ void Proxy::Loop::Run() {
     if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
       timeout_ms = static_cast<int>(std::clamp<int64_t>(opt_.steal_after_ms / 2, 1, 100));
     }
+    if (!tls_pending_.empty()) timeout_ms = 0;
     int n = epoll_wait(epfd_, events, 256, timeout_ms);
     for (int i = 0; i < n; ++i) {
       Conn* c = static_cast<Conn*>(events[i].data.ptr);
       if (c->dead) continue;
       OnEvent(c, events[i].events);
+    }
+    // Input left inside OpenSSL by a capped read: as if the socket had some.
+    std::vector<Conn*> pending;
+    pending.swap(tls_pending_);
+    for (Conn* c : pending) {
+      if (!c->dead && (c->kind != Conn::kBackend || static_cast<Backend*>(c)->alive)) OnEvent(c, EPOLLIN);
     }
     Timers();
     if (paused_ || draining_) OpsTurn();
@@ -110,6 +119,8 @@ void Proxy::Loop::Run() {
         if (b->alive && !b->read_paused) OnBackendInput(b);
       }
     } while (!dirty_.empty());
+    tls_pending_.erase(std::remove_if(tls_pending_.begin(), tls_pending_.end(), [](Conn* c) { return c->dead; }),
+                       tls_pending_.end());
     graveyard_.clear();
     if (stop_after_turn_) stop_.store(true);
   }
@@ -118,7 +129,7 @@ void Proxy::Loop::Run() {
 
 void Proxy::Loop::Flush(Conn* c) {
   while (c->out_off < c->out.size()) {
-    ssize_t n = ::send(c->fd, c->out.data() + c->out_off, c->out.size() - c->out_off, MSG_NOSIGNAL);
+    ssize_t n = c->SendSome(c->out.data() + c->out_off, c->out.size() - c->out_off);
     if (n > 0) {
       c->out_off += n;
       continue;
@@ -131,7 +142,10 @@ void Proxy::Loop::Flush(Conn* c) {
     return;
   }
   CompactBuffer(&c->out, &c->out_off);
-  const bool want = !c->out.empty();
+  SetEpollOut(c, !c->out.empty());
+}
+
+void Proxy::Loop::SetEpollOut(Conn* c, bool want) {
   if (want != c->epollout) {
     c->epollout = want;
     SetInterest(c);
@@ -185,17 +199,22 @@ bool Proxy::Loop::ReadInto(Conn* c) {
   if (read_buf_ == nullptr) read_buf_.reset(new char[kReadChunk]);
   size_t total = 0;
   while (total < 16 * kReadChunk) {
-    ssize_t n = ::recv(c->fd, read_buf_.get(), kReadChunk, 0);
+    ssize_t n = c->Recv(read_buf_.get(), kReadChunk);
     if (n > 0) {
       c->in.append(read_buf_.get(), static_cast<size_t>(n));
       total += n;
-      if (static_cast<size_t>(n) < kReadChunk) return true;
+      // A short read drained the socket; TLS returns a record at a time, so
+      // a short read there means only that OpenSSL holds nothing more (the
+      // socket's own bytes still raise epoll: no extra recv for EAGAIN).
+      if (static_cast<size_t>(n) < kReadChunk && (c->tls == nullptr || !c->tls->Pending())) return true;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     return false;
   }
+  // Stopped at the cap: what OpenSSL already decrypted raises no epoll event.
+  if (c->tls != nullptr && c->tls->Pending()) tls_pending_.push_back(c);
   return true;
 }
 
@@ -217,7 +236,13 @@ void Proxy::Loop::OnEvent(Conn* c, uint32_t ev) {
       return;
     case Conn::kClient: {
       auto* cl = static_cast<Client*>(c);
-      if (ev & EPOLLOUT) Flush(c);
+      if (cl->handshaking) {
+        ContinueHandshake(cl);
+        if (cl->dead || cl->handshaking) return;
+        ev |= EPOLLIN;  // the startup packet may have come with the handshake's end
+      }
+      // TLS may need the socket writable to read, or readable to write.
+      if ((ev & EPOLLOUT) || (c->tls != nullptr && !c->out.empty())) Flush(c);
       if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
         const bool open = ReadInto(c);
         OnClientInput(cl);
@@ -228,7 +253,7 @@ void Proxy::Loop::OnEvent(Conn* c, uint32_t ev) {
     case Conn::kBackend: {
       auto* b = static_cast<Backend*>(c);
       if (!b->alive) return;
-      if (ev & EPOLLOUT) Flush(c);
+      if ((ev & EPOLLOUT) || (c->tls != nullptr && !c->out.empty())) Flush(c);
       if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
         const bool open = ReadInto(c);
         OnBackendInput(b);

@@ -44,6 +44,9 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_undecodable_params_total",
           "Bind parameter values that yielded no reference: a binary value of a type the proxy does not decode.",
           stats.undecodable_params);
+  counter("corral_tls_clients_total", "Clients that completed a TLS handshake.", stats.tls_clients);
+  counter("corral_tls_handshake_failures_total", "Client TLS handshakes that failed.",
+          stats.tls_handshake_failures);
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

@@ -48,9 +48,10 @@ bool IsLoopbackAddress(absl::string_view addr) {
   return addr == "localhost" || addr == "::1" || addr == "[::1]" || absl::StartsWith(addr, "127.");
 }
 
-bool WriteAll(int fd, absl::string_view data) {
+bool WriteAll(int fd, absl::string_view data, tls::Session* tls) {
   while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    ssize_t n = tls != nullptr ? tls->Write(data.data(), data.size())
+                               : ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       usleep(1000);
@@ -112,7 +113,7 @@ absl::StatusOr<int> Listen(const std::string& addr, int port, int* bound_port) {
   return fd;
 }
 
-absl::Status ReadMessage(int fd, std::string* buf, char* type, std::string* body) {
+absl::Status ReadMessage(int fd, std::string* buf, char* type, std::string* body, tls::Session* tls) {
   while (true) {
     wire::Frame f;
     size_t used = 0;
@@ -125,11 +126,39 @@ absl::Status ReadMessage(int fd, std::string* buf, char* type, std::string* body
       return absl::OkStatus();
     }
     char tmp[8192];
-    ssize_t n = ::recv(fd, tmp, sizeof(tmp), 0);
+    ssize_t n = tls != nullptr ? tls->Read(tmp, sizeof(tmp)) : ::recv(fd, tmp, sizeof(tmp), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return absl::UnavailableError("server closed the connection during startup");
     buf->append(tmp, n);
   }
+}
+
+absl::Status NegotiateServerTls(int fd, const tls::Context& ctx, std::unique_ptr<tls::Session>* out) {
+  out->reset();
+  std::string pkt;
+  wire::PutInt32(&pkt, 8);
+  wire::PutInt32(&pkt, wire::kSslRequest);
+  if (!WriteAll(fd, pkt)) return absl::UnavailableError("cannot send SSLRequest to the server");
+  char answer = 0;
+  ssize_t n;
+  do {
+    n = ::recv(fd, &answer, 1, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) return absl::UnavailableError("the server closed the connection after SSLRequest");
+  if (answer == 'S') {
+    auto s = tls::Session::Connect(ctx, fd);
+    if (!s.ok()) return s.status();
+    *out = std::move(*s);
+    return absl::OkStatus();
+  }
+  if (answer != 'N') {
+    return absl::UnavailableError(absl::StrCat("the server answered SSLRequest with byte ", int(answer)));
+  }
+  if (ctx.mode() >= tls::Mode::kRequire) {
+    return absl::UnavailableError(absl::StrCat("the server does not support TLS (server_tls_sslmode = ",
+                                               tls::ModeName(ctx.mode()), ")"));
+  }
+  return absl::OkStatus();
 }
 
 void SendCancelRequest(const std::string& host, int port, int32_t pid, int32_t secret) {

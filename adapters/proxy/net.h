@@ -13,11 +13,13 @@
 #ifndef CORRAL_ADAPTERS_PROXY_NET_H_
 #define CORRAL_ADAPTERS_PROXY_NET_H_
 
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "adapters/proxy/tls.h"
 
 namespace corral {
 namespace proxy {
@@ -31,8 +33,9 @@ std::string PeerAddress(int fd);
 // localhost).
 bool IsLoopbackAddress(absl::string_view addr);
 
-// Blocking write of all of `data` (spins on EAGAIN); false on error.
-bool WriteAll(int fd, absl::string_view data);
+// Blocking write of all of `data` (spins on EAGAIN); false on error. With
+// `tls`, through that session on fd.
+bool WriteAll(int fd, absl::string_view data, tls::Session* tls = nullptr);
 
 // A connected, blocking TCP socket with TCP_NODELAY.
 absl::StatusOr<int> ConnectTcp(const std::string& host, int port);
@@ -42,8 +45,15 @@ absl::StatusOr<int> ConnectTcp(const std::string& host, int port);
 absl::StatusOr<int> Listen(const std::string& addr, int port, int* bound_port);
 
 // Blocking read of one typed protocol message from fd; `buf` carries bytes
-// read past it to the next call (the startup phase of a backend).
-absl::Status ReadMessage(int fd, std::string* buf, char* type, std::string* body);
+// read past it to the next call (the startup phase of a backend). With
+// `tls`, through that session on fd.
+absl::Status ReadMessage(int fd, std::string* buf, char* type, std::string* body,
+                         tls::Session* tls = nullptr);
+
+// Asks the server on a fresh blocking connection for TLS (SSLRequest) as
+// server_tls_sslmode says (ctx: tls::Context::ForServer); *out stays null
+// when the server declines and the mode allows plain.
+absl::Status NegotiateServerTls(int fd, const tls::Context& ctx, std::unique_ptr<tls::Session>* out);
 
 // The 16-byte CancelRequest for a server process, sent on a fresh
 // connection to host:port; errors are ignored (a cancel is best effort).

@@ -15,9 +15,37 @@ namespace corral {
 namespace proxy {
 
 std::string ServerConninfo(const Options& o) {
-  return absl::StrCat("host=", o.server_host, " port=", o.server_port, " user=", o.server_user,
-                      " dbname=", o.server_dbname,
-                      o.server_password.empty() ? "" : absl::StrCat(" password=", o.server_password));
+  std::string s = absl::StrCat("host=", o.server_host, " port=", o.server_port, " user=", o.server_user,
+                               " dbname=", o.server_dbname,
+                               o.server_password.empty() ? "" : absl::StrCat(" password=", o.server_password));
+  // libpq's sslmode has the same names; "allow" is plain first here too.
+  absl::StrAppend(&s, " sslmode=", o.server_tls_sslmode);
+  if (!o.server_tls_ca_file.empty()) absl::StrAppend(&s, " sslrootcert=", o.server_tls_ca_file);
+  if (!o.server_tls_cert_file.empty()) absl::StrAppend(&s, " sslcert=", o.server_tls_cert_file);
+  if (!o.server_tls_key_file.empty()) absl::StrAppend(&s, " sslkey=", o.server_tls_key_file);
+  return s;
+}
+
+absl::Status MakeTlsContexts(const Options& o, std::unique_ptr<tls::Context>* clients,
+                             std::unique_ptr<tls::Context>* server) {
+  auto cmode = tls::ParseMode(o.client_tls_sslmode);
+  if (!cmode.ok()) return absl::InvalidArgumentError(absl::StrCat("client_tls_sslmode ", cmode.status().message()));
+  auto smode = tls::ParseMode(o.server_tls_sslmode);
+  if (!smode.ok()) return absl::InvalidArgumentError(absl::StrCat("server_tls_sslmode ", smode.status().message()));
+  clients->reset();
+  server->reset();
+  if (*cmode != tls::Mode::kDisable) {
+    auto c = tls::Context::ForClients(o.client_tls_cert_file, o.client_tls_key_file, o.client_tls_ca_file, *cmode);
+    if (!c.ok()) return c.status();
+    *clients = std::move(*c);
+  }
+  if (*smode != tls::Mode::kDisable && *smode != tls::Mode::kAllow) {
+    auto s = tls::Context::ForServer(*smode, o.server_tls_ca_file, o.server_tls_cert_file, o.server_tls_key_file,
+                                     o.server_host);
+    if (!s.ok()) return s.status();
+    *server = std::move(*s);
+  }
+  return absl::OkStatus();
 }
 
 Proxy::Proxy(const Options& options) : options_(options) {}
@@ -31,6 +59,10 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Create(const Options& options) {
         absl::StrCat("auth_type must be trust, md5 or scram-sha-256, not '", options.auth_type, "'"));
   }
   if (absl::Status st = CheckSafeDefaults(options); !st.ok()) return st;
+  {  // bad TLS settings or files: refuse before anything connects
+    std::unique_ptr<tls::Context> c, s;
+    if (absl::Status st = MakeTlsContexts(options, &c, &s); !st.ok()) return st;
+  }
   std::unique_ptr<Proxy> p(new Proxy(options));
   if (p->options_.auth_type != "trust" && p->options_.users.empty()) {
     if (p->options_.auth_file.empty()) {
@@ -66,7 +98,12 @@ absl::Status Proxy::Start() {
     options_.schema = *schema;
   }
   loop_ = std::make_unique<Loop>(&options_, &stats_, scheduler_.get());
-  if (absl::Status st = loop_->Init(&port_, &metrics_port_); !st.ok()) {
+  absl::Status init;
+  {
+    tls::SigpipeBlock no_sigpipe;  // backends' TLS handshakes on this thread
+    init = loop_->Init(&port_, &metrics_port_);
+  }
+  if (absl::Status st = init; !st.ok()) {
     loop_.reset();
     return st;
   }

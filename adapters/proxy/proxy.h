@@ -29,7 +29,7 @@
 //
 // Code map: proxy_internal.h lists the event loop's files (loop, client
 // session, pump, extended protocol, backend) and the pieces with their own
-// seams (net, prepared, router, admin_console, metrics, stats).
+// seams (net, tls, prepared, router, admin_console, metrics, stats).
 //
 // Thread safety: Create/Start/Stop from one controlling thread; port(),
 // stats(), scheduler() and the admin helpers may be called from any thread
@@ -101,6 +101,13 @@ struct Options {
   int metrics_port = -1;                   // -1 off, 0 ephemeral
   // Schema for canonical references; null: read from the server's catalog.
   std::shared_ptr<const Schema> schema;
+  // TLS (tls.h), PgBouncer's keys and sslmode values: towards the clients
+  // (client_tls_*) and towards the server (server_tls_*; the catalog reads
+  // through libpq get the same sslmode and files).
+  std::string client_tls_sslmode = "disable";
+  std::string client_tls_cert_file, client_tls_key_file, client_tls_ca_file;
+  std::string server_tls_sslmode = "disable";
+  std::string server_tls_ca_file, server_tls_cert_file, server_tls_key_file;
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
 };
 

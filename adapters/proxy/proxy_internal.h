@@ -15,6 +15,10 @@
 //                      server, backend input, failure and reconnect
 //   ops.cc             graceful operations: requests from other threads,
 //                      PAUSE / RESUME, draining for shutdown
+// TLS: Conn::Recv / SendSome are the I/O seam (plain socket or tls.h's
+// Session); client_session.cc answers SSLRequest and drives the handshake
+// from epoll, backend.cc negotiates TLS with the server before startup;
+// tls.h holds the OpenSSL contexts and sessions.
 // The pieces with their own seams live in their own files: net.h (sockets),
 // prepared.h (statements, per-backend cache), router.h (scheduler seam),
 // session_params.h (per-client session state), admin_console.h, metrics.h.
@@ -30,6 +34,7 @@
 #ifndef CORRAL_ADAPTERS_PROXY_PROXY_INTERNAL_H_
 #define CORRAL_ADAPTERS_PROXY_PROXY_INTERNAL_H_
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -51,12 +56,19 @@
 #include "adapters/proxy/router.h"
 #include "adapters/proxy/session_params.h"
 #include "adapters/proxy/steal.h"
+#include "adapters/proxy/tls.h"
 
 namespace corral {
 namespace proxy {
 
-// The server's connection string for libpq (catalog reads).
+// The server's connection string for libpq (catalog reads), with the
+// server_tls_* settings as sslmode / sslrootcert / sslcert / sslkey.
 std::string ServerConninfo(const Options& o);
+
+// The TLS contexts of the two sides from client_tls_* / server_tls_*; null
+// where that side's sslmode is disable. Errors name the key or file.
+absl::Status MakeTlsContexts(const Options& o, std::unique_ptr<tls::Context>* clients,
+                             std::unique_ptr<tls::Context>* server);
 
 // Drops the consumed front [0, *off) of a connection buffer: all of it once
 // consumed, or once more than 1 MiB of it is.
@@ -83,6 +95,14 @@ struct Conn {
   bool read_paused = false;  // back-pressure: EPOLLIN dropped (backends)
   bool dirty = false;
   bool dead = false;
+  // The I/O seam: a plain socket, or TLS over it (tls.h) once negotiated;
+  // the loop reads and writes only through Recv / SendSome.
+  std::unique_ptr<tls::Session> tls;
+  bool handshaking = false;  // a client's TLS handshake is under way
+  ssize_t Recv(char* buf, size_t n) { return tls ? tls->Read(buf, n) : ::recv(fd, buf, n, 0); }
+  ssize_t SendSome(const char* p, size_t n) {
+    return tls ? tls->Write(p, n) : ::send(fd, p, n, MSG_NOSIGNAL);
+  }
   explicit Conn(Kind k) : kind(k) {}
   virtual ~Conn() = default;
 };
@@ -216,6 +236,7 @@ class Proxy::Loop : private AdminSource {
   void ResumeRead(Backend* b);
   bool ReadInto(Conn* c);  // false on EOF/error
   void OnEvent(Conn* c, uint32_t ev);
+  void SetEpollOut(Conn* c, bool want);
   void Accept();
   void AcceptHttp();
   void OnHttp(Conn* c);
@@ -241,6 +262,9 @@ class Proxy::Loop : private AdminSource {
   void OnClientInput(Client* c);
   void HandleStartup(Client* c, absl::string_view body);
   void HandlePassword(Client* c, absl::string_view body);
+  // SSLRequest: 'S' and a TLS session when client TLS is on, else 'N'.
+  void StartClientTls(Client* c);
+  void ContinueHandshake(Client* c);
   void FinishLogin(Client* c);
   void ProtocolError(Client* c, absl::string_view sqlstate, absl::string_view message);
   // Sends FATAL `message` (best effort) and closes the client (no counter).
@@ -345,6 +369,9 @@ class Proxy::Loop : private AdminSource {
   absl::flat_hash_map<uint64_t, int> inflight_;
   std::vector<Conn*> dirty_;
   std::vector<Backend*> resumed_;  // ResumeRead: buffered input to handle
+  std::unique_ptr<tls::Context> client_tls_, server_tls_;  // null: TLS off that side
+  // TLS connections with decrypted input OpenSSL holds (no epoll event comes).
+  std::vector<Conn*> tls_pending_;
   std::unique_ptr<char[]> read_buf_;  // ReadInto's scratch (kReadChunk bytes)
   int64_t timers_at_ = 0;             // Timers' last full pass
   std::vector<std::unique_ptr<Conn>> graveyard_;

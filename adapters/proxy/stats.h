@@ -44,6 +44,8 @@ struct Stats {
   // the most unsent output any client has had buffered in the proxy.
   std::atomic<int64_t> backpressure_pauses{0};
   std::atomic<int64_t> client_output_peak_bytes{0};
+  std::atomic<int64_t> tls_clients{0};             // clients that completed a TLS handshake
+  std::atomic<int64_t> tls_handshake_failures{0};  // clients whose TLS handshake failed
 };
 
 }  // namespace proxy

@@ -30,6 +30,12 @@
 #   SECONDS_PER_RUN=10 CLIENTS=16 POOL=8 bash bench/proxy/run.sh
 #   PATHS="direct pgbouncer corral" WORKLOADS="hot-row" bash bench/proxy/run.sh
 #   REPEAT=3 SECONDS_PER_RUN=10 bash bench/proxy/run.sh   # median of 3 rounds
+#   TLS=1 PATHS="pgbouncer corral" bash bench/proxy/run.sh   # client TLS on
+#
+# TLS=1: PgBouncer and Corral both with client_tls_sslmode = require (the
+# same key names; a throwaway CA and certificate made here with openssl) and
+# pgbench with sslmode=require on those paths; "direct" stays plain (the
+# server has no TLS). Compare Corral with PgBouncer, not with direct.
 #
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
 set -euo pipefail
@@ -52,6 +58,7 @@ done
 PATHS=${PATHS:-$default_paths}
 WORKLOADS=${WORKLOADS:-select-only hot-row two-row hot-row-asyncpg hot-row-jdbc}
 REPEAT=${REPEAT:-1}  # rounds of every run; the summary takes the median per cell
+TLS=${TLS:-0}
 NROWS=$((100000 * SCALE))
 DB=corral_bench
 # The repository's own Bazel output base (shares the -c opt build with
@@ -82,6 +89,20 @@ free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0)
 psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
 pgbench -i -q -s "$SCALE" -h 127.0.0.1 -p "$PGPORT" -U postgres $DB >/dev/null 2>&1
 
+TLS_INI=""
+if [ "$TLS" = 1 ]; then
+  ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+  ( cd "$WORK"
+    openssl req -x509 $ec -keyout ca.key -out ca.crt -days 2 -subj /CN=corral-bench-ca
+    openssl req $ec -keyout server.key -out server.csr -subj /CN=localhost
+    echo subjectAltName=DNS:localhost,IP:127.0.0.1 > san.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext \
+      -out server.crt ) >/dev/null 2>&1 || { echo "openssl failed"; exit 1; }
+  TLS_INI="client_tls_sslmode = require
+client_tls_cert_file = $WORK/server.crt
+client_tls_key_file = $WORK/server.key"
+fi
+
 # PgBouncer 1.18, transaction pooling, same pool size (runs as postgres: it refuses root).
 BPORT=$(free_port)
 echo '"postgres" ""' > "$WORK/userlist.txt"
@@ -99,8 +120,10 @@ default_pool_size = $POOL
 max_client_conn = 200
 ignore_startup_parameters = extra_float_digits
 logfile = $WORK/pgbouncer.log
+$TLS_INI
 INI
 chmod 644 "$WORK"/*
+if [ "$TLS" = 1 ]; then chown postgres "$WORK/server.key" && chmod 600 "$WORK/server.key"; fi
 touch "$WORK/pgbouncer.log" && chown postgres "$WORK/pgbouncer.log"
 runuser -u postgres -- /usr/sbin/pgbouncer -q "$WORK/pgbouncer.ini" &
 pids+=($!)
@@ -115,6 +138,7 @@ max_client_conn = 200
 server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=$DB
 policy = $POLICY
 steal_after_ms = $STEAL_AFTER_MS
+$TLS_INI
 INI
 for mode in $CORRAL_MODES; do
   name=corral-$mode
@@ -158,8 +182,9 @@ run_driver() {  # path workload
 run() {  # path workload variant args...
   local path=$1 workload=$2 variant=$3
   shift 3
-  local out
-  out=$(pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 -T "$DUR" "$@" $DB 2>&1) || true
+  local out ssl=disable
+  [ "$TLS" = 1 ] && [ "$path" != direct ] && ssl=require
+  out=$(PGSSLMODE=$ssl pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 -T "$DUR" "$@" $DB 2>&1) || true
   local tps retried pct failed
   tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
   retried=$(echo "$out" | sed -n 's/^number of transactions retried: \([0-9]*\) .*/\1/p')
@@ -172,7 +197,7 @@ run() {  # path workload variant args...
     "${pct:-0}" "${failed:-0}" >> "$RES"
 }
 
-echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s scale=$SCALE hot_rows=$HOT_ROWS policy=$POLICY" \
+echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s scale=$SCALE hot_rows=$HOT_ROWS policy=$POLICY tls=$TLS" \
   "steal_after_ms=$STEAL_AFTER_MS max_tries=$MAX_TRIES nproc=$(nproc)"
 echo "# start: $(uptime)"
 for ROUND in $(seq 1 "$REPEAT"); do
