@@ -155,7 +155,8 @@ absl::StatusOr<std::string> Unbase64(absl::string_view text) {
   return out;
 }
 
-ScramClient::ScramClient(std::string password) : password_(std::move(password)) {}
+ScramClient::ScramClient(std::string password, int max_iterations)
+    : password_(std::move(password)), max_iterations_(max_iterations) {}
 
 std::string ScramClient::FirstMessage() {
   nonce_ = Nonce();
@@ -170,6 +171,10 @@ absl::StatusOr<std::string> ScramClient::FinalMessage(absl::string_view server_f
   if (!absl::StartsWith(nonce, nonce_) || !salt.ok() ||
       !absl::SimpleAtoi(Attr(server_first, 'i'), &iterations) || iterations <= 0) {
     return absl::PermissionDeniedError("SCRAM: malformed server-first message");
+  }
+  if (iterations > max_iterations_) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("SCRAM: the server asks for ", iterations, " iterations (limit ", max_iterations_, ")"));
   }
   salted_ = SaltedPassword(password_, *salt, iterations);
   const std::string without_proof = absl::StrCat("c=biws,r=", nonce);
@@ -187,7 +192,8 @@ absl::Status ScramClient::VerifyServerFinal(absl::string_view server_final) cons
   return absl::OkStatus();
 }
 
-ScramServer::ScramServer(std::string password) : password_(std::move(password)) {}
+ScramServer::ScramServer(std::string password, int iterations)
+    : password_(std::move(password)), iterations_(iterations) {}
 
 absl::StatusOr<std::string> ScramServer::ServerFirst(absl::string_view client_first) {
   // gs2 header "n,," or "y,,": no channel binding.
