@@ -31,6 +31,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/ids.h"
+#include "fuzz/check.h"
 #include "policies/ref_extractor.h"
 #include "policies/schema.h"
 
@@ -44,8 +45,7 @@ std::string Describe(absl::string_view sql, const std::vector<ParamValue>& param
 }
 
 [[noreturn]] void Fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "ref_extractor_fuzzer invariant violated: %s\n  %s\n", what, detail.c_str());
-  std::abort();
+  fuzz::Fail("ref_extractor_fuzzer", what, detail);
 }
 
 std::shared_ptr<const Schema> Load(const char* path) {

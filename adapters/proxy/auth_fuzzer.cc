@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "fuzz/check.h"
 #include "adapters/proxy/auth.h"
 
 namespace corral {
@@ -42,13 +43,8 @@ constexpr char kSecret[] = "fuzz-secret";
 constexpr int kServerIterations = 2;     // PBKDF2 rounds: cheap, same code path
 constexpr int kClientMaxIterations = 64;
 
-[[noreturn]] void Fail(const char* what, absl::string_view detail = "") {
-  std::fprintf(stderr, "auth_fuzzer invariant violated: %s %.*s\n", what, static_cast<int>(detail.size()),
-               detail.data());
-  std::abort();
-}
 void Check(bool ok, const char* what, absl::string_view detail = "") {
-  if (!ok) Fail(what, detail);
+  fuzz::Check(ok, "auth_fuzzer", what, detail);
 }
 
 bool IsHex32(absl::string_view s) {

@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "fuzz/check.h"
 #include "adapters/proxy/wire.h"
 
 namespace corral {
@@ -35,13 +36,8 @@ namespace {
 constexpr size_t kMaxStartup = 10000;  // what the proxy allows (proxy.cc)
 constexpr size_t kMaxMessage = 1 << 20;
 
-[[noreturn]] void Fail(const char* what, absl::string_view detail = "") {
-  std::fprintf(stderr, "wire_fuzzer invariant violated: %s %.*s\n", what, static_cast<int>(detail.size()),
-               detail.data());
-  std::abort();
-}
 void Check(bool ok, const char* what, absl::string_view detail = "") {
-  if (!ok) Fail(what, detail);
+  fuzz::Check(ok, "wire_fuzzer", what, detail);
 }
 
 void PutCString(std::string* out, absl::string_view s) {
