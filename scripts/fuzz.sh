@@ -8,7 +8,7 @@
 #   scripts/fuzz.sh                       # default counts: 10,000,000 executions in all
 #   FUZZ_RUNS_SCALE=0.01 scripts/fuzz.sh  # 1% of every count (a quick check)
 #   FUZZ_TARGETS="wire ref" scripts/fuzz.sh
-#   FUZZ_PARALLEL=2 scripts/fuzz.sh       # run two targets at a time (one core each)
+#   FUZZ_PARALLEL=1 scripts/fuzz.sh       # one target at a time (default: two, one core each)
 #
 # The fuzz build uses its own Bazel output base ($FUZZ_OUTPUT_BASE, default
 # ~/.cache/corral-fuzz): Bazel picks its C++ toolchain from CC, and switching
@@ -36,7 +36,7 @@ TARGETS_ALL=(
   "ref //policies:ref_extractor_fuzzer 2000000 2048"
 )
 SCALE=${FUZZ_RUNS_SCALE:-1}
-PARALLEL=${FUZZ_PARALLEL:-1}
+PARALLEL=${FUZZ_PARALLEL:-2}  # one target per core on the 2-core box
 WANT=${FUZZ_TARGETS:-wire auth ref}
 OUTPUT_BASE=${FUZZ_OUTPUT_BASE:-$HOME/.cache/corral-fuzz}
 OUT=${FUZZ_OUT:-fuzz-out}
