@@ -402,6 +402,25 @@ TEST(Features, VerticalTabIsNotWhitespace) {
   }
 }
 
+// A '?' operator must not share a shape with a number (whose placeholder in
+// the shape key is '?'): `new_order($1, $2, ?, $3)` is a syntax error even
+// after `new_order($1, $2, 3, $3)` was cached (found by ref_extractor_fuzzer).
+TEST(Features, QuestionMarkOperatorIsNotANumber) {
+  RefExtractor ex(Tpcc());
+  const std::vector<ParamValue> p = {{"1"}, {"2"}, {"5"}};
+  RefVec ids;
+  ASSERT_TRUE(ex.Extract("SELECT * FROM new_order($1, $2, 3, $3)", kCanAll, p, &ids).ok());
+  for (int round = 0; round < 2; ++round) {
+    RefVec got, cold;
+    EXPECT_FALSE(ex.ExtractUncached("SELECT * FROM new_order($1, $2, ?, $3)", kCanAll, p, &cold).ok());
+    EXPECT_FALSE(ex.Extract("SELECT * FROM new_order($1, $2, ?, $3)", kCanAll, p, &got).ok());
+    EXPECT_TRUE(got.empty());
+  }
+  // A valid '?' (jsonb key test) still extracts, the same on every path.
+  const std::string sql = "SELECT * FROM item WHERE i_data::jsonb ? 'k' AND i_id = 5";
+  EXPECT_EQ(Refs(ex, sql, kCanSingle), Texts{"i_id=5"});
+}
+
 TEST(Features, NameCollisionsAreTableQualified) {
   auto schema = SchemaFrom(
       "CREATE TABLE customers (id int PRIMARY KEY, name text);\n"

@@ -259,6 +259,10 @@ void LexSql(absl::string_view s, LexResult* out) {
       sep();
       size_t j = i;
       while (j < n && tab.cls[static_cast<unsigned char>(s[j])] == kOp) {
+        // A '?' operator (jsonb `?`, geometric `?-|`) would read as a number's
+        // placeholder in the key: `f(?, x)` (a syntax error) took the plan of
+        // `f(5, x)` (found by ref_extractor_fuzzer). Rare: not cached.
+        if (s[j] == '?') return fail();
         if (j > i && ((s[j] == '-' && j + 1 < n && s[j + 1] == '-') ||
                       (s[j] == '/' && j + 1 < n && s[j + 1] == '*'))) {
           break;
