@@ -421,6 +421,20 @@ TEST(Features, QuestionMarkOperatorIsNotANumber) {
   EXPECT_EQ(Refs(ex, sql, kCanSingle), Texts{"i_id=5"});
 }
 
+// A carriage return ends a -- comment, as in PostgreSQL: what follows it is
+// SQL (found by ref_extractor_fuzzer: "... = 7 --\r AND" took the cached
+// plan of "... = 7" while libpg_query said syntax error).
+TEST(Features, CarriageReturnEndsALineComment) {
+  RefExtractor ex(Tpcc());
+  EXPECT_EQ(Refs(ex, "SELECT * FROM item WHERE i_id = 7", kCanSingle), Texts{"i_id=7"});
+  for (int round = 0; round < 2; ++round) {
+    RefVec got, cold;
+    EXPECT_FALSE(ex.ExtractUncached("SELECT * FROM item WHERE i_id = 7 --\r AND", kCanSingle, {}, &cold).ok());
+    EXPECT_FALSE(ex.Extract("SELECT * FROM item WHERE i_id = 7 --\r AND", kCanSingle, &got).ok());
+  }
+  EXPECT_EQ(Refs(ex, "SELECT * FROM item --c\rWHERE i_id = 5", kCanSingle), Texts{"i_id=5"});
+}
+
 TEST(Features, NameCollisionsAreTableQualified) {
   auto schema = SchemaFrom(
       "CREATE TABLE customers (id int PRIMARY KEY, name text);\n"

@@ -11,6 +11,10 @@ namespace {
 inline bool IsSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
 }
+// PostgreSQL's `newline` ([\n\r]): it ends a -- comment and lets 'a'
+// 'b' continue a string ("--x\r-y" is a comment then -y; a lexer that
+// waited for \n took it for one comment: found by ref_extractor_fuzzer).
+inline bool IsNewline(char c) { return c == '\n' || c == '\r'; }
 inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 inline bool IsIdentStart(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
@@ -114,7 +118,7 @@ void LexSql(absl::string_view s, LexResult* out) {
       // E'...' falls through to the string case.
     }
     if (c == '-' && i + 1 < n && s[i + 1] == '-') {
-      while (i < n && s[i] != '\n') ++i;
+      while (i < n && !IsNewline(s[i])) ++i;
       continue;
     }
     if (c == '/' && i + 1 < n && s[i + 1] == '*') {
@@ -187,7 +191,7 @@ void LexSql(absl::string_view s, LexResult* out) {
       // 'a'<newline>'b' is one literal in PostgreSQL: not handled here.
       size_t q = i;
       bool newline = false;
-      while (q < n && IsSpace(s[q])) newline |= s[q++] == '\n';
+      while (q < n && IsSpace(s[q])) newline |= IsNewline(s[q++]);
       if (newline && q < n && s[q] == '\'') return fail();
       out->literals.push_back(lit);
       sep();
@@ -298,7 +302,7 @@ std::vector<StatementSpan> SplitStatements(absl::string_view s) {
   while (i < n) {
     char c = s[i];
     if (c == '-' && i + 1 < n && s[i + 1] == '-') {
-      while (i < n && s[i] != '\n') ++i;
+      while (i < n && !IsNewline(s[i])) ++i;
     } else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
       size_t e = SkipBlockComment(s, i);
       i = e == absl::string_view::npos ? n : e;
