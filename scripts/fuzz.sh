@@ -9,6 +9,7 @@
 #   FUZZ_RUNS_SCALE=0.01 scripts/fuzz.sh  # 1% of every count (a quick check)
 #   FUZZ_TARGETS="wire ref" scripts/fuzz.sh
 #   FUZZ_PARALLEL=1 scripts/fuzz.sh       # one target at a time (default: two, one core each)
+#   FUZZ_MAX_SECONDS=600 scripts/fuzz.sh  # stop each target after 10 min even if short of its count
 #
 # The fuzz build uses its own Bazel output base ($FUZZ_OUTPUT_BASE, default
 # ~/.cache/corral-fuzz): Bazel picks its C++ toolchain from CC, and switching
@@ -40,6 +41,7 @@ PARALLEL=${FUZZ_PARALLEL:-2}  # one target per core on the 2-core box
 WANT=${FUZZ_TARGETS:-wire auth ref}
 OUTPUT_BASE=${FUZZ_OUTPUT_BASE:-$HOME/.cache/corral-fuzz}
 OUT=${FUZZ_OUT:-fuzz-out}
+MAX_SECONDS=${FUZZ_MAX_SECONDS:-0}  # libFuzzer -max_total_time; 0: none
 
 if ! command -v clang-14 >/dev/null; then
   echo "fuzz: clang-14 not found (scripts/setup.sh installs clang-14, libfuzzer-14-dev, libclang-rt-14-dev)"
@@ -82,13 +84,14 @@ run_one() {
   rm -f "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-*
   local t0 t1 rc
   t0=$(date +%s.%N)
-  "$bin" -runs="$runs" -max_len="$maxlen" -timeout=25 -rss_limit_mb=3072 -print_final_stats=1 \
+  "$bin" -runs="$runs" -max_total_time="$MAX_SECONDS" -max_len="$maxlen" -timeout=25 -rss_limit_mb=3072 \
+    -print_final_stats=1 \
     -artifact_prefix="$dir/" "$dir/corpus" "$seeds" >"$dir/log" 2>&1
   rc=$?
   t1=$(date +%s.%N)
   local done_runs
   done_runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" | tail -1)
-  echo "$name ${done_runs:-0} $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') $rc" >"$dir/stats"
+  echo "$name ${done_runs:-0} $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') $rc $runs" >"$dir/stats"
 }
 
 total_runs=0
@@ -109,9 +112,13 @@ failed=0
 sum_runs=0
 for t in "${selected[@]}"; do
   read -r name _ _ _ <<<"$t"
-  read -r _ n secs rc <"$OUT/$name/stats"
+  read -r _ n secs rc asked <"$OUT/$name/stats"
   result=ok
-  if [ "$rc" -ne 0 ]; then
+  if [ "$rc" -eq 0 ] && [ "$n" -lt "$asked" ]; then
+    result="stopped by FUZZ_MAX_SECONDS"
+  elif [ "$rc" -eq 72 ]; then
+    result="interrupted"
+  elif [ "$rc" -ne 0 ]; then
     failed=1
     result="CRASHED (rc $rc): $(ls "$OUT/$name"/crash-* "$OUT/$name"/leak-* "$OUT/$name"/timeout-* \
       "$OUT/$name"/oom-* 2>/dev/null | tr '\n' ' ')"
