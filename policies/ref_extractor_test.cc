@@ -435,6 +435,21 @@ TEST(Features, CarriageReturnEndsALineComment) {
   EXPECT_EQ(Refs(ex, "SELECT * FROM item --c\rWHERE i_id = 5", kCanSingle), Texts{"i_id=5"});
 }
 
+// An escape string with bytes that are not UTF-8 is an error in PostgreSQL;
+// it must not take the cached plan of a valid E'' string of the same shape
+// (found by ref_extractor_fuzzer).
+TEST(Features, InvalidUtf8EscapeStringIsNotCached) {
+  RefExtractor ex(Tpcc());
+  EXPECT_EQ(Refs(ex, "SELECT * FROM customer WHERE c_last = E'abc' AND c_w_id = 1", kLitSingle),
+            (Texts{"c_last='abc'", "c_w_id=1"}));
+  const std::string bad = "SELECT * FROM customer WHERE c_last = E'a\\\x8d' AND c_w_id = 1";
+  for (int round = 0; round < 2; ++round) {
+    RefVec got, cold;
+    EXPECT_FALSE(ex.ExtractUncached(bad, kLitSingle, {}, &cold).ok());
+    EXPECT_FALSE(ex.Extract(bad, kLitSingle, &got).ok());
+  }
+}
+
 TEST(Features, NameCollisionsAreTableQualified) {
   auto schema = SchemaFrom(
       "CREATE TABLE customers (id int PRIMARY KEY, name text);\n"

@@ -154,6 +154,15 @@ void LexSql(absl::string_view s, LexResult* out) {
         ++j;
       }
       const size_t end = j;  // closing quote
+      // PostgreSQL checks an escape string's bytes against the encoding
+      // (E'\<0x8d>' is "invalid byte sequence for encoding UTF8") and the
+      // shape key hides them: leave non-ASCII escape strings to libpg_query
+      // (found by ref_extractor_fuzzer).
+      if (estring) {
+        for (size_t q = body; q < end; ++q) {
+          if (static_cast<unsigned char>(s[q]) >= 0x80) return fail();
+        }
+      }
       if (!needs_copy) {
         lit.begin = static_cast<uint32_t>(body);
         lit.len = static_cast<uint32_t>(end - body);
