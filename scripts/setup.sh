@@ -25,6 +25,7 @@ PKGS=(
   default-jdk-headless # javac/java for the JDBC client tests
   clang-14             # libFuzzer targets (scripts/fuzz.sh)
   libfuzzer-14-dev
+  libclang-rt-14-dev   # ASan/UBSan/libFuzzer runtimes for clang-14
 )
 
 missing=()

@@ -155,8 +155,8 @@ absl::StatusOr<std::string> Unbase64(absl::string_view text) {
   return out;
 }
 
-ScramClient::ScramClient(std::string password, std::string cbind_data)
-    : password_(std::move(password)), cbind_data_(std::move(cbind_data)) {}
+ScramClient::ScramClient(std::string password, std::string cbind_data, int max_iterations)
+    : password_(std::move(password)), cbind_data_(std::move(cbind_data)), max_iterations_(max_iterations) {}
 
 std::string ScramClient::FirstMessage() {
   nonce_ = Nonce();
@@ -171,6 +171,10 @@ absl::StatusOr<std::string> ScramClient::FinalMessage(absl::string_view server_f
   if (!absl::StartsWith(nonce, nonce_) || !salt.ok() ||
       !absl::SimpleAtoi(Attr(server_first, 'i'), &iterations) || iterations <= 0) {
     return absl::PermissionDeniedError("SCRAM: malformed server-first message");
+  }
+  if (iterations > max_iterations_) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("SCRAM: the server asks for ", iterations, " iterations (limit ", max_iterations_, ")"));
   }
   salted_ = SaltedPassword(password_, *salt, iterations);
   const std::string cbind =
@@ -190,8 +194,8 @@ absl::Status ScramClient::VerifyServerFinal(absl::string_view server_final) cons
   return absl::OkStatus();
 }
 
-ScramServer::ScramServer(std::string password, std::string cbind_data)
-    : password_(std::move(password)), cbind_data_(std::move(cbind_data)) {}
+ScramServer::ScramServer(std::string password, std::string cbind_data, int iterations)
+    : password_(std::move(password)), cbind_data_(std::move(cbind_data)), iterations_(iterations) {}
 
 absl::StatusOr<std::string> ScramServer::ServerFirst(absl::string_view client_first, bool plus) {
   // The gs2 header: "p=tls-server-end-point," (SCRAM-SHA-256-PLUS), "n,"
