@@ -76,14 +76,16 @@ uint64_t Zipf::Draw(Rng& rng) const {
 
 SqlParam SqlParam::Num(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) {
-    return {std::to_string(static_cast<int64_t>(v)), false, false};
+    return Int(static_cast<int64_t>(v));
   }
   char buf[64];
   for (int prec = 1; prec <= 17; ++prec) {
     std::snprintf(buf, sizeof(buf), "%.*f", prec, v);
     if (std::strtod(buf, nullptr) == v) break;
   }
-  return {buf, false, false};
+  SqlParam p;
+  p.text = buf;
+  return p;
 }
 
 std::string SqlStatement::Literal() const {
@@ -115,7 +117,8 @@ std::string SqlStatement::Literal() const {
           }
           out += '\'';
         } else {
-          out += p.text;
+          const absl::string_view v = p.value();
+          out.append(v.data(), v.size());
         }
       } else {
         out.append(tmpl.data() + i, j - i);
