@@ -156,7 +156,7 @@ int TpccTxnPath(const std::string& ddl, corral::ExtractionPolicy policy, int n, 
     RefVec hot, cold;
     for (const auto& s : sql) {
       params.clear();
-      for (const auto& p : s.params) params.push_back(ParamValue{p.text, p.is_null});
+      for (const auto& p : s.params) params.push_back(ParamValue{p.value(), p.is_null});
       if (!ex.Extract(s.tmpl, policy, ParamSpan(params), &hot).ok()) return 1;
       if (absl::GetFlag(FLAGS_txn_check) && !ex.ExtractUncached(s.tmpl, policy, ParamSpan(params), &cold).ok()) {
         return 1;
@@ -184,7 +184,7 @@ int TpccTxnPath(const std::string& ddl, corral::ExtractionPolicy policy, int n, 
     t.AppendSql(&sql);
     for (const auto& s : sql) {
       params.clear();
-      for (const auto& p : s.params) params.push_back(ParamValue{p.text, p.is_null});
+      for (const auto& p : s.params) params.push_back(ParamValue{p.value(), p.is_null});
       if (!ex.Extract(s.tmpl, policy, ParamSpan(params), out).ok()) return false;
     }
     return true;

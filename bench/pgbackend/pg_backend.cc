@@ -81,7 +81,7 @@ void AppendCopyValue(const engine::Column& col, const engine::ConstRow& r, int i
       return;
     }
     case engine::ColumnType::kDouble:
-      *out += workloads::SqlParam::Num(r.GetDouble(i)).text;
+      *out += std::string(workloads::SqlParam::Num(r.GetDouble(i)).value());
       return;
     case engine::ColumnType::kString:
       for (char ch : r.GetString(i)) {

@@ -471,7 +471,7 @@ void Runner::NameReferences(const BenchConfig& c, const ExtractionPolicy& policy
     t->AppendSql(&sql);
     for (const auto& s : sql) {
       params.clear();
-      for (const auto& p : s.params) params.push_back(ParamValue{p.text, p.is_null});
+      for (const auto& p : s.params) params.push_back(ParamValue{p.value(), p.is_null});
       RefVec ids;
       std::vector<std::string> texts;
       if (!(*ex)->Extract(s.tmpl, policy, ParamSpan(params), &ids, &texts).ok()) continue;

@@ -20,7 +20,7 @@ int SqlRefs::Extract(const std::vector<workloads::SqlStatement>& sql, Extraction
   int errors = 0;
   for (const workloads::SqlStatement& s : sql) {
     local->params.clear();
-    for (const auto& p : s.params) local->params.push_back(ParamValue{p.text, p.is_null});
+    for (const auto& p : s.params) local->params.push_back(ParamValue{p.value(), p.is_null});
     const RefExtractor::Prepared* prep = nullptr;
     if (s.static_tmpl()) {
       const uintptr_t a = reinterpret_cast<uintptr_t>(s.tmpl.data());

@@ -33,7 +33,7 @@ absl::StatusOr<PgResult> X(PgSession& s, const std::string& sql, const PgParams&
 }
 
 absl::optional<std::string> P(int64_t v) { return std::to_string(v); }
-absl::optional<std::string> Pd(double v) { return SqlParam::Num(v).text; }
+absl::optional<std::string> Pd(double v) { return std::string(SqlParam::Num(v).value()); }
 absl::optional<std::string> Ps(const std::string& v) { return v; }
 
 #define PG_EXEC(var, ...)                        \
@@ -374,7 +374,7 @@ void AppendValue(const engine::Column& col, const engine::ConstRow& r, int i, st
       return;
     }
     case engine::ColumnType::kDouble:
-      *out += SqlParam::Num(r.GetDouble(i)).text;
+      *out += std::string(SqlParam::Num(r.GetDouble(i)).value());
       return;
     case engine::ColumnType::kString: {
       *out += '\'';

@@ -1,6 +1,9 @@
 #include "bench/workloads/tpcc.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -212,6 +215,47 @@ TEST_F(TpccSqlTest, TextAndTemplateFormsGiveIdenticalReferences) {
 }
 
 // ------------------------------------------------------------ generation
+
+// SqlParam::Int keeps its text inline and Num formats with to_chars: both
+// must give exactly the text the string path gave (std::to_string, and the
+// smallest round-tripping "%.Nf"), or the references' RefIds would change.
+std::string PrintfShortest(double v) {
+  char buf[400];
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof(buf), "%.*f", prec, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+TEST(SqlParamTest, IntAndNumTextsMatchTheStringForms) {
+  for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{7}, int64_t{3000}, std::numeric_limits<int64_t>::min(),
+                    std::numeric_limits<int64_t>::max()}) {
+    EXPECT_EQ(std::string(SqlParam::Int(v).value()), std::to_string(v));
+    SqlStatement s("SELECT 1 WHERE a = $1");
+    s.Int(v);
+    EXPECT_EQ(std::string(s.params[0].value()), std::to_string(v));
+    EXPECT_EQ(s.Literal(), "SELECT 1 WHERE a = " + std::to_string(v));
+  }
+  Rng rng(5);
+  for (int i = 0; i < 20000; ++i) {
+    double v;
+    switch (i % 3) {
+      case 0: v = static_cast<double>(rng.Uniform(100, 500000)) / 100.0; break;  // Payment amounts
+      case 1: v = (rng.Double() - 0.5) * 1e6; break;
+      default: v = rng.Double() * 1e-2; break;
+    }
+    ASSERT_EQ(std::string(SqlParam::Num(v).value()), v == static_cast<double>(static_cast<int64_t>(v))
+                                                          ? std::to_string(static_cast<int64_t>(v))
+                                                          : PrintfShortest(v))
+        << v;
+  }
+  EXPECT_EQ(std::string(SqlParam::Num(12.5).value()), "12.5");
+  EXPECT_EQ(std::string(SqlParam::Num(0.1).value()), "0.1");
+  EXPECT_EQ(std::string(SqlParam::Num(-3.0).value()), "-3");
+  EXPECT_TRUE(SqlParam::Null().is_null);
+  EXPECT_EQ(std::string(SqlParam::Str("O'Brien").value()), "O'Brien");
+}
 
 TEST(TpccGenerationTest, MixNURandAndRemoteFractions) {
   TpccParams p;  // paper defaults, 4 warehouses

@@ -1,6 +1,7 @@
 #include "bench/workloads/workload.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <utility>
@@ -76,14 +77,30 @@ uint64_t Zipf::Draw(Rng& rng) const {
 
 SqlParam SqlParam::Num(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) {
-    return {std::to_string(static_cast<int64_t>(v)), false, false};
+    return Int(static_cast<int64_t>(v));
   }
-  char buf[64];
+  SqlParam p;
+  // The shortest fixed-point text that reads back as v: the same text as
+  // the smallest "%.Nf" precision that round-trips (the correctly rounded
+  // one at the shortest length), without a printf/strtod pair per precision
+  // (TPC-C Payment's amount, on every generated transaction). A value that
+  // needs more than 17 decimals keeps the capped printf search's text.
+  char buf[400];  // fixed form of the largest double: 309 digits
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
+  if (r.ec == std::errc() && std::isfinite(v)) {
+    const absl::string_view t(buf, r.ptr - buf);
+    const size_t dot = t.find('.');
+    if (dot != absl::string_view::npos && t.size() - dot - 1 <= 17) {
+      p.text.assign(t.data(), t.size());
+      return p;
+    }
+  }
   for (int prec = 1; prec <= 17; ++prec) {
     std::snprintf(buf, sizeof(buf), "%.*f", prec, v);
     if (std::strtod(buf, nullptr) == v) break;
   }
-  return {buf, false, false};
+  p.text = buf;
+  return p;
 }
 
 std::string SqlStatement::Literal() const {
@@ -115,7 +132,8 @@ std::string SqlStatement::Literal() const {
           }
           out += '\'';
         } else {
-          out += p.text;
+          const absl::string_view v = p.value();
+          out.append(v.data(), v.size());
         }
       } else {
         out.append(tmpl.data() + i, j - i);

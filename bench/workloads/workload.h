@@ -84,15 +84,42 @@ class Zipf {
   double theta_, alpha_, zetan_, eta_, half_pow_theta_;
 };
 
-// One SQL parameter in text form.
+// One SQL parameter in text form. An integer (Int) keeps its decimal text in
+// an inline buffer rather than a std::string, so building a statement's
+// parameters costs no string operations; read every parameter's text with
+// value().
 struct SqlParam {
-  std::string text;
+  std::string text;        // Str/Num text (empty for Int and Null: use value())
   bool is_null = false;    // unknown when generated (or SQL NULL)
   bool is_string = false;  // render quoted in the literal form
-  static SqlParam Int(int64_t v) { return {std::to_string(v), false, false}; }
+  uint8_t int_len = 0;     // > 0: an integer, its text in int_text[0, int_len)
+  char int_text[20];       // int64's longest text: "-9223372036854775808"
+
+  // The parameter's text (empty for NULL).
+  absl::string_view value() const {
+    return int_len > 0 ? absl::string_view(int_text, int_len) : absl::string_view(text);
+  }
+  // Sets this parameter to the integer v (same text as std::to_string).
+  void SetInt(int64_t v) {
+    int_len = static_cast<uint8_t>(std::to_chars(int_text, int_text + sizeof(int_text), v).ptr - int_text);
+  }
+  static SqlParam Int(int64_t v) {
+    SqlParam p;
+    p.SetInt(v);
+    return p;
+  }
   static SqlParam Num(double v);  // shortest exact decimal text
-  static SqlParam Str(std::string s) { return {std::move(s), false, true}; }
-  static SqlParam Null() { return {"", true, false}; }
+  static SqlParam Str(std::string s) {
+    SqlParam p;
+    p.text = std::move(s);
+    p.is_string = true;
+    return p;
+  }
+  static SqlParam Null() {
+    SqlParam p;
+    p.is_null = true;
+    return p;
+  }
 };
 
 // One statement: a template with $1..$n and its parameters.
@@ -138,9 +165,7 @@ struct SqlStatement {
 
   // Append one parameter (builders for emplace_back).
   SqlStatement& Int(int64_t v) {
-    char buf[24];
-    char* end = std::to_chars(buf, buf + sizeof(buf), v).ptr;  // same text as std::to_string
-    params.emplace_back().text.assign(buf, end - buf);
+    params.emplace_back().SetInt(v);
     return *this;
   }
   SqlStatement& Num(double v) {

@@ -162,7 +162,7 @@ absl::Status ExtractRefs(RefExtractor& ex, const std::vector<SqlStatement>& stmt
       st = ex.Extract(s.Literal(), policy, ids, texts);
     } else {
       std::vector<ParamValue> params;
-      for (const SqlParam& p : s.params) params.push_back(ParamValue{p.text, p.is_null});
+      for (const SqlParam& p : s.params) params.push_back(ParamValue{p.value(), p.is_null});
       st = ex.Extract(s.tmpl, policy, params, ids, texts);
     }
     if (!st.ok()) return absl::Status(st.code(), absl::StrCat(st.message(), " in: ", s.tmpl));
