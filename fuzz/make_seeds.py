@@ -182,3 +182,115 @@ ref("tatp-call-forwarding", TATP | CAN | ALL, "DELETE FROM call_forwarding WHERE
 ref("no-schema", NONE | ALL, "SELECT * FROM t WHERE a = 1 AND b = 'x' AND c IN (1, 2)")
 ref("set-show-ddl", TPCC, "SET search_path TO public; SHOW TimeZone; CREATE TABLE t (a int)")
 ref("comments", TPCC | CAN, "/* hi */ SELECT * FROM warehouse -- x\n WHERE w_id = 5")
+
+# ---------------------------------------------------------------- pg_params
+# Input layout: see policies/pg_params_fuzzer.cc. Byte 0 of a single value is
+# the index of its type in the target's kOids table.
+P = "policies/fuzz_corpus/pg_params_fuzzer"
+OIDS = [16, 19, 20, 21, 23, 25, 26, 1042, 1043, 1082, 1114, 1184, 1700, 2950, 1000, 1003, 1005, 1007, 1009,
+        1014, 1015, 1016, 1028, 1115, 1182, 1185, 1231, 2951, 0, 701]
+PG_EPOCH_DAYS = 10957  # 2000-01-01 - 1970-01-01
+
+
+def numeric_bin(s):
+    """numeric_send of a decimal string: base-10000 digits, weight, sign, dscale."""
+    if s == "NaN":
+        return struct.pack("!hhHh", 0, 0, 0xC000, 0)
+    sign = 0x4000 if s.startswith("-") else 0
+    s = s.lstrip("-")
+    ip, _, fp = s.partition(".")
+    dscale = len(fp)
+    ip = ip.lstrip("0")
+    ip = "0" * (-len(ip) % 4) + ip
+    fp = fp + "0" * (-len(fp) % 4)
+    groups = [int(ip[i:i + 4]) for i in range(0, len(ip), 4)] + [int(fp[i:i + 4]) for i in range(0, len(fp), 4)]
+    weight = len(ip) // 4 - 1
+    while groups and groups[0] == 0:
+        groups.pop(0)
+        weight -= 1
+    while groups and groups[-1] == 0:
+        groups.pop()
+    if not groups:
+        weight, sign = 0, 0
+    return struct.pack("!hhHh", len(groups), weight, sign, dscale) + b"".join(struct.pack("!h", g) for g in groups)
+
+
+def array_bin(elem_oid, elems, packer):
+    has_null = any(e is None for e in elems)
+    out = struct.pack("!iiiii", 1, 1 if has_null else 0, elem_oid, len(elems), 1)
+    for e in elems:
+        if e is None:
+            out += struct.pack("!i", -1)
+        else:
+            b = packer(e)
+            out += struct.pack("!i", len(b)) + b
+    return out
+
+
+def value(name, oid, fmt, data):
+    write(P, name, bytes([OIDS.index(oid), fmt]) + (data.encode() if isinstance(data, str) else data))
+
+
+def bind_body(stmt, params, formats=(), result_formats=()):
+    return bind("", stmt, params, formats, result_formats)[5:]  # without the type byte and length
+
+
+i4 = lambda v: struct.pack("!i", v)
+i8 = lambda v: struct.pack("!q", v)
+uuid_bin = lambda s: bytes.fromhex(s.replace("-", ""))
+date_bin = lambda days: struct.pack("!i", days)  # days since 2000-01-01
+ts_bin = lambda usec: struct.pack("!q", usec)  # microseconds since 2000-01-01 00:00 UTC
+TS = (((2024 - 2000) * 365 + 6 + 30) * 86400 + 13 * 3600 + 45 * 60 + 7) * 10**6 + 250000  # 2024-01-31 13:45:07.25
+
+value("int4-bin", 23, 1, i4(5))
+value("int4-bin-negative", 23, 1, i4(-2147483648))
+value("int4-text", 23, 0, " 42 ")
+value("int2-bin", 21, 1, struct.pack("!h", -12))
+value("int8-bin", 20, 1, i8(9223372036854775807))
+value("int8-text", 20, 0, "-9000000000")
+value("oid-bin", 26, 1, struct.pack("!I", 4294967295))
+value("bool-bin", 16, 1, b"\x01")
+value("bool-text-yes", 16, 0, "yes")
+value("numeric-bin", 1700, 1, numeric_bin("-12.340"))
+value("numeric-bin-big", 1700, 1, numeric_bin("123456789012345678.000000001"))
+value("numeric-bin-nan", 1700, 1, numeric_bin("NaN"))
+value("numeric-bin-zero", 1700, 1, numeric_bin("0.00"))
+value("numeric-text", 1700, 0, "5.00")
+value("uuid-bin", 2950, 1, uuid_bin("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"))
+value("uuid-text-upper", 2950, 0, "A0EEBC999C0B4EF8BB6D6BB9BD380A11")
+value("date-bin", 1082, 1, date_bin(8796))  # 2024-01-31
+value("date-bin-bc", 1082, 1, date_bin(-744000))
+value("date-bin-infinity", 1082, 1, date_bin(2147483647))
+value("date-text", 1082, 0, "2024-01-31")
+value("timestamp-bin", 1114, 1, ts_bin(TS))
+value("timestamptz-bin", 1184, 1, ts_bin(TS))
+value("timestamptz-bin-negative", 1184, 1, ts_bin(-TS))
+value("timestamptz-text", 1184, 0, "2024-01-31 13:45:07.25+00")
+value("bpchar-bin", 1042, 1, "ab   ")
+value("text-bin", 25, 1, "O'Brien")
+value("varchar-text", 1043, 0, "caf\u00e9")
+value("float8-bin-unknown", 701, 1, struct.pack("!d", 1.5))
+value("unspecified-bin", 0, 1, i4(7))
+value("int4-array-bin", 1007, 1, array_bin(23, [1, 2, None, 4], i4))
+value("int4-array-text", 1007, 0, "{1, 2,NULL,4}")
+value("int8-array-bin", 1016, 1, array_bin(20, [-1, 2**40], i8))
+value("numeric-array-bin", 1231, 1, array_bin(1700, ["1.50", "-0.001", "NaN"], numeric_bin))
+value("uuid-array-bin", 2951, 1, array_bin(2950, ["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", None], uuid_bin))
+value("date-array-bin", 1182, 1, array_bin(1082, [8796, 0], date_bin))
+value("timestamptz-array-bin", 1185, 1, array_bin(1184, [TS, 0], ts_bin))
+value("text-array-bin", 1009, 1, array_bin(25, ['a b', 'q"uote', 'back\\slash', None], str.encode))
+value("text-array-text", 1009, 0, '[1:3]={"a b","q\\"uote",NULL}')
+value("text-array-bin-2d", 1009, 1, struct.pack("!iiiiiii", 2, 0, 25, 1, 1, 1, 1) + struct.pack("!i", 1) + b"x")
+value("empty-array-bin", 1007, 1, struct.pack("!iii", 0, 0, 23))
+# Whole Bind bodies (byte 1 picks the declared OIDs: OIDS[(byte1 + i) % len]).
+write(P, "bind-tpcc-new-order-binary", b"\xff" + bytes([OIDS.index(23)]) +
+      bind_body("S_1", [i4(1), i4(4), i4(1234)], formats=[1]))
+write(P, "bind-mixed-formats", b"\xff" + bytes([OIDS.index(20)]) +
+      bind_body("S_2", [i8(7), "5", None], formats=[1, 0, 1], result_formats=[1]))
+write(P, "bind-text-all", b"\xff" + bytes([OIDS.index(1700)]) + bind_body("", ["5.00", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"]))
+write(P, "bind-arrays", b"\xff" + bytes([OIDS.index(1007)]) +
+      bind_body("S_3", [array_bin(23, [1, 2], i4), "{a,b}"], formats=[1, 0]))
+write(P, "bind-bad-format-count", b"\xff\x00" + bind_body("", [i4(1), i4(2), i4(3)], formats=[1, 1]))
+write(P, "bind-bad-format-code", b"\xff\x00" + bind_body("", [i4(1)], formats=[2]))
+write(P, "paramdesc", b"\xfe" + struct.pack("!hiii", 3, 23, 20, 1700))
+write(P, "paramdesc-empty", b"\xfe" + struct.pack("!h", 0))

@@ -104,7 +104,9 @@ class JsonParser {
   }
 
   absl::Status Value(Json* out, int depth) {
-    if (depth > 2000) return Err("nesting too deep");
+    if (depth > kMaxJsonDepth) {
+      return absl::ResourceExhaustedError(absl::StrCat("json: nesting deeper than ", kMaxJsonDepth, " at offset ", p_));
+    }
     Ws();
     if (p_ >= s_.size()) return Err("unexpected end");
     char c = s_[p_];

@@ -54,6 +54,14 @@ class Json {
   std::vector<Json> values_;
 };
 
+// The deepest nesting of arrays and objects ParseJson reads (it recurses once
+// per level, and so do the tree's readers).
+inline constexpr int kMaxJsonDepth = 2000;
+
+// InvalidArgument for malformed JSON; ResourceExhausted for JSON nested more
+// than kMaxJsonDepth deep (well-formed but too deep to read: a caller whose
+// JSON comes from its own input, as libpg_query's tree of a statement, reports
+// that input as too deeply nested).
 absl::StatusOr<Json> ParseJson(absl::string_view text);
 
 }  // namespace corral

@@ -642,6 +642,17 @@ class Compiler {
   std::vector<std::pair<const Json*, const Scope*>> subqueries_;
 };
 
+// A statement that libpg_query parses into a tree nested deeper than the
+// JSON reader goes (e.g. ~1,000 unary operators in a row) is bad input, not a
+// fault of ours; anything else the reader rejects is libpg_query's output.
+absl::Status TreeError(const absl::Status& st) {
+  if (absl::IsResourceExhausted(st)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("statement nested too deeply (its parse tree is over ", kMaxJsonDepth, " levels deep)"));
+  }
+  return absl::InternalError(absl::StrCat("reading libpg_query's tree: ", st.message()));
+}
+
 absl::Status ParseAndCompile(const Schema& schema, absl::string_view sql, const LexResult& lex, Plan* plan) {
   std::string text(sql);
   PgQueryParseResult r = pg_query_parse(text.c_str());
@@ -655,7 +666,7 @@ absl::Status ParseAndCompile(const Schema& schema, absl::string_view sql, const 
   }
   absl::StatusOr<Json> tree = ParseJson(r.parse_tree);
   pg_query_free_parse_result(r);
-  if (!tree.ok()) return absl::InternalError(absl::StrCat("reading libpg_query's tree: ", tree.status().message()));
+  if (!tree.ok()) return TreeError(tree.status());
   Compiler c(schema, sql, lex, plan);
   if (const Json* stmts = tree->Get("stmts")) {
     for (const Json& s : stmts->items()) {

@@ -439,6 +439,35 @@ TEST(Features, SyntaxErrorsCarryThePosition) {
   EXPECT_FALSE(SyntaxErrorPosition(absl::OkStatus()).has_value());
 }
 
+// Found by the fuzzer: ~1,000 unary operators in a row parse (libpg_query's
+// own depth limit is not reached) into a tree deeper than the JSON reader
+// goes. That is bad input (InvalidArgument, as PostgreSQL's "stack depth
+// limit exceeded" would be), not an internal error, on every path; a
+// statement just as long but flat still extracts.
+TEST(Features, DeeplyNestedStatementIsInvalidArgument) {
+  RefExtractor ex(Tpcc());
+  const std::string deep = "SELECT * FROM warehouse WHERE w_id = " + std::string(1000, '+') + "1";
+  for (int round = 0; round < 2; ++round) {
+    RefVec ids;
+    std::vector<std::string> texts;
+    absl::Status st = ex.Extract(deep, kCanSingle, {}, &ids, &texts);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_NE(st.message().find("nested too deeply"), absl::string_view::npos) << st;
+    EXPECT_TRUE(ids.empty());
+    RefMult mult;
+    st = ex.ExtractUncached(deep, kCanSingle, {}, &ids, &mult, &texts);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_TRUE(ids.empty());
+    absl::StatusOr<std::shared_ptr<const RefExtractor::Prepared>> p = ex.Prepare(deep);
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << p.status();
+  }
+  RefVec ids;
+  std::vector<std::string> texts;
+  const std::string flat = "SELECT * FROM warehouse WHERE w_id = 1" + std::string(1000, ' ');
+  ASSERT_TRUE(ex.Extract(flat, kCanSingle, {}, &ids, &texts).ok());
+  EXPECT_EQ(texts, std::vector<std::string>{"w_id=1"});
+}
+
 // PostgreSQL 15 does not take a vertical tab for whitespace: a text that is
 // valid once it is dropped must not reuse that shape's cached plan
 // (found by ref_extractor_fuzzer: ";\v" after ";" was OK through the cache).

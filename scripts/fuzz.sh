@@ -24,21 +24,21 @@
 #   wire  the protocol framing and message readers/writers (adapters/proxy/wire.h)
 #   auth  SCRAM-SHA-256 server and client, md5, userlist, base64 (adapters/proxy/auth.h)
 #   ref   the reference extractor: uncached, cached, prepared (policies/ref_extractor.h)
-# TODO(fuzz): a fourth target for binary-format Bind parameters
-#   (policies/pg_params.*, being added in parallel): decode arbitrary bytes
-#   for each type OID, check text(decode(x)) re-encodes to x where the type
-#   has one encoding, add it to TARGETS below with its corral_fuzzer rule.
+#   params  Bind parameter decoding, text and binary (policies/pg_params.h)
+# The counts weight the cheap targets up (auth and params run several times
+# faster than wire and ref) so the default stays 10,000,000 in all.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 TARGETS_ALL=(
-  "wire //adapters/proxy:wire_fuzzer 5000000 4096"
+  "wire //adapters/proxy:wire_fuzzer 4000000 4096"
   "auth //adapters/proxy:auth_fuzzer 3000000 1024"
-  "ref //policies:ref_extractor_fuzzer 2000000 2048"
+  "ref //policies:ref_extractor_fuzzer 1000000 2048"
+  "params //policies:pg_params_fuzzer 2000000 1024"
 )
 SCALE=${FUZZ_RUNS_SCALE:-1}
 PARALLEL=${FUZZ_PARALLEL:-2}  # one target per core on the 2-core box
-WANT=${FUZZ_TARGETS:-wire auth ref}
+WANT=${FUZZ_TARGETS:-wire auth ref params}
 OUTPUT_BASE=${FUZZ_OUTPUT_BASE:-$HOME/.cache/corral-fuzz}
 OUT=${FUZZ_OUT:-fuzz-out}
 MAX_SECONDS=${FUZZ_MAX_SECONDS:-0}  # libFuzzer -max_total_time; 0: none
@@ -107,7 +107,7 @@ done
 wait
 
 echo
-printf '%-6s %12s %10s %10s  %s\n' target executions seconds exec/s result
+printf '%-7s %12s %10s %10s  %s\n' target executions seconds exec/s result
 failed=0
 sum_runs=0
 for t in "${selected[@]}"; do
@@ -125,7 +125,7 @@ for t in "${selected[@]}"; do
     grep -m1 -E "invariant violated|ERROR: (AddressSanitizer|libFuzzer)|runtime error" "$OUT/$name/log" |
       sed 's/^/         /'
   fi
-  printf '%-6s %12d %10.1f %10.0f  %s\n' "$name" "$n" "$secs" "$(awk -v n="$n" -v s="$secs" 'BEGIN { print (s > 0 ? n / s : 0) }')" "$result"
+  printf '%-7s %12d %10.1f %10.0f  %s\n' "$name" "$n" "$secs" "$(awk -v n="$n" -v s="$secs" 'BEGIN { print (s > 0 ? n / s : 0) }')" "$result"
   sum_runs=$((sum_runs + n))
 done
 echo "total: $sum_runs executions (asked $total_runs)"

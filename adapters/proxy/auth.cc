@@ -231,11 +231,23 @@ absl::StatusOr<std::string> ScramServer::ServerFirst(absl::string_view client_fi
 }
 
 absl::StatusOr<std::string> ScramServer::ServerFinal(absl::string_view client_final) {
+  // RFC 5802 / PostgreSQL: "c=" comes first and must be the base64 of the
+  // client-first's gs2 header ("biws" for "n,,", "eSws" for "y,,"), with
+  // the certificate hash appended for -PLUS; then "r=" with our nonce. A c=
+  // anywhere else, or one that does not echo the header the client-first
+  // sent (a client that claimed "y,," but binds nothing, or a rewritten
+  // header), fails. Nothing is accepted before a successful ServerFirst.
+  if (nonce_.empty()) return absl::PermissionDeniedError("SCRAM: client-final before server-first");
   const size_t p = client_final.rfind(",p=");
-  if (p == absl::string_view::npos || Attr(client_final, 'r') != nonce_) {
+  const absl::string_view attrs = client_final.substr(0, p == absl::string_view::npos ? 0 : p);
+  const size_t c_end = attrs.find(',');
+  const absl::string_view after_c = c_end == absl::string_view::npos ? "" : attrs.substr(c_end + 1);
+  const absl::string_view r_attr = after_c.substr(0, after_c.find(','));  // extensions may follow
+  if (p == absl::string_view::npos || !absl::StartsWith(attrs, "c=") || !absl::StartsWith(r_attr, "r=") ||
+      r_attr.substr(2) != nonce_) {
     return absl::PermissionDeniedError("SCRAM: malformed client-final message");
   }
-  if (Attr(client_final, 'c') != expected_cbind_) {
+  if (attrs.substr(2, c_end - 2) != expected_cbind_) {
     return absl::PermissionDeniedError("SCRAM channel binding check failed");
   }
   auto proof = Unbase64(client_final.substr(p + 3));

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "adapters/proxy/auth.h"
 #include "adapters/proxy/config.h"
 #include "adapters/proxy/steal.h"
@@ -115,30 +117,69 @@ namespace corral {
 namespace proxy {
 namespace {
 
+// The server's verdict on the client's final message when the server is
+// sent `first` (the client's own first message unless given).
+absl::StatusOr<std::string> ScramServerFinal(auth::ScramClient* c, auth::ScramServer* s,
+                                             std::string first = "") {
+  auto sf = s->ServerFirst(first.empty() ? c->FirstMessage() : first);
+  if (!sf.ok()) return sf.status();
+  auto cf = c->FinalMessage(*sf);
+  if (!cf.ok()) return cf.status();
+  return s->ServerFinal(*cf);
+}
+
 TEST(Auth, ScramRoundTripAndWrongPassword) {
   auth::ScramClient c("pässword-1");
   auth::ScramServer s("pässword-1");
-  auto sf = s.ServerFirst(c.FirstMessage());
-  ASSERT_TRUE(sf.ok()) << sf.status();
-  auto cf = c.FinalMessage(*sf);
-  ASSERT_TRUE(cf.ok()) << cf.status();
-  auto v = s.ServerFinal(*cf);
+  auto v = ScramServerFinal(&c, &s);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_TRUE(c.VerifyServerFinal(*v).ok());
   EXPECT_FALSE(c.VerifyServerFinal("v=AAAA").ok());
 
   auth::ScramClient bad("other");
   auth::ScramServer s2("pässword-1");
-  auto sf2 = s2.ServerFirst(bad.FirstMessage());
-  ASSERT_TRUE(sf2.ok());
-  auto cf2 = bad.FinalMessage(*sf2);
-  ASSERT_TRUE(cf2.ok());
-  EXPECT_FALSE(s2.ServerFinal(*cf2).ok());
+  EXPECT_FALSE(ScramServerFinal(&bad, &s2).ok());
   // RFC 4648 vectors.
   EXPECT_EQ(auth::Base64("foobar"), "Zm9vYmFy");
   EXPECT_EQ(auth::Base64("fo"), "Zm8=");
   EXPECT_EQ(auth::Unbase64("Zm8=").value(), "fo");
   EXPECT_EQ(auth::Unbase64("Zm9vYg==").value(), "foob");
+}
+
+// The server checks that the client-final's c= is the base64 of the gs2
+// header the client-first sent (PostgreSQL does): here the client computes a
+// valid proof (the proof covers the bare messages, not the header) but its
+// c= does not echo what the server was sent, so only that check refuses it.
+TEST(Auth, ScramClientFinalMustEchoTheGs2Header) {
+  // The header as sent; the honest client's own first message is "n,,<bare>".
+  for (const char* header : {"y,,", "n,a=alice,"}) {
+    auth::ScramClient c("pw");
+    auth::ScramServer s("pw");
+    const std::string first = c.FirstMessage();
+    ASSERT_TRUE(absl::StartsWith(first, "n,,")) << first;  // so its c= is "biws"
+    auto v = ScramServerFinal(&c, &s, absl::StrCat(header, first.substr(3)));
+    ASSERT_FALSE(v.ok()) << header;
+    EXPECT_TRUE(absl::StrContains(v.status().message(), "channel binding check failed")) << v.status();
+  }
+  {  // The same exchange with the header echoed passes (the proof was valid).
+    auth::ScramClient c("pw");
+    auth::ScramServer s("pw");
+    EXPECT_TRUE(ScramServerFinal(&c, &s).ok());
+    // c= must come first: the same attributes reordered are malformed.
+    auth::ScramServer s2("pw");
+    auto sf2 = s2.ServerFirst(c.FirstMessage());
+    ASSERT_TRUE(sf2.ok());
+    const std::string nonce(sf2->substr(2, sf2->find(',') - 2));
+    auto v = s2.ServerFinal(absl::StrCat("r=", nonce, ",c=biws,p=AAAA"));
+    ASSERT_FALSE(v.ok());
+    EXPECT_TRUE(absl::StrContains(v.status().message(), "malformed")) << v.status();
+  }
+  // Nothing before a successful server-first, even a message whose every
+  // attribute matches the (empty) state.
+  auth::ScramServer fresh("pw");
+  EXPECT_FALSE(fresh.ServerFinal("c=,r=,p=AAAA").ok());
+  EXPECT_FALSE(fresh.ServerFirst("n,,n=,r=").ok());  // no client nonce
+  EXPECT_FALSE(fresh.ServerFinal("c=biws,r=,p=AAAA").ok());
 }
 
 // A waiting transaction as the stealing rule sees it.
