@@ -45,7 +45,6 @@ using Plan = RefExtractor::Plan;
 
 int Idx(RefNaming n) { return n == RefNaming::kLiteral ? 0 : 1; }
 
-
 // Per-thread scratch: lexer output and rendered values. Reused, so the hit
 // path allocates nothing once warm.
 struct Scratch {
