@@ -1,0 +1,71 @@
+// Internal to the `refs` library: the compiled per-shape plan that
+// ref_compile.cc builds from libpg_query's tree and ref_extractor.cc caches
+// and fills with values. Not for use outside policies/ref_*.cc.
+// Thread-safety: a Plan is immutable once compiled and shared across threads.
+#ifndef CORRAL_POLICIES_REF_PLAN_H_
+#define CORRAL_POLICIES_REF_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "policies/ref_extractor.h"
+#include "policies/schema.h"
+#include "policies/sql_lexer.h"
+
+namespace corral {
+
+// Status payload key carrying a syntax error's byte position.
+inline constexpr char kPositionPayload[] = "corral.position";
+
+namespace ref_internal {
+
+struct ValueSrc {
+  enum class Kind : uint8_t { kSlot, kParam, kConst };
+  Kind kind = Kind::kConst;
+  bool negate = false;       // literal written as `- <number>`
+  bool array = false;        // `= ANY(...)`: the value is an array (one reference per element)
+  int index = -1;            // slot (0-based) or parameter number (1-based)
+  TypeClass type = TypeClass::kUnknown;
+  std::string tree_raw;      // value from the parse tree (kSlot, kConst)
+};
+
+struct Name {
+  std::string text;
+  uint64_t eq_state = 0;  // FNV state after text + "="
+  int rank = 0;           // order of text + "=" among the plan's names
+};
+
+struct Pred {
+  Name name[2];  // [RefNaming::kLiteral], [RefNaming::kCanonical]
+  ValueSrc value;
+};
+
+struct Conj {
+  std::vector<int> eqs;               // pred indices
+  std::vector<std::vector<int>> ins;  // IN lists, pred indices
+};
+
+}  // namespace ref_internal
+
+struct RefExtractor::Plan {
+  std::string key;  // the shape key (sql_lexer.h) it was compiled for
+  std::vector<ref_internal::Pred> preds;
+  std::vector<ref_internal::Conj> conjs;
+  bool cacheable = true;  // slot values verified against the tree
+};
+
+namespace ref_internal {
+
+// Parses `sql` with libpg_query and compiles its tree into `plan`. `lex` is
+// the lexer's output for the same text (literal slots). InvalidArgument on a
+// syntax error (with kPositionPayload) or a tree nested too deeply.
+absl::Status ParseAndCompile(const Schema& schema, absl::string_view sql, const LexResult& lex,
+                             RefExtractor::Plan* plan);
+
+}  // namespace ref_internal
+}  // namespace corral
+
+#endif  // CORRAL_POLICIES_REF_PLAN_H_
