@@ -379,11 +379,13 @@ bool AppendTextScalar(uint32_t oid, absl::string_view t, std::string* out) {
   switch (oid) {
     case pgoid::kBool: {
       // boolin: t/tr/tru/true, y/ye/yes, on, 1 (and their negatives), blanks around.
-      std::string w = absl::AsciiStrToLower(absl::StripAsciiWhitespace(t));
-      auto prefix_of = [&](absl::string_view full) { return !w.empty() && full.substr(0, w.size()) == w; };
-      if (w == "1" || w == "on" || prefix_of("true") || prefix_of("yes")) {
+      // Compared case-blind in place: no lowered copy per bound bool.
+      const absl::string_view w = absl::StripAsciiWhitespace(t);
+      auto is = [&](absl::string_view word) { return absl::EqualsIgnoreCase(w, word); };
+      auto prefix_of = [&](absl::string_view full) { return !w.empty() && absl::StartsWithIgnoreCase(full, w); };
+      if (is("1") || is("on") || prefix_of("true") || prefix_of("yes")) {
         out->append("true");
-      } else if (w == "0" || w == "off" || w == "of" || prefix_of("false") || prefix_of("no")) {
+      } else if (is("0") || is("off") || is("of") || prefix_of("false") || prefix_of("no")) {
         // "o" alone is ambiguous (on/off) and rejected by PostgreSQL.
         out->append("false");
       } else {
