@@ -1,5 +1,6 @@
 #include "policies/pg_params.h"
 
+#include <charconv>
 #include <cstring>
 #include <limits>
 
@@ -101,9 +102,12 @@ void J2Date(int jd, int* year, int* month, int* day) {
 }
 
 void AppendZeroPad(int64_t v, int width, std::string* out) {
-  std::string digits = absl::StrCat(v);
-  for (int i = static_cast<int>(digits.size()); i < width; ++i) out->push_back('0');
-  out->append(digits);
+  // Digits in a stack buffer (same text as StrCat): called per numeric digit
+  // group and date field, so no heap string per call.
+  char buf[24];
+  const char* end = std::to_chars(buf, buf + sizeof(buf), v).ptr;
+  for (int i = static_cast<int>(end - buf); i < width; ++i) out->push_back('0');
+  out->append(buf, end - buf);
 }
 
 // "YYYY-MM-DD" (year as PostgreSQL prints it: BC years count from 1); returns
