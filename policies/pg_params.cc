@@ -171,11 +171,10 @@ bool AppendTimestamp(absl::string_view b, bool with_tz, std::string* out) {
   out->push_back(':');
   AppendZeroPad(secs % 60, 2, out);
   if (fsec != 0) {
-    std::string f;
-    AppendZeroPad(fsec, 6, &f);
-    while (!f.empty() && f.back() == '0') f.pop_back();
+    // Six digits, trailing zeros trimmed in place (fsec != 0: one stays).
     out->push_back('.');
-    out->append(f);
+    AppendZeroPad(fsec, 6, out);
+    while (out->back() == '0') out->pop_back();
   }
   if (with_tz) out->append("+00");
   if (bc) out->append(" BC");
