@@ -1,5 +1,6 @@
 #include "policies/pg_params.h"
 
+#include <charconv>
 #include <cstring>
 #include <limits>
 
@@ -101,9 +102,12 @@ void J2Date(int jd, int* year, int* month, int* day) {
 }
 
 void AppendZeroPad(int64_t v, int width, std::string* out) {
-  std::string digits = absl::StrCat(v);
-  for (int i = static_cast<int>(digits.size()); i < width; ++i) out->push_back('0');
-  out->append(digits);
+  // Digits in a stack buffer (same text as StrCat): called per numeric digit
+  // group and date field, so no heap string per call.
+  char buf[24];
+  const char* end = std::to_chars(buf, buf + sizeof(buf), v).ptr;
+  for (int i = static_cast<int>(end - buf); i < width; ++i) out->push_back('0');
+  out->append(buf, end - buf);
 }
 
 // "YYYY-MM-DD" (year as PostgreSQL prints it: BC years count from 1); returns
@@ -167,11 +171,10 @@ bool AppendTimestamp(absl::string_view b, bool with_tz, std::string* out) {
   out->push_back(':');
   AppendZeroPad(secs % 60, 2, out);
   if (fsec != 0) {
-    std::string f;
-    AppendZeroPad(fsec, 6, &f);
-    while (!f.empty() && f.back() == '0') f.pop_back();
+    // Six digits, trailing zeros trimmed in place (fsec != 0: one stays).
     out->push_back('.');
-    out->append(f);
+    AppendZeroPad(fsec, 6, out);
+    while (out->back() == '0') out->pop_back();
   }
   if (with_tz) out->append("+00");
   if (bc) out->append(" BC");
@@ -379,11 +382,13 @@ bool AppendTextScalar(uint32_t oid, absl::string_view t, std::string* out) {
   switch (oid) {
     case pgoid::kBool: {
       // boolin: t/tr/tru/true, y/ye/yes, on, 1 (and their negatives), blanks around.
-      std::string w = absl::AsciiStrToLower(absl::StripAsciiWhitespace(t));
-      auto prefix_of = [&](absl::string_view full) { return !w.empty() && full.substr(0, w.size()) == w; };
-      if (w == "1" || w == "on" || prefix_of("true") || prefix_of("yes")) {
+      // Compared case-blind in place: no lowered copy per bound bool.
+      const absl::string_view w = absl::StripAsciiWhitespace(t);
+      auto is = [&](absl::string_view word) { return absl::EqualsIgnoreCase(w, word); };
+      auto prefix_of = [&](absl::string_view full) { return !w.empty() && absl::StartsWithIgnoreCase(full, w); };
+      if (is("1") || is("on") || prefix_of("true") || prefix_of("yes")) {
         out->append("true");
-      } else if (w == "0" || w == "off" || w == "of" || prefix_of("false") || prefix_of("no")) {
+      } else if (is("0") || is("off") || is("of") || prefix_of("false") || prefix_of("no")) {
         // "o" alone is ambiguous (on/off) and rejected by PostgreSQL.
         out->append("false");
       } else {

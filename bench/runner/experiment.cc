@@ -176,11 +176,14 @@ namespace {
 
 // The history key of a learned cell ("" for a baseline): cells that differ
 // only in the policy's scheduling half share a Phase I History.
-std::string HistoryKey(const BenchConfig& c) {
+// With phase1_per_round, each round learns its own History.
+std::string HistoryKey(const BenchConfig& c, bool phase1_per_round, int round) {
   auto pol = ParsePolicy(c.policy);
   if (!pol.ok() || pol->kind != PolicyKind::kLearned) return "";
-  return absl::StrCat(GroupKey(c), "|", RefNamingName(pol->extraction.naming), "|",
-                      RefGroupingName(pol->extraction.grouping));
+  std::string key = absl::StrCat(GroupKey(c), "|", RefNamingName(pol->extraction.naming), "|",
+                                 RefGroupingName(pol->extraction.grouping));
+  if (phase1_per_round) absl::StrAppend(&key, "|round ", round);
+  return key;
 }
 
 bool IsBaseline(const std::string& policy) { return policy == "original" || policy == "hard-partition"; }
@@ -256,8 +259,7 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
   auto run_one = [&](int idx, int round) -> absl::StatusOr<BenchResult> {
     BenchConfig c = cells[idx];
     c.repeat = 1;
-    std::string hkey = HistoryKey(c);
-    if (!hkey.empty() && spec.phase1_per_round) absl::StrAppend(&hkey, "|round ", round);
+    const std::string hkey = HistoryKey(c, spec.phase1_per_round, round);
     const LearnedHistory* have = nullptr;
     LearnedHistory fresh;
     if (!hkey.empty() && learned.count(hkey)) have = &learned[hkey];
@@ -370,8 +372,7 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
       const BenchConfig& c = cells[i];
       CellResult& cr = sum.cells[i];
       if (c.arrival_rate > 0) continue;
-      std::string hkey = HistoryKey(c);
-      if (!hkey.empty() && spec.phase1_per_round) absl::StrAppend(&hkey, "|round ", sum.rounds);
+      const std::string hkey = HistoryKey(c, spec.phase1_per_round, sum.rounds);
       const LearnedHistory* h = hkey.empty() || !learned.count(hkey) ? nullptr : &learned[hkey];
       double lo = 0, hi = 1.3 * cr.tps.mean;
       for (int step = 0; step < spec.throttle_steps && hi > 0; ++step) {

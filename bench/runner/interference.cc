@@ -1,24 +1,21 @@
 #include "bench/runner/interference.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/runner/read_file.h"
 
 namespace corral {
 namespace bench {
 namespace {
 
 absl::StatusOr<std::string> Slurp(const char* path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::UnavailableError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  if (!ReadWholeFile(path, &text)) return absl::UnavailableError(absl::StrCat("cannot read ", path));
+  return text;
 }
 
 class ProcMachineProbe : public MachineProbe {

@@ -5,8 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <time.h>
@@ -15,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bench/runner/read_file.h"
 #include "bench/runner/sql_refs.h"
 #include "common/clock.h"
 #include "engine/engine.h"
@@ -76,15 +75,6 @@ class EngineBackend : public Backend {
   }
 };
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
-}
-
 int64_t ThreadCpuNanos() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -104,7 +94,7 @@ absl::StatusOr<std::shared_ptr<const Schema>> LoadSchemaFile(const std::string& 
   if (const char* d = std::getenv("CORRAL_ROOT")) candidates.push_back(absl::StrCat(d, "/", path));
   std::string text;
   for (const auto& p : candidates) {
-    if (ReadFile(p, &text)) {
+    if (ReadWholeFile(p, &text)) {
       SchemaBuilder b;
       b.SetInsertRefs(insert_refs);
       absl::Status st = b.AddDdl(text);

@@ -1,12 +1,10 @@
 #include "bench/runner/spec.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/runner/read_file.h"
 #include "policies/policy.h"
 
 namespace corral {
@@ -141,11 +139,9 @@ absl::StatusOr<ExperimentSpec> ParseSpec(absl::string_view text) {
 }
 
 absl::StatusOr<ExperimentSpec> ReadSpecFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read spec file ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto spec = ParseSpec(ss.str());
+  std::string text;
+  if (!ReadWholeFile(path, &text)) return absl::NotFoundError(absl::StrCat("cannot read spec file ", path));
+  auto spec = ParseSpec(text);
   if (!spec.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", spec.status().message()));
   return spec;
 }
