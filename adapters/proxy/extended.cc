@@ -169,6 +169,12 @@ void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool
   absl::string_view portal = r.CString();
   std::string stmt(r.CString());
   auto it = c->stmts.find(stmt);  // "" is the client's last unnamed statement
+  // Remember the portal's statement when running it may change the session.
+  if (it != c->stmts.end() && StatementMayChangeSession(it->second.query)) {
+    c->portal_sql[std::string(portal)] = it->second.query;
+  } else if (!c->portal_sql.empty()) {
+    c->portal_sql.erase(std::string(portal));
+  }
   if (it == c->stmts.end()) {
     Send(b, raw);
     return;
@@ -267,19 +273,9 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       Send(b, raw);
       return;
     }
-    case 'B': {
-      // Remember the portal's statement when running it may change the
-      // session ("" is the client's last unnamed statement).
-      absl::string_view portal = r.CString();
-      auto it = c->stmts.find(std::string(r.CString()));
-      if (it != c->stmts.end() && StatementMayChangeSession(it->second.query)) {
-        c->portal_sql[std::string(portal)] = it->second.query;
-      } else if (!c->portal_sql.empty()) {
-        c->portal_sql.erase(std::string(portal));
-      }
+    case 'B':
       ForwardBind(c, b, raw, extract);
       return;
-    }
     case 'D':
     case 'C': {
       const uint8_t what = r.Byte();
