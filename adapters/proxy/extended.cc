@@ -221,10 +221,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       if (StatementMayChangeSession(sql)) refusal = c->sess.OnStatement(sql);
       if (refusal) {
         std::string q;
-        size_t at = wire::BeginMessage(&q, 'Q');
-        q.append(refusal->AsSql());
-        q.push_back('\0');
-        wire::EndMessage(&q, at);
+        wire::AppendQuery(&q, refusal->AsSql());
         Send(b, q);
       } else {
         Send(b, raw);
@@ -249,12 +246,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
           Send(b, raw);
         } else {
           std::string msg;
-          size_t at = wire::BeginMessage(&msg, 'P');
-          msg.push_back('\0');
-          msg.append(d.query);
-          msg.push_back('\0');
-          msg.append(d.types);
-          wire::EndMessage(&msg, at);
+          wire::AppendParse(&msg, "", d.query, d.types);
           Send(b, msg);
         }
         b->unnamed_key = d.key;

@@ -67,13 +67,7 @@ std::string StatementCache::Ensure(const PreparedDef& d, bool client_parse, Batc
     cached.lru = lru_.begin();
     it = cache_.emplace(d.key, std::move(cached)).first;
   }
-  size_t at = wire::BeginMessage(msgs, 'P');
-  msgs->append(it->second.name);
-  msgs->push_back('\0');
-  msgs->append(d.query);
-  msgs->push_back('\0');
-  msgs->append(d.types);
-  wire::EndMessage(msgs, at);
+  wire::AppendParse(msgs, it->second.name, d.query, d.types);
   open->parses.push_back(ParseEntry{!client_parse, d.key});
   return it->second.name;
 }
