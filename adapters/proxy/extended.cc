@@ -142,12 +142,13 @@ std::string Proxy::Loop::EnsurePrepared(Backend* b, const PreparedDef& d, bool c
 }
 
 bool Proxy::Loop::RefuseInDef(Client* c, PreparedDef* d) {
-  if (!StatementMayChangeSession(d->query)) return false;
+  if (!d->may_change_session) return false;
   ClientSession probe = c->sess;  // Parse runs nothing: only ask
   absl::optional<Refusal> refusal = probe.OnStatement(d->query);
   if (!refusal) return false;
   d->query = refusal->AsSql();
   d->key = absl::StrCat(d->query, absl::string_view("\0", 1), d->types);
+  d->may_change_session = StatementMayChangeSession(d->query);
   return true;
 }
 
@@ -170,7 +171,7 @@ void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool
   std::string stmt(r.CString());
   auto it = c->stmts.find(stmt);  // "" is the client's last unnamed statement
   // Remember the portal's statement when running it may change the session.
-  if (it != c->stmts.end() && StatementMayChangeSession(it->second.query)) {
+  if (it != c->stmts.end() && it->second.may_change_session) {
     c->portal_sql[std::string(portal)] = it->second.query;
   } else if (!c->portal_sql.empty()) {
     c->portal_sql.erase(std::string(portal));

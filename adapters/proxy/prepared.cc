@@ -1,6 +1,7 @@
 #include "adapters/proxy/prepared.h"
 
 #include "absl/strings/str_cat.h"
+#include "adapters/proxy/session_params.h"
 #include "adapters/proxy/wire.h"
 
 namespace corral {
@@ -13,6 +14,7 @@ PreparedDef PreparedDef::FromParse(absl::string_view parse_body, std::string* na
   d.query = std::string(r.CString());
   d.types = std::string(r.rest());
   d.key = absl::StrCat(d.query, absl::string_view("\0", 1), d.types);
+  d.may_change_session = StatementMayChangeSession(d.query);
   const int16_t n = r.Int16();
   for (int16_t i = 0; i < n && r.ok(); ++i) d.oids.push_back(static_cast<uint32_t>(r.Int32()));
   if (!r.ok()) d.oids.clear();
