@@ -327,10 +327,7 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
 
 void Proxy::Loop::SendInternal(Backend* b, absl::string_view sql) {
   std::string q;
-  size_t at = wire::BeginMessage(&q, 'Q');
-  q.append(sql.data(), sql.size());
-  q.push_back('\0');
-  wire::EndMessage(&q, at);
+  wire::AppendQuery(&q, sql);
   Send(b, q);
   b->batches.back().swallow = true;
   b->batches.back().msgs++;

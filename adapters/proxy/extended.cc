@@ -142,12 +142,13 @@ std::string Proxy::Loop::EnsurePrepared(Backend* b, const PreparedDef& d, bool c
 }
 
 bool Proxy::Loop::RefuseInDef(Client* c, PreparedDef* d) {
-  if (!StatementMayChangeSession(d->query)) return false;
+  if (!d->may_change_session) return false;
   ClientSession probe = c->sess;  // Parse runs nothing: only ask
   absl::optional<Refusal> refusal = probe.OnStatement(d->query);
   if (!refusal) return false;
   d->query = refusal->AsSql();
   d->key = absl::StrCat(d->query, absl::string_view("\0", 1), d->types);
+  d->may_change_session = StatementMayChangeSession(d->query);
   return true;
 }
 
@@ -169,6 +170,12 @@ void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool
   absl::string_view portal = r.CString();
   std::string stmt(r.CString());
   auto it = c->stmts.find(stmt);  // "" is the client's last unnamed statement
+  // Remember the portal's statement when running it may change the session.
+  if (it != c->stmts.end() && it->second.may_change_session) {
+    c->portal_sql[std::string(portal)] = it->second.query;
+  } else if (!c->portal_sql.empty()) {
+    c->portal_sql.erase(std::string(portal));
+  }
   if (it == c->stmts.end()) {
     Send(b, raw);
     return;
@@ -215,10 +222,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       if (StatementMayChangeSession(sql)) refusal = c->sess.OnStatement(sql);
       if (refusal) {
         std::string q;
-        size_t at = wire::BeginMessage(&q, 'Q');
-        q.append(refusal->AsSql());
-        q.push_back('\0');
-        wire::EndMessage(&q, at);
+        wire::AppendQuery(&q, refusal->AsSql());
         Send(b, q);
       } else {
         Send(b, raw);
@@ -243,12 +247,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
           Send(b, raw);
         } else {
           std::string msg;
-          size_t at = wire::BeginMessage(&msg, 'P');
-          msg.push_back('\0');
-          msg.append(d.query);
-          msg.push_back('\0');
-          msg.append(d.types);
-          wire::EndMessage(&msg, at);
+          wire::AppendParse(&msg, "", d.query, d.types);
           Send(b, msg);
         }
         b->unnamed_key = d.key;
@@ -267,19 +266,9 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       Send(b, raw);
       return;
     }
-    case 'B': {
-      // Remember the portal's statement when running it may change the
-      // session ("" is the client's last unnamed statement).
-      absl::string_view portal = r.CString();
-      auto it = c->stmts.find(std::string(r.CString()));
-      if (it != c->stmts.end() && StatementMayChangeSession(it->second.query)) {
-        c->portal_sql[std::string(portal)] = it->second.query;
-      } else if (!c->portal_sql.empty()) {
-        c->portal_sql.erase(std::string(portal));
-      }
+    case 'B':
       ForwardBind(c, b, raw, extract);
       return;
-    }
     case 'D':
     case 'C': {
       const uint8_t what = r.Byte();

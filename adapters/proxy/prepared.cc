@@ -1,6 +1,7 @@
 #include "adapters/proxy/prepared.h"
 
 #include "absl/strings/str_cat.h"
+#include "adapters/proxy/session_params.h"
 #include "adapters/proxy/wire.h"
 
 namespace corral {
@@ -13,6 +14,7 @@ PreparedDef PreparedDef::FromParse(absl::string_view parse_body, std::string* na
   d.query = std::string(r.CString());
   d.types = std::string(r.rest());
   d.key = absl::StrCat(d.query, absl::string_view("\0", 1), d.types);
+  d.may_change_session = StatementMayChangeSession(d.query);
   const int16_t n = r.Int16();
   for (int16_t i = 0; i < n && r.ok(); ++i) d.oids.push_back(static_cast<uint32_t>(r.Int32()));
   if (!r.ok()) d.oids.clear();
@@ -67,13 +69,7 @@ std::string StatementCache::Ensure(const PreparedDef& d, bool client_parse, Batc
     cached.lru = lru_.begin();
     it = cache_.emplace(d.key, std::move(cached)).first;
   }
-  size_t at = wire::BeginMessage(msgs, 'P');
-  msgs->append(it->second.name);
-  msgs->push_back('\0');
-  msgs->append(d.query);
-  msgs->push_back('\0');
-  msgs->append(d.types);
-  wire::EndMessage(msgs, at);
+  wire::AppendParse(msgs, it->second.name, d.query, d.types);
   open->parses.push_back(ParseEntry{!client_parse, d.key});
   return it->second.name;
 }

@@ -49,6 +49,9 @@ struct PreparedDef {
   std::string types;  // Parse's parameter-type section (count + oids), raw
   std::string key;    // query + '\0' + types
   std::vector<uint32_t> oids;  // the declared parameter types (0 = unspecified)
+  // StatementMayChangeSession(query), worked out once per Parse rather than
+  // per Bind; whoever replaces `query` sets it again.
+  bool may_change_session = false;
 
   // From a Parse message's body; the statement's name goes to *name.
   static PreparedDef FromParse(absl::string_view parse_body, std::string* name);

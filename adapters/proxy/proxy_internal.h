@@ -327,7 +327,8 @@ class Proxy::Loop : private AdminSource {
   // (true then).
   bool RefuseInDef(Client* c, PreparedDef* d);
   // Forwards a Bind, mapped to the backend's statement name; its references
-  // go to the transaction when `extract` (routing did not take them).
+  // go to the transaction when `extract` (routing did not take them); notes
+  // the portal's statement in c->portal_sql when it may change the session.
   void ForwardBind(Client* c, Backend* b, absl::string_view raw, bool extract);
   // Sends a Describe of statement `backend_name` whose answer teaches the
   // types of `key` and is not forwarded (none when the batch already

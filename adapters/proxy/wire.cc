@@ -149,6 +149,24 @@ void AppendEmpty(std::string* out, char type) {
   EndMessage(out, at);
 }
 
+void AppendQuery(std::string* out, absl::string_view sql) {
+  const size_t at = BeginMessage(out, 'Q');
+  out->append(sql.data(), sql.size());
+  out->push_back('\0');
+  EndMessage(out, at);
+}
+
+void AppendParse(std::string* out, absl::string_view name, absl::string_view query,
+                 absl::string_view types) {
+  const size_t at = BeginMessage(out, 'P');
+  out->append(name.data(), name.size());
+  out->push_back('\0');
+  out->append(query.data(), query.size());
+  out->push_back('\0');
+  out->append(types.data(), types.size());
+  EndMessage(out, at);
+}
+
 void AppendTextResult(std::string* out, const std::vector<std::string>& columns,
                       const std::vector<std::vector<std::string>>& rows) {
   size_t at = BeginMessage(out, 'T');

@@ -66,6 +66,11 @@ void AppendParameterStatus(std::string* out, absl::string_view name, absl::strin
 void AppendBackendKeyData(std::string* out, int32_t pid, int32_t secret);
 void AppendAuth(std::string* out, int32_t code, absl::string_view extra = "");
 void AppendEmpty(std::string* out, char type);  // ParseComplete '1', BindComplete '2', ...
+// Frontend messages the proxy builds itself: a Query of `sql`; a Parse of
+// statement `name` whose `types` is the raw tail (Int16 count, then OIDs).
+void AppendQuery(std::string* out, absl::string_view sql);
+void AppendParse(std::string* out, absl::string_view name, absl::string_view query,
+                 absl::string_view types);
 // RowDescription of text columns, then DataRows (a "" value is sent as is,
 // NULLs are not used), then CommandComplete "SELECT n".
 void AppendTextResult(std::string* out, const std::vector<std::string>& columns,

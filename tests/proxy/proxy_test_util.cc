@@ -249,10 +249,7 @@ std::string Z() { return std::string(1, '\0'); }
 
 std::string RawClient::Parse(const std::string& name, const std::string& sql) {
   std::string m;
-  size_t at = wire::BeginMessage(&m, 'P');
-  absl::StrAppend(&m, name, Z(), sql, Z());
-  wire::PutInt16(&m, 0);
-  wire::EndMessage(&m, at);
+  wire::AppendParse(&m, name, sql, absl::string_view("\0\0", 2));  // no parameter types
   return m;
 }
 
@@ -295,9 +292,7 @@ std::string RawClient::Flush() {
 
 std::string RawClient::Query(const std::string& sql) {
   std::string m;
-  size_t at = wire::BeginMessage(&m, 'Q');
-  absl::StrAppend(&m, sql, Z());
-  wire::EndMessage(&m, at);
+  wire::AppendQuery(&m, sql);
   return m;
 }
 
