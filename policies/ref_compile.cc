@@ -562,6 +562,10 @@ class Compiler {
 }  // namespace
 
 absl::Status ParseAndCompile(const Schema& schema, absl::string_view sql, const LexResult& lex, Plan* plan) {
+  if (lex.longest_operator > kMaxOperatorRun) {
+    return absl::InvalidArgumentError(absl::StrCat("a run of ", lex.longest_operator,
+                                                   " operator characters (over ", kMaxOperatorRun, ")"));
+  }
   std::string text(sql);
   PgQueryParseResult r = pg_query_parse(text.c_str());
   if (r.error != nullptr) {

@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "policies/ref_extractor_testing.h"
+#include "policies/sql_lexer.h"
 
 namespace corral {
 namespace {
@@ -16,10 +17,13 @@ using namespace testing_refs;  // NOLINT: the shared test helpers
 // own depth limit is not reached) into a tree deeper than the JSON reader
 // goes. That is bad input (InvalidArgument, as PostgreSQL's "stack depth
 // limit exceeded" would be), not an internal error, on every path; a
-// statement just as long but flat still extracts.
+// statement just as long but flat still extracts. (Written `+++...` without
+// spaces the run is refused before parsing: OperatorRunIsBounded.)
 TEST(Features, DeeplyNestedStatementIsInvalidArgument) {
   RefExtractor ex(Tpcc());
-  const std::string deep = "SELECT * FROM warehouse WHERE w_id = " + std::string(1000, '+') + "1";
+  std::string deep = "SELECT * FROM warehouse WHERE w_id = ";
+  for (int i = 0; i < 1000; ++i) deep += "+ ";
+  deep += "1";
   for (int round = 0; round < 2; ++round) {
     RefVec ids;
     std::vector<std::string> texts;
@@ -106,6 +110,39 @@ TEST(Features, InvalidUtf8EscapeStringIsNotCached) {
     EXPECT_FALSE(ex.ExtractUncached(bad, kLitSingle, {}, &cold).ok());
     EXPECT_FALSE(ex.Extract(bad, kLitSingle, &got).ok());
   }
+}
+
+// libpg_query's lexer takes time quadratic in a run of operator characters
+// (PostgreSQL's scan.l drops a trailing + or - and rescans the rest), so the
+// fuzzer's `1 ++++...` inputs cost ~40 ms of CPU per parse at 4,000
+// characters. A run over kMaxOperatorRun (PostgreSQL's longest operator
+// name) is refused before libpg_query on every path; one at the bound
+// parses, and a long run inside a string or a comment is no operator.
+TEST(Features, OperatorRunIsBounded) {
+  RefExtractor ex(Tpcc());
+  const std::string head = "SELECT * FROM warehouse WHERE w_id = 1 AND w_ytd = ";
+  for (const std::string& run : {std::string(kMaxOperatorRun + 1, '+'), std::string(4000, '+'),
+                                 "-" + std::string(kMaxOperatorRun, '+'), "?" + std::string(kMaxOperatorRun, '+')}) {
+    const std::string sql = head + run + "1";
+    for (int round = 0; round < 2; ++round) {
+      RefVec ids;
+      RefMult mult;
+      std::vector<std::string> texts;
+      absl::Status st = ex.Extract(sql, kCanSingle, {}, &ids, &texts);
+      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+      EXPECT_NE(st.message().find("operator characters"), absl::string_view::npos) << st;
+      EXPECT_TRUE(ids.empty());
+      st = ex.ExtractUncached(sql, kCanSingle, {}, &ids, &mult, &texts);
+      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+      EXPECT_EQ(ex.Prepare(sql).status().code(), absl::StatusCode::kInvalidArgument);
+    }
+  }
+  EXPECT_EQ(Refs(ex, head + std::string(kMaxOperatorRun, '+') + "1", kCanSingle), Texts{"w_id=1"});
+  const std::string long_run(1000, '+');
+  EXPECT_EQ(Refs(ex, "SELECT * FROM warehouse WHERE w_id = 1 AND w_name = '" + long_run + "'", kCanSingle),
+            (Texts{"w_id=1", "w_name='" + long_run + "'"}));
+  EXPECT_EQ(Refs(ex, "SELECT * FROM warehouse /* " + long_run + " */ WHERE w_id = 1", kCanSingle), Texts{"w_id=1"});
+  EXPECT_EQ(Refs(ex, "SELECT * FROM warehouse WHERE w_id = 1 -- " + long_run, kCanSingle), Texts{"w_id=1"});
 }
 
 }  // namespace

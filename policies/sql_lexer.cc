@@ -271,17 +271,21 @@ void LexSql(absl::string_view s, LexResult* out) {
     if (cl == kOp) {
       sep();
       size_t j = i;
+      bool question = false;
       while (j < n && tab.cls[static_cast<unsigned char>(s[j])] == kOp) {
         // A '?' operator (jsonb `?`, geometric `?-|`) would read as a number's
         // placeholder in the key: `f(?, x)` (a syntax error) took the plan of
-        // `f(5, x)` (found by ref_extractor_fuzzer). Rare: not cached.
-        if (s[j] == '?') return fail();
+        // `f(5, x)` (found by ref_extractor_fuzzer). Rare: not cached (once
+        // the run is measured).
+        if (s[j] == '?') question = true;
         if (j > i && ((s[j] == '-' && j + 1 < n && s[j + 1] == '-') ||
                       (s[j] == '/' && j + 1 < n && s[j + 1] == '*'))) {
           break;
         }
         *k++ = s[j++];
       }
+      if (j - i > out->longest_operator) out->longest_operator = static_cast<uint32_t>(j - i);
+      if (question) return fail();
       i = j;
       continue;
     }

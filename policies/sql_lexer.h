@@ -45,18 +45,31 @@ struct LexResult {
   std::vector<LexedLiteral> literals;
   std::string arena;  // unescaped string values
   bool cacheable = true;
+  // The longest run of operator characters (`+-*/<>=~!@#%^&|`?`, not across
+  // a comment start) outside strings and comments, up to where the lexer
+  // stopped (dollar quoting and the like stop it; see above). libpg_query's
+  // lexer takes time quadratic in such a run (PostgreSQL's scan.l rescans
+  // it after dropping each trailing + or -), so reference extraction
+  // rejects a statement whose run is over kMaxOperatorRun before parsing.
+  uint32_t longest_operator = 0;
 
   void Clear() {
     key.clear();
     literals.clear();
     arena.clear();
     cacheable = true;
+    longest_operator = 0;
   }
   // The literal's value: number text as written, or the unescaped string.
   absl::string_view Value(const LexedLiteral& l, absl::string_view input) const {
     return l.in_arena ? absl::string_view(arena).substr(l.begin, l.len) : input.substr(l.begin, l.len);
   }
 };
+
+// PostgreSQL's longest operator name (NAMEDATALEN - 1): a longer run of
+// operator characters is either "operator too long" or a chain of one-char
+// unary + and - (`1 ++++...+ 2`), which only hostile SQL writes.
+inline constexpr uint32_t kMaxOperatorRun = 63;
 
 void LexSql(absl::string_view sql, LexResult* out);
 

@@ -122,5 +122,24 @@ TEST(Json, ReadsPgQueryShapes) {
   EXPECT_FALSE(ParseJson("{} x").ok());
 }
 
+// The longest run of operator characters outside strings and comments (the
+// extractor refuses one over kMaxOperatorRun before libpg_query).
+TEST(SqlLexer, LongestOperatorRun) {
+  LexResult lx;
+  LexSql("SELECT a FROM t WHERE b >= 1 AND c <> 2", &lx);
+  EXPECT_EQ(lx.longest_operator, 2u);
+  LexSql("SELECT a FROM t WHERE b = ++++-+1", &lx);
+  EXPECT_EQ(lx.longest_operator, 6u);
+  LexSql("SELECT 'x++++++++' /* ++++++++ */ + 1 -- ++++++++++", &lx);
+  EXPECT_EQ(lx.longest_operator, 1u);
+  LexSql("SELECT 1 +++/* c */++++ 2", &lx);  // a comment start ends the run
+  EXPECT_EQ(lx.longest_operator, 4u);
+  LexSql("SELECT 1 ?+++++ 2", &lx);  // a '?' run is measured, then not cacheable
+  EXPECT_EQ(lx.longest_operator, 6u);
+  EXPECT_FALSE(lx.cacheable);
+  LexSql("SELECT 1", &lx);
+  EXPECT_EQ(lx.longest_operator, 0u);
+}
+
 }  // namespace
 }  // namespace corral
