@@ -128,6 +128,15 @@ struct ScheduleOptions {
   bool lead_seeds_rows = false;
   // "Multiplicity" above.
   bool ref_multiplicity = false;
+
+  // The three rules above on, no read cache: scheduler::Scheduler's default.
+  static ScheduleOptions WithRules() {
+    ScheduleOptions o;
+    o.state_scoring_only = true;
+    o.lead_seeds_rows = true;
+    o.ref_multiplicity = true;
+    return o;
+  }
 };
 
 class Schedule {

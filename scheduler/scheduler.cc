@@ -20,18 +20,13 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
   s->clock_ = clock;
   state::State::Options so = options.state;
   so.num_queues = options.num_queues;
-  if (options.lead_seeds_rows) so.reinforce_only = true;
+  if (options.schedule.lead_seeds_rows) so.reinforce_only = true;
   auto st = state::State::Create(so, clock);
   if (!st.ok()) return st.status();
   s->state_ = std::move(st).value();
   s->history_ = std::make_unique<history::History>(options.history);
-  ScheduleOptions sched;
-  sched.weight_cache_ns = options.weight_cache_ns;
-  sched.state_scoring_only = options.state_scoring_only;
-  sched.lead_seeds_rows = options.lead_seeds_rows;
-  sched.ref_multiplicity = options.ref_multiplicity;
   s->schedule_ = std::make_unique<Schedule>(s->history_.get(), s->state_.get(), options.policy,
-                                            options.seed, sched);
+                                            options.seed, options.schedule);
   if (!executors.empty()) {
     RunQueues::Options qo;
     qo.num_queues = options.num_queues;

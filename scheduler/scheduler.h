@@ -48,19 +48,10 @@ class Scheduler {
     int num_queues = 8;
     Policy policy;  // default: count-max-canonical-single
     uint64_t seed = 1;
-    // Per-thread History read cache staleness for decisions (0 = off); see
-    // Schedule.
-    int64_t weight_cache_ns = 0;
-    // Schedule's scoring-only State: rows only for references that can score
-    // (History weight > 0); totals still count every reference.
-    bool state_scoring_only = true;
-    // With it: a State row is created only by a transaction its reference
-    // leads (Schedule, "Lead-seeded rows"), and other transactions only
-    // reinforce a row's most-used queue (State::Options::reinforce_only).
-    bool lead_seeds_rows = true;
-    // Schedule's multiplicity rule: a reference's weight is multiplied by the
-    // number of the transaction's statements naming it (Txn::ref_mult).
-    bool ref_multiplicity = true;
+    // The Schedule's History read cache and rules (ScheduleOptions); here
+    // the rules beyond the paper are on by default. With lead_seeds_rows the
+    // State is also reinforce-only (State::Options::reinforce_only).
+    ScheduleOptions schedule = ScheduleOptions::WithRules();
     history::History::Options history;
     state::State::Options state;  // its num_queues is overridden by num_queues
     bool stealing = true;

@@ -92,8 +92,8 @@ TEST(SchedulerTest, ConcurrentStressExactCounts) {
   o.num_queues = kQueues;
   o.policy = ParsePolicy("count-sum-canonical-single").value();
   o.stealing = true;
-  o.state_scoring_only = false;  // rows for every reference: exact counts below
-  o.lead_seeds_rows = false;     // every placement counts in every row (no reinforce-only)
+  o.schedule.state_scoring_only = false;  // rows for every reference: exact counts below
+  o.schedule.lead_seeds_rows = false;     // every placement counts in every row (no reinforce-only)
   std::vector<FakeExecutor> execs(kQueues);
   std::vector<Executor*> ptrs;
   for (auto& e : execs) ptrs.push_back(&e);

@@ -276,7 +276,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   so.policy = spec.sched_policy;
   so.seed = spec.seed;
   so.stealing = c.stealing;
-  so.ref_multiplicity = c.ref_multiplicity;
+  so.schedule.ref_multiplicity = c.ref_multiplicity;
   so.workers.max_attempts = c.max_attempts;
   auto s_or = scheduler::Scheduler::Create(so, inst->Executors(), hook, clock);
   if (!s_or.ok()) return s_or.status();
