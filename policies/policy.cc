@@ -79,4 +79,14 @@ std::vector<Policy> AllLearnedPolicies() {
   return out;
 }
 
+std::vector<Policy> BaselinePolicies() {
+  std::vector<Policy> out;
+  for (PolicyKind k : {PolicyKind::kOriginal, PolicyKind::kHardPartition}) {
+    Policy p;
+    p.kind = k;
+    out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace corral

@@ -12,6 +12,7 @@
 //   absl::StatusOr<Policy> p = ParsePolicy("fraction-sum-literal-all");
 //   std::string s = PolicyName(*p);  // "fraction-sum-literal-all"
 //   for (const Policy& q : AllLearnedPolicies()) ...  // the sixteen
+//   for (const Policy& b : BaselinePolicies()) ...    // original, hard-partition
 #ifndef CORRAL_POLICIES_POLICY_H_
 #define CORRAL_POLICIES_POLICY_H_
 
@@ -58,6 +59,8 @@ absl::StatusOr<Policy> ParsePolicy(absl::string_view name);
 std::string PolicyName(const Policy& p);
 // The sixteen learned policies in a fixed order (the 2^4 design's run order).
 std::vector<Policy> AllLearnedPolicies();
+// The baselines (every kind but kLearned): original, hard-partition.
+std::vector<Policy> BaselinePolicies();
 
 const char* RefNamingName(RefNaming n);      // "literal" / "canonical"
 const char* RefGroupingName(RefGrouping g);  // "single" / "all"

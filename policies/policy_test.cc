@@ -24,6 +24,19 @@ TEST(PolicyTest, Baselines) {
   EXPECT_EQ(PolicyName(*ParsePolicy("hard-partition")), "hard-partition");
 }
 
+// BaselinePolicies() is every kind but kLearned, each once, and round-trips.
+TEST(PolicyTest, BaselinePoliciesAreTheNonLearnedKinds) {
+  std::vector<std::string> names;
+  for (const Policy& p : BaselinePolicies()) {
+    EXPECT_NE(p.kind, PolicyKind::kLearned);
+    names.push_back(PolicyName(p));
+    auto parsed = ParsePolicy(names.back());
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_TRUE(*parsed == p) << names.back();
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"original", "hard-partition"}));
+}
+
 TEST(PolicyTest, PaperBestPolicyParses) {
   auto p = ParsePolicy("COUNT-max-canonical-single");
   ASSERT_TRUE(p.ok());

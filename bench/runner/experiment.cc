@@ -186,7 +186,12 @@ std::string HistoryKey(const BenchConfig& c, bool phase1_per_round, int round) {
   return key;
 }
 
-bool IsBaseline(const std::string& policy) { return policy == "original" || policy == "hard-partition"; }
+// Whether a cell's policy is a baseline (any kind but learned; cells are
+// validated, so the name parses).
+bool IsBaseline(const std::string& policy) {
+  absl::StatusOr<Policy> p = ParsePolicy(policy);
+  return p.ok() && p->kind != PolicyKind::kLearned;
+}
 
 // Clean runs of `cell` by round (-1 = none: not run or contaminated).
 std::vector<const RunMetrics*> CleanByRound(const std::vector<RunRecord>& runs, int cell, int rounds) {
@@ -242,13 +247,14 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
   // configuration.
   for (int i = 0; i < n; ++i) {
     if (IsBaseline(cells[i].policy)) continue;
-    for (const char* base : {"original", "hard-partition"}) {
+    for (const Policy& base : BaselinePolicies()) {
       for (int j = 0; j < n; ++j) {
-        if (cells[j].policy == base && GroupKey(cells[j]) == GroupKey(cells[i])) {
+        absl::StatusOr<Policy> pj = ParsePolicy(cells[j].policy);
+        if (pj.ok() && *pj == base && GroupKey(cells[j]) == GroupKey(cells[i])) {
           PairedRatio pr;
           pr.cell = i;
           pr.baseline_cell = j;
-          pr.baseline = base;
+          pr.baseline = PolicyName(base);
           sum.ratios.push_back(pr);
         }
       }
@@ -315,7 +321,7 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
                      100 * m.interference.share,
                      m.contaminated ? (attempt < spec.max_reruns ? " CONTAMINATED, re-run" : " CONTAMINATED, left out")
                                     : "");
-        BenchResult one = *r;
+        BenchResult& one = *r;  // its metrics moved into rec above: keep them as this run's row
         one.runs.assign(1, m);
         runs_csv += CsvRows(one);
         std::string tl = TimelineCsv(one);
