@@ -67,16 +67,12 @@ void AppendCopyValue(const engine::Column& col, const engine::ConstRow& r, int i
   switch (col.type) {
     case engine::ColumnType::kInt64: {
       const int64_t v = r.GetInt(i);
-      if (workloads::IsTimestampColumn(col.name)) {
-        if (v == 0) {
-          *out += "\\N";
-        } else {
+      switch (workloads::ClassifyInt64(col.name, v)) {
+        case workloads::Int64Form::kNull: *out += "\\N"; break;
+        case workloads::Int64Form::kTimestamp:
           *out += absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(v), absl::UTCTimeZone());
-        }
-      } else if (col.name == "o_carrier_id" && v == 0) {
-        *out += "\\N";
-      } else {
-        absl::StrAppend(out, v);
+          break;
+        case workloads::Int64Form::kInteger: absl::StrAppend(out, v); break;
       }
       return;
     }

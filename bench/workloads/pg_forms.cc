@@ -26,6 +26,12 @@ bool IsTimestampColumn(absl::string_view c) {
   return c == "c_since" || c == "o_entry_d" || c == "h_date" || c == "ol_delivery_d";
 }
 
+Int64Form ClassifyInt64(absl::string_view column, int64_t v) {
+  const bool timestamp = IsTimestampColumn(column);
+  if (v == 0 && (timestamp || column == "o_carrier_id")) return Int64Form::kNull;
+  return timestamp ? Int64Form::kTimestamp : Int64Form::kInteger;
+}
+
 namespace {
 
 absl::StatusOr<PgResult> X(PgSession& s, const std::string& sql, const PgParams& p) {
@@ -360,16 +366,10 @@ void AppendValue(const engine::Column& col, const engine::ConstRow& r, int i, st
   switch (col.type) {
     case engine::ColumnType::kInt64: {
       const int64_t v = r.GetInt(i);
-      if (IsTimestampColumn(col.name)) {
-        if (v == 0) {
-          *out += "NULL";
-        } else {
-          absl::StrAppend(out, "to_timestamp(", v, ")");
-        }
-      } else if (col.name == "o_carrier_id" && v == 0) {
-        *out += "NULL";
-      } else {
-        absl::StrAppend(out, v);
+      switch (ClassifyInt64(col.name, v)) {
+        case Int64Form::kNull: *out += "NULL"; break;
+        case Int64Form::kTimestamp: absl::StrAppend(out, "to_timestamp(", v, ")"); break;
+        case Int64Form::kInteger: absl::StrAppend(out, v); break;
       }
       return;
     }

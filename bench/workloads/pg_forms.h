@@ -57,13 +57,21 @@ absl::StatusOr<std::unique_ptr<adapters::PgProcedure>> MakePgProcedure(const Wor
 // A PgTxn around it with the same refs, partition_key and type.
 absl::StatusOr<std::unique_ptr<adapters::PgTxn>> MakePgTxn(const WorkloadTxn& t);
 
+// Whether an engine int64 column holds a timestamp (Unix seconds; 0 = NULL)
+// that the PostgreSQL schema types as timestamp.
+bool IsTimestampColumn(absl::string_view column);
+
+// What a loader writes for an engine int64 value: the engine has no NULL and
+// stores 0 in the columns PostgreSQL leaves NULL (timestamps, o_carrier_id
+// of an undelivered order), so those read back as NULL; other timestamps as
+// timestamps (Unix seconds), the rest as integers. LoadPg and the COPY loader
+// (bench/pgbackend) share this rule and differ only in spelling.
+enum class Int64Form { kNull, kTimestamp, kInteger };
+Int64Form ClassifyInt64(absl::string_view column, int64_t v);
+
 // Inserts the rows of `loaded` (w's population, via Workload::ForEachRow)
 // into the tables of the connection's current search_path, which must
 // already exist (run the workload's DDL first).
-// Whether an engine int64 column holds a timestamp (Unix seconds; 0 = NULL)
-// that the PostgreSQL schema types as timestamp. Loaders share this rule.
-bool IsTimestampColumn(absl::string_view column);
-
 absl::Status LoadPg(const Workload& w, const engine::Database& loaded,
                     adapters::PgConnection& conn, int batch_rows = 500);
 

@@ -29,6 +29,16 @@ namespace {
 using adapters::PgConnection;
 using adapters::PgResult;
 
+// The engine's 0 in a nullable int64 column loads as NULL (both loaders).
+TEST(ClassifyInt64Test, ZeroInNullableColumnsIsNull) {
+  EXPECT_EQ(ClassifyInt64("o_entry_d", 0), Int64Form::kNull);
+  EXPECT_EQ(ClassifyInt64("ol_delivery_d", 0), Int64Form::kNull);
+  EXPECT_EQ(ClassifyInt64("o_carrier_id", 0), Int64Form::kNull);
+  EXPECT_EQ(ClassifyInt64("o_entry_d", 1700000000), Int64Form::kTimestamp);
+  EXPECT_EQ(ClassifyInt64("o_carrier_id", 3), Int64Form::kInteger);
+  EXPECT_EQ(ClassifyInt64("o_id", 0), Int64Form::kInteger);
+}
+
 class PgFormsTest : public ::testing::Test {
  protected:
   void SetUp() override {
