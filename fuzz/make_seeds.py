@@ -22,6 +22,20 @@ def write(target_dir, name, data):
         f.write(data)
 
 
+def write_all(target_dir, seeds):
+    """Writes every (name, data) of `seeds` (a dict) as a seed of one target."""
+    for name, data in seeds.items():
+        write(target_dir, name, data)
+
+
+def length_prefixed(b):
+    """A protocol value: int32 length and bytes, or -1 for NULL (None)."""
+    if b is None:
+        return struct.pack("!i", -1)
+    b = b.encode() if isinstance(b, str) else b
+    return struct.pack("!i", len(b)) + b
+
+
 # ---------------------------------------------------------------- wire
 def cstr(s):
     return (s.encode() if isinstance(s, str) else s) + b"\0"
@@ -43,13 +57,7 @@ def parse(name, sql, oids=()):
 def bind(portal, stmt, params, formats=(), result_formats=()):
     body = cstr(portal) + cstr(stmt) + struct.pack("!h", len(formats))
     body += b"".join(struct.pack("!h", f) for f in formats)
-    body += struct.pack("!h", len(params))
-    for p in params:
-        if p is None:
-            body += struct.pack("!i", -1)
-        else:
-            p = p.encode() if isinstance(p, str) else p
-            body += struct.pack("!i", len(p)) + p
+    body += struct.pack("!h", len(params)) + b"".join(length_prefixed(p) for p in params)
     body += struct.pack("!h", len(result_formats)) + b"".join(struct.pack("!h", f) for f in result_formats)
     return msg("B", body)
 
@@ -69,64 +77,66 @@ PSQL = [("user", "postgres"), ("database", "tpcc"), ("application_name", "psql")
 JDBC = [("user", "alice"), ("database", "tpcc"), ("client_encoding", "UTF8"), ("DateStyle", "ISO"),
         ("TimeZone", "UTC"), ("extra_float_digits", "2")]
 
-write(W, "psql-simple", startup(PSQL) + msg("Q", cstr("SELECT w_tax FROM warehouse WHERE w_id = 5")) + TERM)
-write(W, "ssl-then-startup", struct.pack("!ii", 8, 80877103) + startup(PSQL) + msg("Q", cstr("BEGIN")) +
-      msg("Q", cstr("COMMIT")) + TERM)
-write(W, "gssenc-then-startup", struct.pack("!ii", 8, 80877104) + startup(PSQL) + TERM)
-write(W, "cancel", struct.pack("!iiii", 16, 80877102, 4242, 0x1234567))
-write(W, "protocol2", startup([("user", "x")], code=0x20000))
-write(W, "pgbench-extended",
-      startup([("user", "postgres"), ("database", "bench"), ("application_name", "pgbench")]) +
-      parse("", "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2;") +
-      bind("", "", ["-1234", "77"]) + describe("P", "") + execute() + SYNC + TERM)
-write(W, "pgbench-prepared",
-      startup([("user", "postgres"), ("database", "bench")]) +
-      parse("P0_1", "SELECT abalance FROM pgbench_accounts WHERE aid = $1;") + describe("S", "P0_1") + SYNC +
-      bind("", "P0_1", ["12"]) + execute() + SYNC + msg("C", b"SP0_1\0") + SYNC + TERM)
-write(W, "tpcc-new-order",
-      startup(JDBC) +
-      parse("S_1", "UPDATE stock SET s_quantity = $1 WHERE s_i_id = $2 AND s_w_id = $3", (23, 23, 23)) +
-      bind("", "S_1", ["17", "2", "5"]) + execute() +
-      parse("S_2", "SELECT c_discount, c_last, c_credit FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3") +
-      bind("C_3", "S_2", [b"\x00\x00\x00\x05", b"\x00\x00\x00\x03", None], formats=(1,), result_formats=(0, 1, 0)) +
-      describe("P", "C_3") + execute("C_3", 10) + SYNC + TERM)
-write(W, "sasl",
-      startup([("user", "alice"), ("database", "tpcc")]) +
-      msg("p", cstr("SCRAM-SHA-256") + struct.pack("!i", 32) + b"n,,n=,r=rOprNGfwEbeRWgbNEkqO0123") +
-      msg("p", b"c=biws,r=rOprNGfwEbeRWgbNEkqO0123srv,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=") +
-      msg("Q", cstr("SHOW POOLS")))
-write(W, "md5-password", startup([("user", "bob")]) + msg("p", cstr("md5e5b9ecfb32c6c9a1c9e0d5e3a1b2c3d4")))
-write(W, "copy-in", startup(PSQL) + msg("Q", cstr("COPY item FROM STDIN")) + msg("d", b"1\t2\tx\n") +
-      msg("d", b"\\.\n") + msg("c", b"") + msg("f", cstr("aborted")) + msg("H", b"") + msg("F", b"\0\0\0\x01"))
-write(W, "error-fields", startup(PSQL) +
-      msg("N", b"SERROR\0VERROR\0C40001\0Mcould not serialize access\0Dfrom the fuzzer\0\0") + SYNC)
-write(W, "bad-length", startup(PSQL) + b"Q\x00\x00\x00\x02")
-write(W, "huge-length", startup(PSQL) + b"Q\x7f\xff\xff\xff")
-write(W, "startup-no-terminator", struct.pack("!ii", 17, 196608) + b"user\0alice\0")
-write(W, "bind-negative-counts", startup(PSQL) + msg("B", b"\0\0\xff\xff\xff\xfe\0\0\0\0") + SYNC)
+WIRE_SEEDS = {
+    "psql-simple": startup(PSQL) + msg("Q", cstr("SELECT w_tax FROM warehouse WHERE w_id = 5")) + TERM,
+    "ssl-then-startup": struct.pack("!ii", 8, 80877103) + startup(PSQL) + msg("Q", cstr("BEGIN")) +
+        msg("Q", cstr("COMMIT")) + TERM,
+    "gssenc-then-startup": struct.pack("!ii", 8, 80877104) + startup(PSQL) + TERM,
+    "cancel": struct.pack("!iiii", 16, 80877102, 4242, 0x1234567),
+    "protocol2": startup([("user", "x")], code=0x20000),
+    "pgbench-extended": startup([("user", "postgres"), ("database", "bench"), ("application_name", "pgbench")]) +
+        parse("", "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2;") +
+        bind("", "", ["-1234", "77"]) + describe("P", "") + execute() + SYNC + TERM,
+    "pgbench-prepared": startup([("user", "postgres"), ("database", "bench")]) +
+        parse("P0_1", "SELECT abalance FROM pgbench_accounts WHERE aid = $1;") + describe("S", "P0_1") + SYNC +
+        bind("", "P0_1", ["12"]) + execute() + SYNC + msg("C", b"SP0_1\0") + SYNC + TERM,
+    "tpcc-new-order": startup(JDBC) +
+        parse("S_1", "UPDATE stock SET s_quantity = $1 WHERE s_i_id = $2 AND s_w_id = $3", (23, 23, 23)) +
+        bind("", "S_1", ["17", "2", "5"]) + execute() +
+        parse("S_2", "SELECT c_discount, c_last, c_credit FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3") +
+        bind("C_3", "S_2", [b"\x00\x00\x00\x05", b"\x00\x00\x00\x03", None], formats=(1,), result_formats=(0, 1, 0)) +
+        describe("P", "C_3") + execute("C_3", 10) + SYNC + TERM,
+    "sasl": startup([("user", "alice"), ("database", "tpcc")]) +
+        msg("p", cstr("SCRAM-SHA-256") + struct.pack("!i", 32) + b"n,,n=,r=rOprNGfwEbeRWgbNEkqO0123") +
+        msg("p", b"c=biws,r=rOprNGfwEbeRWgbNEkqO0123srv,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=") +
+        msg("Q", cstr("SHOW POOLS")),
+    "md5-password": startup([("user", "bob")]) + msg("p", cstr("md5e5b9ecfb32c6c9a1c9e0d5e3a1b2c3d4")),
+    "copy-in": startup(PSQL) + msg("Q", cstr("COPY item FROM STDIN")) + msg("d", b"1\t2\tx\n") +
+        msg("d", b"\\.\n") + msg("c", b"") + msg("f", cstr("aborted")) + msg("H", b"") + msg("F", b"\0\0\0\x01"),
+    "error-fields": startup(PSQL) +
+        msg("N", b"SERROR\0VERROR\0C40001\0Mcould not serialize access\0Dfrom the fuzzer\0\0") + SYNC,
+    "bad-length": startup(PSQL) + b"Q\x00\x00\x00\x02",
+    "huge-length": startup(PSQL) + b"Q\x7f\xff\xff\xff",
+    "startup-no-terminator": struct.pack("!ii", 17, 196608) + b"user\0alice\0",
+    "bind-negative-counts": startup(PSQL) + msg("B", b"\0\0\xff\xff\xff\xfe\0\0\0\0") + SYNC,
+}
+write_all(W, WIRE_SEEDS)
 
 # ---------------------------------------------------------------- auth
 A = "adapters/proxy/fuzz_corpus/auth_fuzzer"
-write(A, "scram-no-password", b"\x00n,,n=,r=rOprNGfwEbeRWgbNEkqO\0"
-      b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
-write(A, "scram-y-header", b"\x00y,,n=alice,r=abc\0c=eSws,r=abc,p=AAAA")
-write(A, "scram-channel-binding", b"\x00p=tls-server-end-point,,n=,r=abc\0")
-write(A, "scram-right-password", b"\x01fuzz-secret\0\0")
-write(A, "scram-wrong-password", b"\x01fuzz-secreT\0\0")
-write(A, "scram-extended-first", b"\x01fuzz-secret\0,x=extension\0")
-write(A, "scram-edited-final", b"\x01fuzz-secret\0\0\x09Z")
-write(A, "scram-edited-proof", b"\x01fuzz-secret\0\0\x50=")
-write(A, "scram-hostile-server", b"\x02r=srv,s=QSXCR+Q6sek8bf92,i=4\0v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
-write(A, "scram-server-many-iterations", b"\x02r=srv,s=QSXCR+Q6sek8bf92,i=2000000000\0")
-write(A, "scram-server-bad-salt", b"\x02r=srv,s=Q,i=4\0v=")
-write(A, "md5", b"\x03alice\0secret\0\x01\x02\x03\x04")
-write(A, "md5-stored", b"\x03alice\0md5" + b"0" * 32 + b"\0salt")
-write(A, "userlist", b"\x04\"alice\" \"secret\"\n; comment\n# comment\n\n\"bob\" \"pa\"\"ss\"\n")
-write(A, "userlist-bad", b"\x04\"alice\" secret\n")
-write(A, "base64", b"\x05QUJD")
-write(A, "base64-padded", b"\x05AAA=")
-write(A, "base64-pad-only", b"\x05====")
-write(A, "base64-spaces", b"\x05  ==")
+AUTH_SEEDS = {
+    "scram-no-password": b"\x00n,,n=,r=rOprNGfwEbeRWgbNEkqO\0"
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+    "scram-y-header": b"\x00y,,n=alice,r=abc\0c=eSws,r=abc,p=AAAA",
+    "scram-channel-binding": b"\x00p=tls-server-end-point,,n=,r=abc\0",
+    "scram-right-password": b"\x01fuzz-secret\0\0",
+    "scram-wrong-password": b"\x01fuzz-secreT\0\0",
+    "scram-extended-first": b"\x01fuzz-secret\0,x=extension\0",
+    "scram-edited-final": b"\x01fuzz-secret\0\0\x09Z",
+    "scram-edited-proof": b"\x01fuzz-secret\0\0\x50=",
+    "scram-hostile-server": b"\x02r=srv,s=QSXCR+Q6sek8bf92,i=4\0v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=",
+    "scram-server-many-iterations": b"\x02r=srv,s=QSXCR+Q6sek8bf92,i=2000000000\0",
+    "scram-server-bad-salt": b"\x02r=srv,s=Q,i=4\0v=",
+    "md5": b"\x03alice\0secret\0\x01\x02\x03\x04",
+    "md5-stored": b"\x03alice\0md5" + b"0" * 32 + b"\0salt",
+    "userlist": b"\x04\"alice\" \"secret\"\n; comment\n# comment\n\n\"bob\" \"pa\"\"ss\"\n",
+    "userlist-bad": b"\x04\"alice\" secret\n",
+    "base64": b"\x05QUJD",
+    "base64-padded": b"\x05AAA=",
+    "base64-pad-only": b"\x05====",
+    "base64-spaces": b"\x05  ==",
+}
+write_all(A, AUTH_SEEDS)
 
 # ---------------------------------------------------------------- refs
 R = "policies/fuzz_corpus/ref_extractor_fuzzer"
@@ -218,13 +228,7 @@ def numeric_bin(s):
 def array_bin(elem_oid, elems, packer):
     has_null = any(e is None for e in elems)
     out = struct.pack("!iiiii", 1, 1 if has_null else 0, elem_oid, len(elems), 1)
-    for e in elems:
-        if e is None:
-            out += struct.pack("!i", -1)
-        else:
-            b = packer(e)
-            out += struct.pack("!i", len(b)) + b
-    return out
+    return out + b"".join(length_prefixed(None if e is None else packer(e)) for e in elems)
 
 
 def value(name, oid, fmt, data):
