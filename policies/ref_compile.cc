@@ -563,7 +563,7 @@ class Compiler {
 
 absl::Status ParseAndCompile(const Schema& schema, absl::string_view sql, const LexResult& lex, Plan* plan) {
   if (lex.longest_operator > kMaxOperatorRun) {
-    return absl::InvalidArgumentError(absl::StrCat("a run of ", lex.longest_operator,
+    return absl::InvalidArgumentError(absl::StrCat("a chain of ", lex.longest_operator,
                                                    " operator characters (over ", kMaxOperatorRun, ")"));
   }
   std::string text(sql);

@@ -17,13 +17,13 @@ using namespace testing_refs;  // NOLINT: the shared test helpers
 // own depth limit is not reached) into a tree deeper than the JSON reader
 // goes. That is bad input (InvalidArgument, as PostgreSQL's "stack depth
 // limit exceeded" would be), not an internal error, on every path; a
-// statement just as long but flat still extracts. (Written `+++...` without
-// spaces the run is refused before parsing: OperatorRunIsBounded.)
+// statement just as long but flat still extracts. (Unary operators are now
+// refused before parsing, OperatorRunIsBounded; NOT nests as deep.)
 TEST(Features, DeeplyNestedStatementIsInvalidArgument) {
   RefExtractor ex(Tpcc());
-  std::string deep = "SELECT * FROM warehouse WHERE w_id = ";
-  for (int i = 0; i < 1000; ++i) deep += "+ ";
-  deep += "1";
+  std::string deep = "SELECT * FROM warehouse WHERE ";
+  for (int i = 0; i < 1000; ++i) deep += "NOT ";
+  deep += "w_id = 1";
   for (int round = 0; round < 2; ++round) {
     RefVec ids;
     std::vector<std::string> texts;
@@ -115,15 +115,21 @@ TEST(Features, InvalidUtf8EscapeStringIsNotCached) {
 // libpg_query's lexer takes time quadratic in a run of operator characters
 // (PostgreSQL's scan.l drops a trailing + or - and rescans the rest), so the
 // fuzzer's `1 ++++...` inputs cost ~40 ms of CPU per parse at 4,000
-// characters. A run over kMaxOperatorRun (PostgreSQL's longest operator
-// name) is refused before libpg_query on every path; one at the bound
-// parses, and a long run inside a string or a comment is no operator.
+// characters; written `+ + + ...` they parse in linear time but nest one
+// tree level per operator (the fuzzer's corpus filled with 2 KB of them,
+// each parsed four times to the JSON depth limit). A chain over
+// kMaxOperatorRun (PostgreSQL's longest operator name) is refused before
+// libpg_query on every path; one at the bound parses, and a long run inside
+// a string or a comment is no operator.
 TEST(Features, OperatorRunIsBounded) {
   RefExtractor ex(Tpcc());
-  const std::string head = "SELECT * FROM warehouse WHERE w_id = 1 AND w_ytd = ";
+  const std::string head = "SELECT * FROM warehouse WHERE w_id = 1 AND w_ytd = (";  // '(' ends the '=' chain
+  std::string spaced;
+  for (uint32_t i = 0; i <= kMaxOperatorRun; ++i) spaced += i % 2 ? "+ " : "- /* c */ ";
   for (const std::string& run : {std::string(kMaxOperatorRun + 1, '+'), std::string(4000, '+'),
-                                 "-" + std::string(kMaxOperatorRun, '+'), "?" + std::string(kMaxOperatorRun, '+')}) {
-    const std::string sql = head + run + "1";
+                                 "-" + std::string(kMaxOperatorRun, '+'), "?" + std::string(kMaxOperatorRun, '+'),
+                                 spaced}) {
+    const std::string sql = head + run + "1)";
     for (int round = 0; round < 2; ++round) {
       RefVec ids;
       RefMult mult;
@@ -137,7 +143,7 @@ TEST(Features, OperatorRunIsBounded) {
       EXPECT_EQ(ex.Prepare(sql).status().code(), absl::StatusCode::kInvalidArgument);
     }
   }
-  EXPECT_EQ(Refs(ex, head + std::string(kMaxOperatorRun, '+') + "1", kCanSingle), Texts{"w_id=1"});
+  EXPECT_EQ(Refs(ex, head + std::string(kMaxOperatorRun, '+') + "1)", kCanSingle), Texts{"w_id=1"});
   const std::string long_run(1000, '+');
   EXPECT_EQ(Refs(ex, "SELECT * FROM warehouse WHERE w_id = 1 AND w_name = '" + long_run + "'", kCanSingle),
             (Texts{"w_id=1", "w_name='" + long_run + "'"}));

@@ -61,10 +61,11 @@ namespace ref_internal {
 
 // Parses `sql` with libpg_query and compiles its tree into `plan`. `lex` is
 // the lexer's output for the same text (literal slots). InvalidArgument on a
-// syntax error (with kPositionPayload), a tree nested too deeply, or a run of
-// operator characters over kMaxOperatorRun (lex.longest_operator; rejected
-// before libpg_query, whose lexer is quadratic in it: a client's statement
-// must not cost the proxy unbounded CPU).
+// syntax error (with kPositionPayload), a tree nested too deeply, or a chain
+// of operator characters over kMaxOperatorRun (lex.longest_operator; refused
+// before libpg_query, whose lexer is quadratic in an unbroken run and whose
+// tree nests one level per prefix operator: a client's statement must not
+// cost the proxy unbounded CPU).
 absl::Status ParseAndCompile(const Schema& schema, absl::string_view sql, const LexResult& lex,
                              RefExtractor::Plan* plan);
 

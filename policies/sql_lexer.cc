@@ -90,6 +90,10 @@ void LexSql(absl::string_view s, LexResult* out) {
     out->cacheable = false;
     finish();
   };
+  // Operator characters since the last token of another kind (whitespace and
+  // comments write nothing to the key, so they do not break the chain).
+  const char* op_end = nullptr;  // the key's end after the last operator token
+  uint32_t op_chain = 0;
   while (i < n) {
     const char c = s[i];
     const uint8_t cl = tab.cls[static_cast<unsigned char>(c)];
@@ -269,6 +273,7 @@ void LexSql(absl::string_view s, LexResult* out) {
       return fail();  // dollar quoting
     }
     if (cl == kOp) {
+      if (k != op_end) op_chain = 0;
       sep();
       size_t j = i;
       bool question = false;
@@ -284,7 +289,9 @@ void LexSql(absl::string_view s, LexResult* out) {
         }
         *k++ = s[j++];
       }
-      if (j - i > out->longest_operator) out->longest_operator = static_cast<uint32_t>(j - i);
+      op_chain += static_cast<uint32_t>(j - i);
+      op_end = k;
+      if (op_chain > out->longest_operator) out->longest_operator = op_chain;
       if (question) return fail();
       i = j;
       continue;

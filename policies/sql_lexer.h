@@ -45,12 +45,15 @@ struct LexResult {
   std::vector<LexedLiteral> literals;
   std::string arena;  // unescaped string values
   bool cacheable = true;
-  // The longest run of operator characters (`+-*/<>=~!@#%^&|`?`, not across
-  // a comment start) outside strings and comments, up to where the lexer
-  // stopped (dollar quoting and the like stop it; see above). libpg_query's
-  // lexer takes time quadratic in such a run (PostgreSQL's scan.l rescans
-  // it after dropping each trailing + or -), so reference extraction
-  // rejects a statement whose run is over kMaxOperatorRun before parsing.
+  // The most operator characters (`+-*/<>=~!@#%^&|`?`) in a row outside
+  // strings, whitespace and comments between them not counted (`+ + +` and
+  // `+/**/++` are 3), up to where the lexer stopped (dollar quoting and the
+  // like stop it; see above). Such a chain is one operator or a chain of
+  // prefix operators, each nesting the rest one level deeper in the parse
+  // tree; and libpg_query's lexer takes time quadratic in an unbroken run
+  // (PostgreSQL's scan.l rescans it after dropping each trailing + or -).
+  // Reference extraction refuses a statement whose chain is over
+  // kMaxOperatorRun before parsing it.
   uint32_t longest_operator = 0;
 
   void Clear() {
@@ -66,9 +69,9 @@ struct LexResult {
   }
 };
 
-// PostgreSQL's longest operator name (NAMEDATALEN - 1): a longer run of
-// operator characters is either "operator too long" or a chain of one-char
-// unary + and - (`1 ++++...+ 2`), which only hostile SQL writes.
+// PostgreSQL's longest operator name (NAMEDATALEN - 1): a longer chain of
+// operator characters is either "operator too long" or a chain of prefix
+// operators (`1 ++++...+ 2`, `1 + + + ... 2`), which only hostile SQL writes.
 inline constexpr uint32_t kMaxOperatorRun = 63;
 
 void LexSql(absl::string_view sql, LexResult* out);

@@ -122,18 +122,25 @@ TEST(Json, ReadsPgQueryShapes) {
   EXPECT_FALSE(ParseJson("{} x").ok());
 }
 
-// The longest run of operator characters outside strings and comments (the
-// extractor refuses one over kMaxOperatorRun before libpg_query).
+// The longest chain of operator characters outside strings, whitespace and
+// comments between them not counted (the extractor refuses one over
+// kMaxOperatorRun before libpg_query).
 TEST(SqlLexer, LongestOperatorRun) {
   LexResult lx;
   LexSql("SELECT a FROM t WHERE b >= 1 AND c <> 2", &lx);
   EXPECT_EQ(lx.longest_operator, 2u);
-  LexSql("SELECT a FROM t WHERE b = ++++-+1", &lx);
-  EXPECT_EQ(lx.longest_operator, 6u);
+  LexSql("SELECT a FROM t WHERE b = ++++-+1", &lx);  // the '=' too
+  EXPECT_EQ(lx.longest_operator, 7u);
   LexSql("SELECT 'x++++++++' /* ++++++++ */ + 1 -- ++++++++++", &lx);
   EXPECT_EQ(lx.longest_operator, 1u);
-  LexSql("SELECT 1 +++/* c */++++ 2", &lx);  // a comment start ends the run
+  LexSql("SELECT 1 +++/* c */++++ 2", &lx);  // two operator tokens, one chain
+  EXPECT_EQ(lx.longest_operator, 7u);
+  LexSql("SELECT 1 + + + - 2", &lx);  // nested prefix operators
   EXPECT_EQ(lx.longest_operator, 4u);
+  LexSql("SELECT 1 + 2 + 3 + 4 - 5", &lx);  // a flat chain of binary operators
+  EXPECT_EQ(lx.longest_operator, 1u);
+  LexSql("SELECT 1 + '+' + + $1", &lx);  // a string or a parameter ends a chain
+  EXPECT_EQ(lx.longest_operator, 2u);
   LexSql("SELECT 1 ?+++++ 2", &lx);  // a '?' run is measured, then not cacheable
   EXPECT_EQ(lx.longest_operator, 6u);
   EXPECT_FALSE(lx.cacheable);

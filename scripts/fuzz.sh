@@ -72,7 +72,8 @@ if [ $build_rc -ne 0 ]; then
 fi
 BIN=$("${BAZEL[@]}" info --config=fuzz bazel-bin 2>/dev/null)
 
-# Runs one target; writes its log and a stats line "name runs seconds crashed".
+# Runs one target (in a subshell of its own); writes its log and a stats line
+# "name runs seconds rc asked cpu_seconds".
 run_one() {
   local name=$1 label=$2 runs=$3 maxlen=$4
   local pkg=${label#//}
@@ -89,9 +90,13 @@ run_one() {
     -artifact_prefix="$dir/" "$dir/corpus" "$seeds" >"$dir/log" 2>&1
   rc=$?
   t1=$(date +%s.%N)
-  local done_runs
+  local done_runs cpu me=$BASHPID  # (not inside $(...), which is a subshell of its own)
   done_runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" | tail -1)
-  echo "$name ${done_runs:-0} $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') $rc $runs" >"$dir/stats"
+  # The fuzzer's CPU seconds (this subshell's waited-for children): on a box
+  # shared with builds the wall time says more about the others than about
+  # the target; executions per CPU second do not.
+  cpu=$(awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.1f", ($14 + $15) / hz }' "/proc/$me/stat")
+  echo "$name ${done_runs:-0} $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') $rc $runs $cpu" >"$dir/stats"
 }
 
 total_runs=0
@@ -107,12 +112,12 @@ done
 wait
 
 echo
-printf '%-7s %12s %10s %10s  %s\n' target executions seconds exec/s result
+printf '%-7s %12s %10s %10s %8s %10s  %s\n' target executions seconds exec/s cpu_s exec/cpu_s result
 failed=0
 sum_runs=0
 for t in "${selected[@]}"; do
   read -r name _ _ _ <<<"$t"
-  read -r _ n secs rc asked <"$OUT/$name/stats"
+  read -r _ n secs rc asked cpu <"$OUT/$name/stats"
   result=ok
   if [ "$rc" -eq 0 ] && [ "$n" -lt "$asked" ]; then
     result="stopped by FUZZ_MAX_SECONDS"
@@ -125,7 +130,9 @@ for t in "${selected[@]}"; do
     grep -m1 -E "invariant violated|ERROR: (AddressSanitizer|libFuzzer)|runtime error" "$OUT/$name/log" |
       sed 's/^/         /'
   fi
-  printf '%-7s %12d %10.1f %10.0f  %s\n' "$name" "$n" "$secs" "$(awk -v n="$n" -v s="$secs" 'BEGIN { print (s > 0 ? n / s : 0) }')" "$result"
+  printf '%-7s %12d %10.1f %10.0f %8.1f %10.0f  %s\n' "$name" "$n" "$secs" \
+    "$(awk -v n="$n" -v s="$secs" 'BEGIN { print (s > 0 ? n / s : 0) }')" "$cpu" \
+    "$(awk -v n="$n" -v s="$cpu" 'BEGIN { print (s > 0 ? n / s : 0) }')" "$result"
   sum_runs=$((sum_runs + n))
 done
 echo "total: $sum_runs executions (asked $total_runs)"
