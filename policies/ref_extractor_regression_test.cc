@@ -13,6 +13,25 @@ using namespace testing_refs;  // NOLINT: the shared test helpers
 
 // ---------------------------------------------------------------- inputs that once broke it
 
+// `sql` is InvalidArgument, with `why` in the message and no reference
+// appended, on every path (cached twice, uncached, Prepare).
+void ExpectRefusedOnEveryPath(RefExtractor& ex, const std::string& sql, absl::string_view why) {
+  for (int round = 0; round < 2; ++round) {
+    RefVec ids;
+    RefMult mult;
+    std::vector<std::string> texts;
+    absl::Status st = ex.Extract(sql, kCanSingle, {}, &ids, &texts);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_NE(st.message().find(why), absl::string_view::npos) << st;
+    EXPECT_TRUE(ids.empty());
+    st = ex.ExtractUncached(sql, kCanSingle, {}, &ids, &mult, &texts);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_TRUE(ids.empty());
+    absl::StatusOr<std::shared_ptr<const RefExtractor::Prepared>> p = ex.Prepare(sql);
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << p.status();
+  }
+}
+
 // Found by the fuzzer: ~1,000 unary operators in a row parse (libpg_query's
 // own depth limit is not reached) into a tree deeper than the JSON reader
 // goes. That is bad input (InvalidArgument, as PostgreSQL's "stack depth
@@ -24,20 +43,7 @@ TEST(Features, DeeplyNestedStatementIsInvalidArgument) {
   std::string deep = "SELECT * FROM warehouse WHERE ";
   for (int i = 0; i < 1000; ++i) deep += "NOT ";
   deep += "w_id = 1";
-  for (int round = 0; round < 2; ++round) {
-    RefVec ids;
-    std::vector<std::string> texts;
-    absl::Status st = ex.Extract(deep, kCanSingle, {}, &ids, &texts);
-    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-    EXPECT_NE(st.message().find("nested too deeply"), absl::string_view::npos) << st;
-    EXPECT_TRUE(ids.empty());
-    RefMult mult;
-    st = ex.ExtractUncached(deep, kCanSingle, {}, &ids, &mult, &texts);
-    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-    EXPECT_TRUE(ids.empty());
-    absl::StatusOr<std::shared_ptr<const RefExtractor::Prepared>> p = ex.Prepare(deep);
-    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << p.status();
-  }
+  ExpectRefusedOnEveryPath(ex, deep, "nested too deeply");
   RefVec ids;
   std::vector<std::string> texts;
   const std::string flat = "SELECT * FROM warehouse WHERE w_id = 1" + std::string(1000, ' ');
@@ -129,19 +135,7 @@ TEST(Features, OperatorRunIsBounded) {
   for (const std::string& run : {std::string(kMaxOperatorRun + 1, '+'), std::string(4000, '+'),
                                  "-" + std::string(kMaxOperatorRun, '+'), "?" + std::string(kMaxOperatorRun, '+'),
                                  spaced}) {
-    const std::string sql = head + run + "1)";
-    for (int round = 0; round < 2; ++round) {
-      RefVec ids;
-      RefMult mult;
-      std::vector<std::string> texts;
-      absl::Status st = ex.Extract(sql, kCanSingle, {}, &ids, &texts);
-      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-      EXPECT_NE(st.message().find("operator characters"), absl::string_view::npos) << st;
-      EXPECT_TRUE(ids.empty());
-      st = ex.ExtractUncached(sql, kCanSingle, {}, &ids, &mult, &texts);
-      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-      EXPECT_EQ(ex.Prepare(sql).status().code(), absl::StatusCode::kInvalidArgument);
-    }
+    ExpectRefusedOnEveryPath(ex, head + run + "1)", "operator characters");
   }
   EXPECT_EQ(Refs(ex, head + std::string(kMaxOperatorRun, '+') + "1)", kCanSingle), Texts{"w_id=1"});
   const std::string long_run(1000, '+');
