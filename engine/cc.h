@@ -4,7 +4,8 @@
 // worker slot. A TxImpl implements the procedure-facing Tx API for one attempt
 // at a time: Begin, the procedure's calls, then Commit or Abort. Protocols:
 // occ.cc (Silo-style OCC), twopl.cc (2PL NO_WAIT / WAIT_DIE / DL_DETECT and
-// the "none" baseline).
+// the "none" baseline), timestamp.cc (Deneva's TIMESTAMP and MVCC), maat.cc
+// (Deneva's MaaT).
 //
 //   auto cc = CcProtocol::Create("2pl-waitdie").value();
 //   std::unique_ptr<TxImpl> tx = cc->NewTx(worker_id, &arena, false);
@@ -83,6 +84,8 @@ class TxImpl : public Tx {
   // honouring a user abort or error: a decision made on reads that were
   // already stale (possible under OCC) is a conflict, not the user's.
   virtual bool ReadsStillValid() { return true; }
+  // The abort cause reported when ReadsStillValid() is false.
+  virtual scheduler::AbortCause StaleReadCause() const { return scheduler::AbortCause::kValidation; }
   // After a conflict abort: waits (politely, until `deadline_ns` on the
   // steady clock) until the record that caused it is no longer held by the
   // transaction in the way, so an immediate retry does not hit the same
@@ -163,17 +166,25 @@ using WaitObserver = std::function<void(uint64_t waiter_ts, uint64_t holder_ts)>
 class CcProtocol {
  public:
   virtual ~CcProtocol() = default;
-  // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "none".
+  // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "timestamp", "mvcc",
+  // "maat", "none".
   static absl::StatusOr<std::unique_ptr<CcProtocol>> Create(absl::string_view name);
   virtual std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
                                         bool record_footprint) = 0;
   // Test hook for wait-die (ignored by other protocols). Set before executors run.
   virtual void SetWaitObserver(WaitObserver obs) {}
+  // MVCC: older row versions currently kept (tests of garbage collection);
+  // 0 for single-version protocols.
+  virtual int64_t RetainedVersions() const { return 0; }
 };
 
 std::unique_ptr<CcProtocol> NewOccProtocol();
 // mode: 0 none, 1 no-wait, 2 wait-die, 3 deadlock detection.
 std::unique_ptr<CcProtocol> NewTwoPlProtocol(int mode);
+// Basic T/O ("timestamp") or multi-version T/O ("mvcc"): timestamp.cc.
+std::unique_ptr<CcProtocol> NewTimestampProtocol(bool mvcc);
+// OCC with dynamic timestamp ranges ("maat"): maat.cc.
+std::unique_ptr<CcProtocol> NewMaatProtocol();
 
 }  // namespace engine
 }  // namespace corral
