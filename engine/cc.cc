@@ -61,7 +61,10 @@ void TxImpl::WaitForObstacle(int64_t deadline_ns) {
   Waiter waiter;
   for (;;) {
     bool clear;
-    if (obstacle_occ_) {
+    if (obstacle_in_flight_) {
+      clear = !(rec->tid.load(std::memory_order_acquire) & kTidAbsentBit) ||
+              rec->table->Find(rec->key) != rec;
+    } else if (obstacle_occ_) {
       clear = !(rec->tid.load(std::memory_order_acquire) & kTidLockBit);
     } else {
       uint64_t w = rec->lock.load(std::memory_order_acquire);

@@ -109,6 +109,14 @@ class TxImpl : public Tx {
     obstacle_ = rec;
     obstacle_occ_ = occ_tid;
     obstacle_exclusive_ = exclusive;
+    obstacle_in_flight_ = false;
+  }
+  // The timestamp-family protocols: an absent record still in the hash
+  // index (another's insert in flight); clear once it is present or gone.
+  void SetInFlightObstacle(const Record* rec) {
+    if (obstacle_ != nullptr) return;
+    obstacle_ = rec;
+    obstacle_in_flight_ = true;
   }
   void ResetAttempt() {
     cause_ = scheduler::AbortCause::kNone;
@@ -117,6 +125,7 @@ class TxImpl : public Tx {
   const Record* obstacle_ = nullptr;
   bool obstacle_occ_ = false;
   bool obstacle_exclusive_ = false;
+  bool obstacle_in_flight_ = false;
   void MarkConflict(scheduler::AbortCause c) {
     if (cause_ == scheduler::AbortCause::kNone) cause_ = c;
   }

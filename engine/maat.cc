@@ -11,7 +11,8 @@
 //      lower >= rts + 1 and wts + 1 of every record written (after the
 //      committed readers and writers of what it overwrites);
 //      lower > upper: abort (kRangeEmpty). Else pick cts in the range
-//      (Deneva takes lower; a point inside leaves room, see Commit); install the
+//      (Deneva takes lower; we take one past the latest commit, see
+//      Commit); install the
 //      writes with version cts; raise rts of what it read; then narrow the
 //      ranges of the running transactions still registered on those records:
 //      a reader of a record it wrote must come before it (upper <= cts - 1),
@@ -53,6 +54,7 @@ struct alignas(64) RangeSlot {
 
 struct MaatShared {
   RwLatch commit_mu;
+  uint64_t last_cts ABSL_GUARDED_BY(commit_mu) = 0;  // the largest commit timestamp
   std::array<RangeSlot, kMaxWorkers + 1> ranges;
   MetaPool pool;
 };
@@ -116,6 +118,8 @@ class MaatTx final : public TsTxBase {
       char* buf = scratch_.Allocate(table->row_size());
       if (Access(existing, buf, false)) return ExistsStatus();
       // Absent but indexed: an insert in flight or a delete being applied.
+      // The executor waits for it to resolve before the retry.
+      SetInFlightObstacle(existing);
       return Fail(AbortCause::kRangeEmpty);
     }
     writes_.push_back({rec, rec->data(), WKind::kInsert});
@@ -156,13 +160,36 @@ class MaatTx final : public TsTxBase {
     RangeSlot& range = shared_->ranges[worker_id_];
     uint64_t lower = range.lower.load(std::memory_order_relaxed);
     const uint64_t upper = range.upper.load(std::memory_order_relaxed);
-    for (const ReadEntry& r : reads_) lower = std::max(lower, r.wts + 1);
+    // Soft bounds: where cts leaves the running transactions this commit
+    // orders a non-empty range (they are not aborted by it).
+    uint64_t soft_lo = 0, soft_hi = kTidVersionMask;
+    for (const ReadEntry& r : reads_) {
+      lower = std::max(lower, r.wts + 1);
+      RecLatch(r.rec);
+      uint64_t after = pool_->MetaOf(r.rec, worker_id_)->writers & ~me_;
+      RecUnlatch(r.rec);
+      // A writer of a row this only read goes after it: cts < its upper.
+      // (A writer of a row this also writes read the old row: it is doomed
+      // whatever cts is.)
+      if (after != 0 && FindWrite(r.rec) == nullptr) {
+        for (; after != 0; after &= after - 1) {
+          uint64_t u = shared_->ranges[__builtin_ctzll(after)].upper.load(std::memory_order_relaxed);
+          if (u != kTidVersionMask) soft_hi = std::min(soft_hi, u == 0 ? 0 : u - 1);
+        }
+      }
+    }
     for (const WriteEntry& w : writes_) {
-      if (w.kind == WKind::kInsert || w.kind == WKind::kInsertDeleted) continue;
       RecLatch(w.rec);
       TsMeta* m = pool_->MetaOf(w.rec, worker_id_);
-      lower = std::max(lower, m->rts + 1);
-      lower = std::max(lower, (w.rec->tid.load(std::memory_order_relaxed) & kTidVersionMask) + 1);
+      if (w.kind != WKind::kInsert && w.kind != WKind::kInsertDeleted) {
+        lower = std::max(lower, m->rts + 1);
+        lower = std::max(lower, (w.rec->tid.load(std::memory_order_relaxed) & kTidVersionMask) + 1);
+      }
+      // A reader (not writer) of a row this writes goes before it: cts > its lower.
+      for (uint64_t before = m->readers & ~m->writers & ~me_; before != 0; before &= before - 1) {
+        uint64_t l = shared_->ranges[__builtin_ctzll(before)].lower.load(std::memory_order_relaxed);
+        soft_lo = std::max(soft_lo, l + 1);
+      }
       RecUnlatch(w.rec);
     }
     if (lower > upper) {
@@ -170,11 +197,21 @@ class MaatTx final : public TsTxBase {
       Abort();
       return cause_;
     }
-    // Any timestamp in the range serializes; one inside it, not at its lower
-    // end, leaves room for transactions that must later be ordered between
-    // this one and the versions it read (a reader of a row this overwrites).
+    // Any timestamp in [lower, upper] serializes; prefer one inside the soft
+    // bounds too. Record timestamps are only per-record lower bounds, so
+    // taking the bottom of the range (Deneva) would let a writer of a rarely
+    // written row commit far below the timestamps of busy rows, and a
+    // running reader of that row (ordered before it) could then write no
+    // busy row. So, unbounded above, commit after every earlier commit (with
+    // room for readers to fit in between); bounded, in the middle.
+    uint64_t lo = std::max(lower, soft_lo), hi = std::min(upper, soft_hi);
+    if (lo > hi) {  // some running transaction will not fit: keep the hard range
+      lo = lower;
+      hi = upper;
+    }
     const uint64_t cts =
-        upper == kTidVersionMask ? lower + kGap : lower + (upper - lower) / 2;
+        hi == kTidVersionMask ? std::max(lo, shared_->last_cts + kGap) : lo + (hi - lo) / 2;
+    shared_->last_cts = std::max(shared_->last_cts, cts);
     for (const WriteEntry& w : writes_) {
       if (w.kind == WKind::kInsert) w.rec->table->InsertOrdered(w.rec);
     }

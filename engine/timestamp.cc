@@ -142,6 +142,7 @@ class TimestampTx final : public TsTxBase {
         case Got::kRow:
           return ExistsStatus();
         case Got::kAbsent:  // an insert in flight or a delete being applied
+          SetInFlightObstacle(existing);
           return Fail(AbortCause::kTimestampTooOld);
         case Got::kConflict:
           break;
