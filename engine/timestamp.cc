@@ -369,9 +369,10 @@ class TimestampTx final : public TsTxBase {
         RecUnlatch(rec);
         return Got::kAbsent;
       }
+      // No rts update: the write it announces installs wts = ts_ on commit,
+      // and an aborted pre-write must not turn older transactions away.
       m->pending_owner = worker_id_;
       m->pending_ts = ts_;
-      m->rts = ts_;
       if (buf != nullptr) std::memcpy(buf, rec->data(), rec->table->row_size());
       RecUnlatch(rec);
       RecordRead(rec, wts);
