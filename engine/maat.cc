@@ -62,6 +62,7 @@ struct MaatShared {
 struct ReadEntry {
   Record* rec;
   uint64_t wts;  // version read (the absent bit cleared)
+  bool present;  // a row, not its absence, was read
 };
 
 class MaatTx final : public TsTxBase {
@@ -158,7 +159,7 @@ class MaatTx final : public TsTxBase {
   AbortCause Commit() override {
     WriteGuard g(&shared_->commit_mu);
     RangeSlot& range = shared_->ranges[worker_id_];
-    uint64_t lower = range.lower.load(std::memory_order_relaxed);
+    uint64_t lower = std::max<uint64_t>(range.lower.load(std::memory_order_relaxed), 1);
     const uint64_t upper = range.upper.load(std::memory_order_relaxed);
     // Soft bounds: where cts leaves the running transactions this commit
     // orders a non-empty range (they are not aborted by it).
@@ -235,7 +236,9 @@ class MaatTx final : public TsTxBase {
       RecUnlatch(r.rec);
     }
     if (record_footprint_) {
-      for (const ReadEntry& r : reads_) RecordRead(r.rec, r.wts);
+      for (const ReadEntry& r : reads_) {
+        if (r.present) RecordRead(r.rec, r.wts);
+      }
     }
     RecordWrites(cts);
     writes_.clear();
@@ -277,7 +280,7 @@ class MaatTx final : public TsTxBase {
     if (write && present) m->writers |= me_;
     if (present && buf != nullptr) std::memcpy(buf, rec->data(), rec->table->row_size());
     RecUnlatch(rec);
-    reads_.push_back({rec, v & kTidVersionMask});
+    reads_.push_back({rec, v & kTidVersionMask, present});
     return present;
   }
 
