@@ -78,84 +78,6 @@ class MaatTx final : public TsTxBase {
     r.upper.store(kTidVersionMask, std::memory_order_relaxed);
   }
 
-  absl::Status Read(const Table* table, uint64_t key, ConstRow* out) override {
-    if (conflicted() || Doomed()) return ConflictStatus();
-    Record* rec = table->Find(key);
-    if (rec == nullptr) return NotFoundStatus();
-    Row own;
-    absl::Status st;
-    if (ReadOwn(table, rec, &own, &st)) {
-      *out = own;
-      return st;
-    }
-    char* buf = scratch_.Allocate(table->row_size());
-    if (!Access(rec, buf, false)) return NotFoundStatus();
-    *out = ConstRow(&table->schema(), buf, key);
-    return absl::OkStatus();
-  }
-
-  absl::Status ReadForUpdate(const Table* table, uint64_t key, Row* out) override {
-    if (conflicted() || Doomed()) return ConflictStatus();
-    Record* rec = table->Find(key);
-    if (rec == nullptr) return NotFoundStatus();
-    absl::Status st;
-    if (ReadOwn(table, rec, out, &st)) return st;
-    char* buf = scratch_.Allocate(table->row_size());
-    if (!Access(rec, buf, true)) return NotFoundStatus();
-    writes_.push_back({rec, buf, WKind::kUpdate});
-    *out = Row(&table->schema(), buf, key);
-    return absl::OkStatus();
-  }
-
-  absl::Status Insert(const Table* table, uint64_t key, Row* out) override {
-    if (conflicted() || Doomed()) return ConflictStatus();
-    TsMeta* m;
-    Record* rec = NewRecord(table, key, &m);
-    m->writers = me_;
-    Record* existing = rec->table->InsertHash(rec);
-    if (existing != nullptr) {
-      // Our fresh record stays unused in the arena.
-      if (FindWrite(existing) != nullptr) return Fail(AbortCause::kRangeEmpty);
-      char* buf = scratch_.Allocate(table->row_size());
-      if (Access(existing, buf, false)) return ExistsStatus();
-      // Absent but indexed: an insert in flight or a delete being applied.
-      // The executor waits for it to resolve before the retry.
-      SetInFlightObstacle(existing);
-      return Fail(AbortCause::kRangeEmpty);
-    }
-    writes_.push_back({rec, rec->data(), WKind::kInsert});
-    *out = Row(&table->schema(), rec->data(), key);
-    return absl::OkStatus();
-  }
-
-  absl::Status Delete(const Table* table, uint64_t key) override {
-    if (conflicted() || Doomed()) return ConflictStatus();
-    Record* rec = table->Find(key);
-    if (rec == nullptr) return NotFoundStatus();
-    absl::Status st;
-    if (DeleteOwn(rec, &st)) return st;
-    if (!Access(rec, nullptr, true)) return NotFoundStatus();
-    writes_.push_back({rec, nullptr, WKind::kDelete});
-    return absl::OkStatus();
-  }
-
-  absl::Status Scan(const ScanSpec& spec, std::vector<ConstRow>* out) override {
-    const Table* table = spec.index->table();
-    const Schema* schema = &table->schema();
-    return ScanBatches(spec, out, [&](const OrderedIndex::Entry& e) {
-      Record* rec = e.rec;
-      Row row;
-      absl::Status st;
-      if (ReadOwn(table, rec, &row, &st)) {
-        if (st.ok()) out->push_back(row);
-        return absl::OkStatus();
-      }
-      char* buf = scratch_.Allocate(table->row_size());
-      if (Access(rec, buf, false)) out->push_back(ConstRow(schema, buf, rec->key));
-      return absl::OkStatus();
-    });
-  }
-
   AbortCause Commit() override {
     WriteGuard g(&shared_->commit_mu);
     RangeSlot& range = shared_->ranges[worker_id_];
@@ -213,9 +135,7 @@ class MaatTx final : public TsTxBase {
     const uint64_t cts =
         hi == kTidVersionMask ? std::max(lo, shared_->last_cts + kGap) : lo + (hi - lo) / 2;
     shared_->last_cts = std::max(shared_->last_cts, cts);
-    for (const WriteEntry& w : writes_) {
-      if (w.kind == WKind::kInsert) w.rec->table->InsertOrdered(w.rec);
-    }
+    IndexInserts();
     for (const WriteEntry& w : writes_) {
       RecLatch(w.rec);
       TsMeta* m = pool_->MetaOf(w.rec, worker_id_);
@@ -253,22 +173,27 @@ class MaatTx final : public TsTxBase {
     return true;
   }
 
-  scheduler::AbortCause StaleReadCause() const override { return AbortCause::kRangeEmpty; }
+  AbortCause StaleReadCause() const override { return AbortCause::kRangeEmpty; }
 
   void Abort() override {
     for (const ReadEntry& r : reads_) Unregister(r.rec);
-    for (const WriteEntry& w : writes_) {
-      Unregister(w.rec);
-      if (w.kind == WKind::kInsert || w.kind == WKind::kInsertDeleted) {
-        w.rec->table->EraseHash(w.rec);  // stays absent
-      }
-    }
+    for (const WriteEntry& w : writes_) Unregister(w.rec);
+    UnlinkInserts();
     reads_.clear();
     writes_.clear();
     if (record_footprint_) footprint_.clear();
   }
 
  private:
+  Got ReadRow(Record* rec, char* buf) override {
+    return Access(rec, buf, false) ? Got::kRow : Got::kAbsent;
+  }
+  Got WriteRow(Record* rec, char* buf) override {
+    return Access(rec, buf, true) ? Got::kRow : Got::kAbsent;
+  }
+  void ClaimNew(TsMeta* m) override { m->writers = me_; }
+  AbortCause OwnCause() const override { return AbortCause::kRangeEmpty; }
+
   // Registers this attempt on rec (reader; also writer if `write`) and
   // copies the committed row into buf (unless null). False if absent.
   bool Access(Record* rec, char* buf, bool write) {
@@ -286,7 +211,7 @@ class MaatTx final : public TsTxBase {
 
   // Whether a committed transaction already emptied this attempt's range
   // (it then cannot commit): aborts early instead of running on.
-  bool Doomed() {
+  bool Doomed() override {
     const RangeSlot& r = shared_->ranges[worker_id_];
     if (r.lower.load(std::memory_order_relaxed) <= r.upper.load(std::memory_order_relaxed)) {
       return false;

@@ -84,128 +84,8 @@ class TimestampTx final : public TsTxBase {
     if (mvcc_) slot.store(ts_ << 1, std::memory_order_seq_cst);
   }
 
-  absl::Status Read(const Table* table, uint64_t key, ConstRow* out) override {
-    if (conflicted()) return ConflictStatus();
-    Record* rec = table->Find(key);
-    if (rec == nullptr) return NotFoundStatus();
-    Row own;
-    absl::Status st;
-    if (ReadOwn(table, rec, &own, &st)) {
-      *out = own;
-      return st;
-    }
-    char* buf = scratch_.Allocate(table->row_size());
-    switch (ReadAt(rec, buf)) {
-      case Got::kRow:
-        *out = ConstRow(&table->schema(), buf, key);
-        return absl::OkStatus();
-      case Got::kAbsent:
-        return NotFoundStatus();
-      case Got::kConflict:
-        break;
-    }
-    return ConflictStatus();
-  }
-
-  absl::Status ReadForUpdate(const Table* table, uint64_t key, Row* out) override {
-    if (conflicted()) return ConflictStatus();
-    Record* rec = table->Find(key);
-    if (rec == nullptr) return NotFoundStatus();
-    absl::Status st;
-    if (ReadOwn(table, rec, out, &st)) return st;
-    char* buf = scratch_.Allocate(table->row_size());
-    switch (Prewrite(rec, buf)) {
-      case Got::kRow:
-        writes_.push_back({rec, buf, WKind::kUpdate});
-        *out = Row(&table->schema(), buf, key);
-        return absl::OkStatus();
-      case Got::kAbsent:
-        return NotFoundStatus();
-      case Got::kConflict:
-        break;
-    }
-    return ConflictStatus();
-  }
-
-  absl::Status Insert(const Table* table, uint64_t key, Row* out) override {
-    if (conflicted()) return ConflictStatus();
-    TsMeta* m;
-    Record* rec = NewRecord(table, key, &m);
-    m->pending_owner = worker_id_;  // born pre-written by us
-    m->pending_ts = ts_;
-    Record* existing = rec->table->InsertHash(rec);
-    if (existing != nullptr) {
-      // Our fresh record stays unused in the arena.
-      if (FindWrite(existing) != nullptr) return Fail(AbortCause::kTimestampTooOld);
-      char* buf = scratch_.Allocate(table->row_size());
-      switch (ReadAt(existing, buf)) {
-        case Got::kRow:
-          return ExistsStatus();
-        case Got::kAbsent:  // an insert in flight or a delete being applied
-          SetInFlightObstacle(existing);
-          return Fail(AbortCause::kTimestampTooOld);
-        case Got::kConflict:
-          break;
-      }
-      return ConflictStatus();
-    }
-    writes_.push_back({rec, rec->data(), WKind::kInsert});
-    *out = Row(&table->schema(), rec->data(), key);
-    return absl::OkStatus();
-  }
-
-  absl::Status Delete(const Table* table, uint64_t key) override {
-    if (conflicted()) return ConflictStatus();
-    Record* rec = table->Find(key);
-    if (rec == nullptr) return NotFoundStatus();
-    absl::Status st;
-    if (DeleteOwn(rec, &st)) return st;
-    switch (Prewrite(rec, nullptr)) {
-      case Got::kRow:
-        writes_.push_back({rec, nullptr, WKind::kDelete});
-        return absl::OkStatus();
-      case Got::kAbsent:
-        return NotFoundStatus();
-      case Got::kConflict:
-        break;
-    }
-    return ConflictStatus();
-  }
-
-  // Scanned rows are read at the attempt's timestamp; for_update needs no
-  // early intent here (the later write is checked when it is made).
-  absl::Status Scan(const ScanSpec& spec, std::vector<ConstRow>* out) override {
-    const Table* table = spec.index->table();
-    const Schema* schema = &table->schema();
-    return ScanBatches(spec, out, [&](const OrderedIndex::Entry& e) {
-      Record* rec = e.rec;
-      Row row;
-      absl::Status st;
-      if (ReadOwn(table, rec, &row, &st)) {
-        if (st.ok()) out->push_back(row);
-        return absl::OkStatus();
-      }
-      char* buf = scratch_.Allocate(table->row_size());
-      switch (ReadAt(rec, buf)) {
-        case Got::kRow:
-          out->push_back(ConstRow(schema, buf, rec->key));
-          return absl::OkStatus();
-        case Got::kAbsent:
-          return absl::OkStatus();
-        case Got::kConflict:
-          break;
-      }
-      return ConflictStatus();
-    });
-  }
-
   AbortCause Commit() override {
-    // Inserts enter the ordered indexes (still absent and pre-written) before
-    // any install, so a reader that sees one of our writes and then scans
-    // finds our inserts too (and waits for them).
-    for (const WriteEntry& w : writes_) {
-      if (w.kind == WKind::kInsert) w.rec->table->InsertOrdered(w.rec);
-    }
+    IndexInserts();  // still absent and pre-written: readers wait for them
     Readers readers;
     if (mvcc_) readers = RunningReaders();
     for (const WriteEntry& w : writes_) {
@@ -238,7 +118,7 @@ class TimestampTx final : public TsTxBase {
     }
     return true;
   }
-  scheduler::AbortCause StaleReadCause() const override { return AbortCause::kTimestampTooOld; }
+  AbortCause StaleReadCause() const override { return AbortCause::kTimestampTooOld; }
 
   void Abort() override {
     for (const WriteEntry& w : writes_) {
@@ -249,10 +129,8 @@ class TimestampTx final : public TsTxBase {
         m->pending_ts = 0;
       }
       RecUnlatch(w.rec);
-      if (w.kind == WKind::kInsert || w.kind == WKind::kInsertDeleted) {
-        w.rec->table->EraseHash(w.rec);  // stays absent
-      }
     }
+    UnlinkInserts();
     writes_.clear();
     if (record_footprint_) footprint_.clear();
     End();
@@ -298,9 +176,15 @@ class TimestampTx final : public TsTxBase {
     }
   }
 
+  void ClaimNew(TsMeta* m) override {
+    m->pending_owner = worker_id_;  // born pre-written by us
+    m->pending_ts = ts_;
+  }
+  AbortCause OwnCause() const override { return AbortCause::kTimestampTooOld; }
+
   // Reads the row as of ts_ into buf: waits for an older pending pre-write;
   // T/O aborts if a younger write is installed, MVCC reads an older version.
-  Got ReadAt(Record* rec, char* buf) {
+  Got ReadRow(Record* rec, char* buf) override {
     read_recs_.push_back(rec);
     const uint32_t n = rec->table->row_size();
     Waiter waiter;
@@ -346,7 +230,7 @@ class TimestampTx final : public TsTxBase {
   // Announces a buffered write of rec at ts_ and copies the row into buf
   // (unless null). Waits for an older pending pre-write; aborts if a younger
   // transaction read or wrote the record, or has a pre-write pending on it.
-  Got Prewrite(Record* rec, char* buf) {
+  Got WriteRow(Record* rec, char* buf) override {
     read_recs_.push_back(rec);
     Waiter waiter;
     for (;;) {

@@ -29,6 +29,7 @@
 
 #include "engine/cc.h"
 #include "engine/storage.h"
+#include "scheduler/txn.h"
 
 namespace corral {
 namespace engine {
@@ -107,14 +108,37 @@ struct WriteEntry {
 // What a versioned read found.
 enum class Got { kRow, kAbsent, kConflict };
 
-// The write-set part of a timestamp-family transaction: buffered writes,
-// read-your-writes, and the Tx calls that only consult the write set.
+// The protocol-independent part of a timestamp-family transaction: the Tx
+// calls over a private write set (read-your-writes, buffered writes, inserts
+// published absent), with the protocol's checks behind four hooks.
 class TsTxBase : public TxImpl {
  public:
   TsTxBase(MetaPool* pool, int worker_id, RecordArena* arena, bool record_footprint)
       : TxImpl(worker_id, arena, record_footprint), pool_(pool), me_(uint64_t{1} << worker_id) {}
 
+  absl::Status Read(const Table* table, uint64_t key, ConstRow* out) override;
+  absl::Status ReadForUpdate(const Table* table, uint64_t key, Row* out) override;
+  absl::Status Insert(const Table* table, uint64_t key, Row* out) override;
+  absl::Status Delete(const Table* table, uint64_t key) override;
+  // Scanned rows are read like point reads; for_update takes no early intent
+  // (the later write is checked when it is made).
+  absl::Status Scan(const ScanSpec& spec, std::vector<ConstRow>* out) override;
+
  protected:
+  // --- protocol hooks ---
+  // Reads rec as this attempt may see it into buf (row_size bytes).
+  virtual Got ReadRow(Record* rec, char* buf) = 0;
+  // Announces a write of rec and copies the current row into buf (if not
+  // null). kAbsent: nothing to write (not announced).
+  virtual Got WriteRow(Record* rec, char* buf) = 0;
+  // Marks a fresh record of this attempt's insert as its write (not yet
+  // published).
+  virtual void ClaimNew(TsMeta* meta) = 0;
+  // The cause of this protocol's conflicts.
+  virtual scheduler::AbortCause OwnCause() const = 0;
+  // Whether the attempt already cannot commit (checked before every call).
+  virtual bool Doomed() { return false; }
+
   void ResetTs() {
     ResetAttempt();
     writes_.clear();
@@ -130,83 +154,31 @@ class TsTxBase : public TxImpl {
   static bool Deleted(const WriteEntry& w) {
     return w.kind == WKind::kDelete || w.kind == WKind::kInsertDeleted;
   }
-  // Read/ReadForUpdate/Delete of a row this attempt already wrote. Returns
-  // true (and *st) when the write set answered.
-  bool ReadOwn(const Table* table, Record* rec, Row* row, absl::Status* st) {
-    WriteEntry* w = FindWrite(rec);
-    if (w == nullptr) return false;
-    if (Deleted(*w)) {
-      *st = NotFoundStatus();
-    } else {
-      *row = Row(&table->schema(), w->data, rec->key);
-      *st = absl::OkStatus();
-    }
-    return true;
-  }
-  bool DeleteOwn(Record* rec, absl::Status* st) {
-    WriteEntry* w = FindWrite(rec);
-    if (w == nullptr) return false;
-    if (Deleted(*w)) {
-      *st = NotFoundStatus();
-      return true;
-    }
-    w->kind = w->kind == WKind::kInsert ? WKind::kInsertDeleted : WKind::kDelete;
-    *st = absl::OkStatus();
-    return true;
-  }
-  // A fresh absent record for `key`, with metadata, not yet published.
-  Record* NewRecord(const Table* table, uint64_t key, TsMeta** meta) {
-    Table* t = const_cast<Table*>(table);
-    Record* rec = arena_->Allocate(t->row_size());
-    rec->key = key;
-    rec->table = t;
-    rec->tid.store(kTidAbsentBit, std::memory_order_relaxed);
-    *meta = pool_->MetaOf(rec, worker_id_);
-    return rec;
-  }
   // Installs write `w` with commit timestamp `ts` (under the record's latch).
-  static void Install(const WriteEntry& w, uint64_t ts) {
-    Record* rec = w.rec;
-    switch (w.kind) {
-      case WKind::kUpdate:
-        std::memcpy(rec->data(), w.data, rec->table->row_size());
-        rec->tid.store(ts, std::memory_order_release);
-        break;
-      case WKind::kInsert:
-        rec->tid.store(ts, std::memory_order_release);
-        break;
-      case WKind::kDelete:
-        rec->tid.store(ts | kTidAbsentBit, std::memory_order_release);
-        break;
-      case WKind::kInsertDeleted:
-        break;  // stays absent
-    }
-  }
+  static void Install(const WriteEntry& w, uint64_t ts);
   // Index maintenance of a committed write, after the latch is released
   // (inserts entered the ordered indexes before any install: see Commit).
-  static void Unindex(const WriteEntry& w) {
-    if (w.kind == WKind::kDelete) {
-      w.rec->table->EraseOrdered(w.rec);
-      w.rec->table->EraseHash(w.rec);
-    } else if (w.kind == WKind::kInsertDeleted) {
-      w.rec->table->EraseHash(w.rec);
-    }
-  }
+  static void Unindex(const WriteEntry& w);
+  // Publishes this attempt's inserts in the ordered indexes (still absent),
+  // before any install, so a reader that sees one of its writes and then
+  // scans finds its inserts too.
+  void IndexInserts();
+  // Rolls back the write set's records (inserts are unlinked, staying absent).
+  void UnlinkInserts();
   void RecordRead(const Record* rec, uint64_t version) {
     if (record_footprint_) footprint_.reads.push_back({rec->table->id(), rec->key, version});
   }
-  void RecordWrites(uint64_t ts) {
-    if (!record_footprint_) return;
-    for (const WriteEntry& w : writes_) {
-      if (w.kind != WKind::kInsertDeleted) {
-        footprint_.writes.push_back({w.rec->table->id(), w.rec->key, ts});
-      }
-    }
-  }
+  void RecordWrites(uint64_t ts);
 
   MetaPool* const pool_;
   const uint64_t me_;
   std::vector<WriteEntry> writes_;
+
+ private:
+  // Read/ReadForUpdate of a row this attempt already wrote. True (and *st)
+  // when the write set answered.
+  bool ReadOwn(const Table* table, Record* rec, Row* row, absl::Status* st);
+  bool Stopped() { return conflicted() || Doomed(); }
 };
 
 }  // namespace engine
