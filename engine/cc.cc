@@ -61,7 +61,9 @@ void TxImpl::WaitForObstacle(int64_t deadline_ns) {
   Waiter waiter;
   for (;;) {
     bool clear;
-    if (obstacle_in_flight_) {
+    if (obstacle_custom_) {
+      clear = ObstacleCleared(rec);
+    } else if (obstacle_in_flight_) {
       clear = !(rec->tid.load(std::memory_order_acquire) & kTidAbsentBit) ||
               rec->table->Find(rec->key) != rec;
     } else if (obstacle_occ_) {

@@ -110,6 +110,7 @@ class TxImpl : public Tx {
     obstacle_occ_ = occ_tid;
     obstacle_exclusive_ = exclusive;
     obstacle_in_flight_ = false;
+    obstacle_custom_ = false;
   }
   // The timestamp-family protocols: an absent record still in the hash
   // index (another's insert in flight); clear once it is present or gone.
@@ -117,7 +118,15 @@ class TxImpl : public Tx {
     if (obstacle_ != nullptr) return;
     obstacle_ = rec;
     obstacle_in_flight_ = true;
+    obstacle_custom_ = false;
   }
+  // A protocol-defined obstacle: cleared once ObstacleCleared(rec) is true.
+  void SetCustomObstacle(const Record* rec) {
+    if (obstacle_ != nullptr) return;
+    obstacle_ = rec;
+    obstacle_custom_ = true;
+  }
+  virtual bool ObstacleCleared(const Record* rec) { return true; }
   void ResetAttempt() {
     cause_ = scheduler::AbortCause::kNone;
     obstacle_ = nullptr;
@@ -126,6 +135,7 @@ class TxImpl : public Tx {
   bool obstacle_occ_ = false;
   bool obstacle_exclusive_ = false;
   bool obstacle_in_flight_ = false;
+  bool obstacle_custom_ = false;
   void MarkConflict(scheduler::AbortCause c) {
     if (cause_ == scheduler::AbortCause::kNone) cause_ = c;
   }

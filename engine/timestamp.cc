@@ -181,6 +181,13 @@ class TimestampTx final : public TsTxBase {
     m->pending_ts = ts_;
   }
   AbortCause OwnCause() const override { return AbortCause::kTimestampTooOld; }
+  bool ObstacleCleared(const Record* obstacle) override {
+    Record* rec = const_cast<Record*>(obstacle);
+    RecLatch(rec);
+    bool cleared = pool_->MetaOf(rec, worker_id_)->pending_ts != blocking_pending_ts_;
+    RecUnlatch(rec);
+    return cleared;
+  }
 
   // Reads the row as of ts_ into buf: waits for an older pending pre-write;
   // T/O aborts if a younger write is installed, MVCC reads an older version.
@@ -244,6 +251,15 @@ class TimestampTx final : public TsTxBase {
         continue;
       }
       if (m->pending_owner >= 0 || ts_ < wts || ts_ < m->rts) {
+        if (m->pending_owner >= 0) {
+          // A younger pre-write is in the way. Before the retry (which takes
+          // a fresh, younger timestamp) the executor waits for it to resolve:
+          // an immediate retry would meet the same in-flight writer, and two
+          // writers of the same rows in opposite orders would abort each
+          // other in turn, round after round.
+          blocking_pending_ts_ = m->pending_ts;
+          SetCustomObstacle(rec);
+        }
         RecUnlatch(rec);
         MarkConflict(AbortCause::kTimestampTooOld);
         return Got::kConflict;
@@ -268,6 +284,7 @@ class TimestampTx final : public TsTxBase {
   const bool mvcc_;
   uint64_t ts_ = 0;
   std::vector<Record*> read_recs_;  // rows read or pre-written (ReadsStillValid)
+  uint64_t blocking_pending_ts_ = 0;  // the pre-write an abort waits out
 };
 
 class TimestampProtocol final : public CcProtocol {
