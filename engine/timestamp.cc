@@ -9,7 +9,8 @@
 //    or abort (Deneva buffers it), so no one reads uncommitted data. Waits
 //    only go from younger to older timestamps: no deadlock. Simplification:
 //    one pre-write per record at a time; an older writer that finds a
-//    younger one's pre-write aborts.
+//    younger one's pre-write aborts, and the executor waits for that
+//    pre-write to resolve before the retry (an obstacle, as for OCC/2PL).
 //  * "mvcc": multi-version T/O. As above, but every committed write keeps the
 //    overwritten row as an older version, so a read by ts < wts reads the
 //    newest version with wts <= ts instead of aborting: reads never abort,

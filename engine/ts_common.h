@@ -1,6 +1,8 @@
 // Internal: what the timestamp-family protocols (timestamp.cc: basic T/O and
 // MVCC; maat.cc: MaaT) share: a per-record latch, per-record metadata, MVCC
-// version nodes, and a write set with read-your-writes lookup.
+// version nodes, and TsTxBase, the Tx calls over a private write set
+// (read-your-writes, buffered writes, inserts published absent) with each
+// protocol's access rules behind the ReadRow/WriteRow/ClaimNew hooks.
 //
 // These protocols reuse two Record words that belong to 2PL (one protocol
 // runs per Database): Record::lock is a spin latch (bit 0) guarding the row
