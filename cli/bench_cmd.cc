@@ -25,7 +25,8 @@
 #include "bench/runner/workload_select.h"
 
 ABSL_FLAG(std::string, workload, "tpcc", "tpcc | tpcc-np | smallbank | tatp | ycsb");
-ABSL_FLAG(std::string, protocol, "occ", "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect");
+ABSL_FLAG(std::string, protocol, "occ",
+          "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect | timestamp | mvcc | maat");
 ABSL_FLAG(std::string, policy, "count-max-canonical-single",
           "one of the sixteen <count|fraction>-<sum|max>-<literal|canonical>-<single|all>, original, hard-partition");
 ABSL_FLAG(int, queues, 4, "run queues = worker threads");

@@ -61,7 +61,12 @@ void TxImpl::WaitForObstacle(int64_t deadline_ns) {
   Waiter waiter;
   for (;;) {
     bool clear;
-    if (obstacle_occ_) {
+    if (obstacle_custom_) {
+      clear = ObstacleCleared(rec);
+    } else if (obstacle_in_flight_) {
+      clear = !(rec->tid.load(std::memory_order_acquire) & kTidAbsentBit) ||
+              rec->table->Find(rec->key) != rec;
+    } else if (obstacle_occ_) {
       clear = !(rec->tid.load(std::memory_order_acquire) & kTidLockBit);
     } else {
       uint64_t w = rec->lock.load(std::memory_order_acquire);
@@ -82,10 +87,13 @@ absl::StatusOr<std::unique_ptr<CcProtocol>> CcProtocol::Create(absl::string_view
   if (name == "2pl-nowait") return NewTwoPlProtocol(1);
   if (name == "2pl-waitdie") return NewTwoPlProtocol(2);
   if (name == "2pl-dldetect") return NewTwoPlProtocol(3);
+  if (name == "timestamp") return NewTimestampProtocol(false);
+  if (name == "mvcc") return NewTimestampProtocol(true);
+  if (name == "maat") return NewMaatProtocol();
   if (name == "none") return NewTwoPlProtocol(0);
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown concurrency-control protocol '", name,
-      "' (expected occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect or none)"));
+      "' (expected occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat or none)"));
 }
 
 }  // namespace engine

@@ -4,7 +4,8 @@
 // worker slot. A TxImpl implements the procedure-facing Tx API for one attempt
 // at a time: Begin, the procedure's calls, then Commit or Abort. Protocols:
 // occ.cc (Silo-style OCC), twopl.cc (2PL NO_WAIT / WAIT_DIE / DL_DETECT and
-// the "none" baseline).
+// the "none" baseline), timestamp.cc (Deneva's TIMESTAMP and MVCC), maat.cc
+// (Deneva's MaaT).
 //
 //   auto cc = CcProtocol::Create("2pl-waitdie").value();
 //   std::unique_ptr<TxImpl> tx = cc->NewTx(worker_id, &arena, false);
@@ -83,6 +84,8 @@ class TxImpl : public Tx {
   // honouring a user abort or error: a decision made on reads that were
   // already stale (possible under OCC) is a conflict, not the user's.
   virtual bool ReadsStillValid() { return true; }
+  // The abort cause reported when ReadsStillValid() is false.
+  virtual scheduler::AbortCause StaleReadCause() const { return scheduler::AbortCause::kValidation; }
   // After a conflict abort: waits (politely, until `deadline_ns` on the
   // steady clock) until the record that caused it is no longer held by the
   // transaction in the way, so an immediate retry does not hit the same
@@ -106,7 +109,24 @@ class TxImpl : public Tx {
     obstacle_ = rec;
     obstacle_occ_ = occ_tid;
     obstacle_exclusive_ = exclusive;
+    obstacle_in_flight_ = false;
+    obstacle_custom_ = false;
   }
+  // The timestamp-family protocols: an absent record still in the hash
+  // index (another's insert in flight); clear once it is present or gone.
+  void SetInFlightObstacle(const Record* rec) {
+    if (obstacle_ != nullptr) return;
+    obstacle_ = rec;
+    obstacle_in_flight_ = true;
+    obstacle_custom_ = false;
+  }
+  // A protocol-defined obstacle: cleared once ObstacleCleared(rec) is true.
+  void SetCustomObstacle(const Record* rec) {
+    if (obstacle_ != nullptr) return;
+    obstacle_ = rec;
+    obstacle_custom_ = true;
+  }
+  virtual bool ObstacleCleared(const Record* rec) { return true; }
   void ResetAttempt() {
     cause_ = scheduler::AbortCause::kNone;
     obstacle_ = nullptr;
@@ -114,6 +134,8 @@ class TxImpl : public Tx {
   const Record* obstacle_ = nullptr;
   bool obstacle_occ_ = false;
   bool obstacle_exclusive_ = false;
+  bool obstacle_in_flight_ = false;
+  bool obstacle_custom_ = false;
   void MarkConflict(scheduler::AbortCause c) {
     if (cause_ == scheduler::AbortCause::kNone) cause_ = c;
   }
@@ -163,17 +185,25 @@ using WaitObserver = std::function<void(uint64_t waiter_ts, uint64_t holder_ts)>
 class CcProtocol {
  public:
   virtual ~CcProtocol() = default;
-  // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "none".
+  // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "timestamp", "mvcc",
+  // "maat", "none".
   static absl::StatusOr<std::unique_ptr<CcProtocol>> Create(absl::string_view name);
   virtual std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
                                         bool record_footprint) = 0;
   // Test hook for wait-die (ignored by other protocols). Set before executors run.
   virtual void SetWaitObserver(WaitObserver obs) {}
+  // MVCC: older row versions currently kept (tests of garbage collection);
+  // 0 for single-version protocols.
+  virtual int64_t RetainedVersions() const { return 0; }
 };
 
 std::unique_ptr<CcProtocol> NewOccProtocol();
 // mode: 0 none, 1 no-wait, 2 wait-die, 3 deadlock detection.
 std::unique_ptr<CcProtocol> NewTwoPlProtocol(int mode);
+// Basic T/O ("timestamp") or multi-version T/O ("mvcc"): timestamp.cc.
+std::unique_ptr<CcProtocol> NewTimestampProtocol(bool mvcc);
+// OCC with dynamic timestamp ranges ("maat"): maat.cc.
+std::unique_ptr<CcProtocol> NewMaatProtocol();
 
 }  // namespace engine
 }  // namespace corral

@@ -11,7 +11,8 @@ namespace engine {
 
 const std::vector<std::string>& ProtocolNames() {
   static const auto* names =
-      new std::vector<std::string>{"occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect"};
+      new std::vector<std::string>{"occ",       "2pl-nowait", "2pl-waitdie", "2pl-dldetect",
+                                   "timestamp", "mvcc",       "maat"};
   return *names;
 }
 
@@ -138,10 +139,11 @@ scheduler::ExecResult EngineExecutor::Run(absl::FunctionRef<absl::Status(Tx&)> p
     return scheduler::ExecResult::Conflict(c);
   }
   if (!s.ok() && !tx_->ReadsStillValid()) {
+    const scheduler::AbortCause stale = tx_->StaleReadCause();
     tx_->Abort();
-    ++stats_.conflicts[static_cast<size_t>(scheduler::AbortCause::kValidation)];
+    ++stats_.conflicts[static_cast<size_t>(stale)];
     Backoff(attempts);
-    return scheduler::ExecResult::Conflict(scheduler::AbortCause::kValidation);
+    return scheduler::ExecResult::Conflict(stale);
   }
   if (!s.ok()) {
     tx_->Abort();

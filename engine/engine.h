@@ -25,6 +25,19 @@
 //                     it is the youngest of the cycle's component.
 //    In wait-die and dldetect a fresh request from a younger transaction does
 //    not barge past an older waiter (it dies / waits behind it).
+//      "timestamp"    Deneva's basic T/O (timestamp.cc): a fresh timestamp
+//                     per attempt from a shared counter; per-record read and
+//                     write timestamps; buffered pre-writes that younger
+//                     readers wait for; a too-late access aborts
+//                     (kTimestampTooOld).
+//      "mvcc"         Deneva's multi-version T/O (timestamp.cc): as above,
+//                     but old versions are kept (and garbage-collected once
+//                     no running attempt can read them), so reads never abort
+//                     and a reader sees the snapshot at its timestamp.
+//      "maat"         Deneva's MaaT (maat.cc): OCC whose commit timestamp is
+//                     picked from a range [lower, upper] that conflicting
+//                     transactions narrow; an empty range aborts
+//                     (kRangeEmpty).
 //      "none"         no concurrency control (single-thread baseline for
 //                     benchmarks only; unsafe with concurrent executors).
 //    2PL locks are per record (one atomic word: exclusive bit + mask of
@@ -86,7 +99,8 @@ class CcProtocol;  // cc.h (internal)
 class TxImpl;      // cc.h (internal)
 
 struct DatabaseOptions {
-  // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", or "none".
+  // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "timestamp", "mvcc",
+  // "maat", or "none".
   std::string protocol = "occ";
 };
 

@@ -3,7 +3,7 @@
 // A stored procedure is a function `absl::Status (Tx&)`. It reads and writes
 // rows only through the Tx it is given; the same procedure runs unchanged
 // under every concurrency-control protocol ("occ", "2pl-nowait",
-// "2pl-waitdie", "2pl-dldetect", see engine.h).
+// "2pl-waitdie", "2pl-dldetect", "timestamp", "mvcc", "maat", see engine.h).
 //
 // Error contract (no exceptions):
 //  * Every Tx call returns absl::Status. OK means it worked. NotFound (Read,
@@ -19,7 +19,7 @@
 //    reports ExecResult::UserAbort (not retried).
 //  * Any other non-OK status rolls back and reports ExecResult::Failed.
 //  * OK from the procedure asks to commit; commit may still fail validation
-//    (OCC) and then reports Conflict(kValidation).
+//    (OCC, MaaT) and then reports Conflict(kValidation / kRangeEmpty).
 //
 // Views: ConstRow/Row returned by a call stay valid until the attempt ends.
 // Writes go through the Row returned by ReadForUpdate or Insert (modify it in

@@ -14,6 +14,8 @@ const char* AbortCauseName(AbortCause c) {
     case AbortCause::kSerialization: return "serialization_40001";
     case AbortCause::kDeadlockDetected: return "deadlock_40P01";
     case AbortCause::kCascade: return "cascade";
+    case AbortCause::kTimestampTooOld: return "timestamp_too_old";
+    case AbortCause::kRangeEmpty: return "range_empty";
     case AbortCause::kCount: break;
   }
   return "unknown";

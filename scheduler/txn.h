@@ -50,6 +50,8 @@ enum class AbortCause : uint8_t {
   kSerialization,  // SQLSTATE 40001
   kDeadlockDetected,  // SQLSTATE 40P01
   kCascade,        // speculation: re-executed because an earlier txn aborted
+  kTimestampTooOld,  // T/O, MVCC: a younger txn already read/wrote the record
+  kRangeEmpty,     // MaaT: the txn's commit-timestamp range became empty
   kCount,
 };
 

@@ -28,7 +28,7 @@ struct BenchConfig {
   std::string backend = "engine";  // "engine" (embedded); "postgres" plugs in through Backend
   std::string conninfo;            // for backend=postgres
   std::string workload = "tpcc";   // tpcc, tpcc-np, smallbank, tatp, ycsb
-  std::string protocol = "occ";    // occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect
+  std::string protocol = "occ";    // occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat
   std::string policy = "count-max-canonical-single";  // 16 learned, original, hard-partition
   int queues = 4;                  // run queues = workers
   int clients = 0;                 // closed loop: transactions outstanding (0 = 2 * queues)

@@ -334,6 +334,29 @@ TEST(Experiment, EffectsTableFromSixteenCells) {
   EXPECT_NE(md.find("| Aggr(Sum-/Max+) | 2.0 | 13.8% |"), std::string::npos) << md;
 }
 
+// Deneva's protocols run through the scheduler like the others: their
+// conflict aborts are counted under their own causes (runs.csv columns) and
+// the accounting adds up.
+TEST(Runner, DenevaProtocolsReportTheirOwnAbortCauses) {
+  setenv("CORRAL_ROOT", ".", 0);
+  const std::string header = CsvHeader();
+  EXPECT_NE(header.find(",aborts_timestamp_too_old"), std::string::npos) << header;
+  EXPECT_NE(header.find(",aborts_range_empty"), std::string::npos) << header;
+  for (const std::string p : {"timestamp", "mvcc", "maat"}) {
+    Runner r(MakeEngineBackend(), TinyFactory());
+    auto res = r.Run(Short(p, "count-max-canonical-single"));
+    ASSERT_TRUE(res.ok()) << p << ": " << res.status();
+    ASSERT_EQ(res->runs.size(), 1u);
+    EXPECT_TRUE(res->all_checks_ok) << p;
+    const scheduler::AbortCause own = p == "maat" ? scheduler::AbortCause::kRangeEmpty
+                                                  : scheduler::AbortCause::kTimestampTooOld;
+    for (const RunMetrics* m : {&res->phase1, &res->runs[0]}) {
+      ExpectAccounting(*m);
+      EXPECT_EQ(m->aborts_by_cause[static_cast<size_t>(own)], m->conflict_aborts) << p;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bench
 }  // namespace corral
