@@ -5,12 +5,16 @@
 #ifndef CORRAL_POLICIES_REF_PLAN_H_
 #define CORRAL_POLICIES_REF_PLAN_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/ids.h"
 #include "policies/ref_extractor.h"
 #include "policies/schema.h"
 #include "policies/sql_lexer.h"
@@ -57,7 +61,38 @@ struct RefExtractor::Plan {
   bool cacheable = true;  // slot values verified against the tree
 };
 
+// A prepared template (ref_extractor.h); its parts are read by
+// template_refs.cc.
+class RefExtractor::Prepared {
+ public:
+  std::string text;
+  std::shared_ptr<const Plan> plan;  // null: not cacheable, extract uncached
+  LexResult lex;                     // of `text`
+};
+
 namespace ref_internal {
+
+// Appends `id` unless present; counts it in *mult (if any) once per
+// statement: `stmt_begin` is the size of *ids when this statement started,
+// `counted` the positions before it that this statement already counted.
+// Returns whether it was appended.
+inline bool AddRef(RefId id, RefVec* ids, RefMult* mult, size_t stmt_begin,
+                   absl::InlinedVector<uint32_t, 8>* counted) {
+  auto it = std::find(ids->begin(), ids->end(), id);
+  if (it != ids->end()) {
+    const size_t pos = static_cast<size_t>(it - ids->begin());
+    if (mult != nullptr && pos < stmt_begin &&
+        std::find(counted->begin(), counted->end(), pos) == counted->end()) {
+      counted->push_back(static_cast<uint32_t>(pos));
+      uint16_t& m = (*mult)[pos];
+      if (m < 65535) ++m;
+    }
+    return false;
+  }
+  ids->push_back(id);
+  if (mult != nullptr) mult->push_back(1);
+  return true;
+}
 
 // Parses `sql` with libpg_query and compiles its tree into `plan`. `lex` is
 // the lexer's output for the same text (literal slots). InvalidArgument on a

@@ -1,0 +1,146 @@
+// TemplateRefs: compile a template's reference slots once from the
+// extractor's plan; fill them from typed parameters per execution.
+// Thread-safety: see template_refs.h.
+#include "policies/template_refs.h"
+
+#include <charconv>
+#include <string>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "common/hash.h"
+#include "policies/ref_plan.h"
+
+namespace corral {
+namespace {
+
+using ref_internal::AddRef;
+using ref_internal::Pred;
+using ref_internal::ValueSrc;
+
+// Per-thread buffers for the text-rendered parameters (decimals, texts, and
+// the fallback's ParamValues), reused so that steady state allocates nothing.
+struct TextScratch {
+  std::string raw, rendered, arena;
+  std::vector<uint32_t> ends;
+  std::vector<ParamValue> params;
+};
+
+TextScratch& LocalTextScratch() {
+  thread_local TextScratch s;
+  return s;
+}
+
+}  // namespace
+
+absl::string_view TemplateRefs::sql() const { return prepared_->text; }
+
+absl::StatusOr<std::shared_ptr<const TemplateRefs>> TemplateRefs::Compile(RefExtractor& extractor,
+                                                                         absl::string_view sql) {
+  auto prepared = extractor.Prepare(sql);
+  if (!prepared.ok()) return prepared.status();
+  std::shared_ptr<TemplateRefs> t(new TemplateRefs());
+  t->ex_ = &extractor;
+  t->prepared_ = *prepared;
+  const RefExtractor::Prepared& p = **prepared;
+  if (p.plan == nullptr) return std::shared_ptr<const TemplateRefs>(std::move(t));
+  const RefExtractor::Plan& plan = *p.plan;
+  // The emission order of RefExtractor's kSingle grouping: per conjunction,
+  // its equalities, then its IN lists' elements.
+  std::vector<int> order;
+  for (const ref_internal::Conj& c : plan.conjs) {
+    order.insert(order.end(), c.eqs.begin(), c.eqs.end());
+    for (const auto& in : c.ins) order.insert(order.end(), in.begin(), in.end());
+  }
+  std::string raw, rendered;
+  for (int i : order) {
+    const Pred& pred = plan.preds[i];
+    const ValueSrc& v = pred.value;
+    if (v.array) return std::shared_ptr<const TemplateRefs>(std::move(t));  // element lists: text path
+    Slot s;
+    for (int n = 0; n < 2; ++n) s.eq_state[n] = pred.name[n].eq_state;
+    s.type = v.type;
+    if (v.kind == ValueSrc::Kind::kParam) {
+      s.param = v.index;
+    } else {
+      // A constant of the template: its value is fixed, so is its RefId.
+      if (v.kind == ValueSrc::Kind::kConst) {
+        raw.assign(v.tree_raw);
+      } else {
+        raw.assign(v.negate ? "-" : "");
+        const absl::string_view lit = p.lex.Value(p.lex.literals[v.index], p.text);
+        raw.append(lit.data(), lit.size());
+      }
+      rendered.clear();
+      AppendRenderedValue(raw, v.type, &rendered);
+      for (int n = 0; n < 2; ++n) {
+        s.id[n] = RefId(Mix64(Fnv1aAppend(s.eq_state[n], rendered.data(), rendered.size())));
+      }
+    }
+    t->slots_.push_back(s);
+  }
+  t->slotted_ = true;
+  return std::shared_ptr<const TemplateRefs>(std::move(t));
+}
+
+void TemplateRefs::Extract(ExtractionPolicy policy, BoundSpan params, RefVec* ids, RefMult* mult) const {
+  if (!slotted_ || policy.grouping != RefGrouping::kSingle) {
+    ExtractText(policy, params, ids, mult);
+    return;
+  }
+  if (mult != nullptr && mult->size() < ids->size()) mult->resize(ids->size(), 1);
+  const size_t stmt_begin = ids->size();
+  absl::InlinedVector<uint32_t, 8> counted;
+  const int ni = policy.naming == RefNaming::kLiteral ? 0 : 1;
+  for (const Slot& s : slots_) {
+    RefId id;
+    if (s.param == 0) {
+      id = s.id[ni];
+    } else {
+      if (s.param > static_cast<int>(params.size())) continue;
+      const BoundValue& b = params[s.param - 1];
+      if (b.kind == BoundValue::Kind::kNull) continue;
+      uint64_t h = s.eq_state[ni];
+      if (b.kind == BoundValue::Kind::kInt) {
+        // An integer's digits are its canonical number; a text column quotes them.
+        char buf[24];
+        const char* end = std::to_chars(buf, buf + sizeof(buf), b.i).ptr;
+        if (s.type == TypeClass::kText) {
+          h = Fnv1aAppend(Fnv1aAppend(Fnv1aAppend(h, "'", 1), buf, end - buf), "'", 1);
+        } else {
+          h = Fnv1aAppend(h, buf, end - buf);
+        }
+      } else {
+        TextScratch& sc = LocalTextScratch();
+        sc.raw.clear();
+        AppendText(b, &sc.raw);
+        sc.rendered.clear();
+        AppendRenderedValue(sc.raw, s.type, &sc.rendered);
+        h = Fnv1aAppend(h, sc.rendered.data(), sc.rendered.size());
+      }
+      id = RefId(Mix64(h));
+    }
+    AddRef(id, ids, mult, stmt_begin, &counted);
+  }
+}
+
+void TemplateRefs::ExtractText(ExtractionPolicy policy, BoundSpan params, RefVec* ids, RefMult* mult) const {
+  TextScratch& sc = LocalTextScratch();
+  sc.arena.clear();
+  sc.ends.clear();
+  for (const BoundValue& b : params) {
+    AppendText(b, &sc.arena);
+    sc.ends.push_back(static_cast<uint32_t>(sc.arena.size()));
+  }
+  sc.params.clear();
+  const absl::string_view arena(sc.arena);
+  uint32_t begin = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    sc.params.push_back(ParamValue{arena.substr(begin, sc.ends[i] - begin), params[i].is_null()});
+    begin = sc.ends[i];
+  }
+  // A prepared template extracts without error (Prepare parsed it).
+  ex_->ExtractPrepared(*prepared_, policy, ParamSpan(sc.params), ids, mult).IgnoreError();
+}
+
+}  // namespace corral
