@@ -36,20 +36,20 @@ void AppendDecimal(double v, std::string* out) {
 }
 
 void AppendText(const BoundValue& v, std::string* out) {
-  switch (v.kind) {
+  switch (v.kind()) {
     case BoundValue::Kind::kNull:
       return;
     case BoundValue::Kind::kInt: {
       char buf[24];
-      const auto r = std::to_chars(buf, buf + sizeof(buf), v.i);
+      const auto r = std::to_chars(buf, buf + sizeof(buf), v.int_value());
       out->append(buf, r.ptr - buf);
       return;
     }
     case BoundValue::Kind::kNum:
-      AppendDecimal(v.d, out);
+      AppendDecimal(v.num_value(), out);
       return;
     case BoundValue::Kind::kText:
-      out->append(v.text.data(), v.text.size());
+      out->append(v.text().data(), v.text().size());
       return;
   }
 }

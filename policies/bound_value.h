@@ -23,33 +23,47 @@
 
 namespace corral {
 
-struct BoundValue {
+// 16 bytes: a transaction binds dozens, so the size is the cost.
+class BoundValue {
+ public:
   enum class Kind : uint8_t { kNull, kInt, kNum, kText };
-  Kind kind = Kind::kNull;
-  int64_t i = 0;           // kInt
-  double d = 0;            // kNum
-  absl::string_view text;  // kText (not copied)
 
   static BoundValue Null() { return BoundValue(); }
   static BoundValue Int(int64_t v) {
     BoundValue b;
-    b.kind = Kind::kInt;
-    b.i = v;
+    b.kind_ = Kind::kInt;
+    b.u_.i = v;
     return b;
   }
   static BoundValue Num(double v) {
     BoundValue b;
-    b.kind = Kind::kNum;
-    b.d = v;
+    b.kind_ = Kind::kNum;
+    b.u_.d = v;
     return b;
   }
+  // Not copied: the bytes must outlive the value's use.
   static BoundValue Text(absl::string_view v) {
     BoundValue b;
-    b.kind = Kind::kText;
-    b.text = v;
+    b.kind_ = Kind::kText;
+    b.u_.p = v.data();
+    b.len_ = static_cast<uint32_t>(v.size());
     return b;
   }
-  bool is_null() const { return kind == Kind::kNull; }
+
+  Kind kind() const { return kind_; }
+  bool is_null() const { return kind_ == Kind::kNull; }
+  int64_t int_value() const { return u_.i; }    // kInt
+  double num_value() const { return u_.d; }     // kNum
+  absl::string_view text() const { return absl::string_view(u_.p, len_); }  // kText
+
+ private:
+  union {
+    int64_t i;
+    double d;
+    const char* p;
+  } u_{0};
+  uint32_t len_ = 0;
+  Kind kind_ = Kind::kNull;
 };
 using BoundSpan = absl::Span<const BoundValue>;
 

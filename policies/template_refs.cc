@@ -57,11 +57,13 @@ absl::StatusOr<std::shared_ptr<const TemplateRefs>> TemplateRefs::Compile(RefExt
     const Pred& pred = plan.preds[i];
     const ValueSrc& v = pred.value;
     if (v.array) return std::shared_ptr<const TemplateRefs>(std::move(t));  // element lists: text path
-    Slot s;
-    for (int n = 0; n < 2; ++n) s.eq_state[n] = pred.name[n].eq_state;
-    s.type = v.type;
+    PackedSlot s[2];
     if (v.kind == ValueSrc::Kind::kParam) {
-      s.param = v.index;
+      for (int n = 0; n < 2; ++n) {
+        s[n].h = pred.name[n].eq_state;
+        s[n].param = v.index;
+        s[n].type = v.type;
+      }
     } else {
       // A constant of the template: its value is fixed, so is its RefId.
       if (v.kind == ValueSrc::Kind::kConst) {
@@ -74,10 +76,10 @@ absl::StatusOr<std::shared_ptr<const TemplateRefs>> TemplateRefs::Compile(RefExt
       rendered.clear();
       AppendRenderedValue(raw, v.type, &rendered);
       for (int n = 0; n < 2; ++n) {
-        s.id[n] = RefId(Mix64(Fnv1aAppend(s.eq_state[n], rendered.data(), rendered.size())));
+        s[n].h = Mix64(Fnv1aAppend(pred.name[n].eq_state, rendered.data(), rendered.size()));
       }
     }
-    t->slots_.push_back(s);
+    for (int n = 0; n < 2; ++n) t->slots_[n].push_back(s[n]);
   }
   t->slotted_ = true;
   return std::shared_ptr<const TemplateRefs>(std::move(t));
@@ -88,23 +90,26 @@ void TemplateRefs::Extract(ExtractionPolicy policy, BoundSpan params, RefVec* id
     ExtractText(policy, params, ids, mult);
     return;
   }
+  FillSlots(slots(policy.naming), params, ids, mult);
+}
+
+void TemplateRefs::FillSlots(absl::Span<const PackedSlot> slots, BoundSpan params, RefVec* ids, RefMult* mult) {
   if (mult != nullptr && mult->size() < ids->size()) mult->resize(ids->size(), 1);
   const size_t stmt_begin = ids->size();
   absl::InlinedVector<uint32_t, 8> counted;
-  const int ni = policy.naming == RefNaming::kLiteral ? 0 : 1;
-  for (const Slot& s : slots_) {
+  for (const PackedSlot& s : slots) {
     RefId id;
     if (s.param == 0) {
-      id = s.id[ni];
+      id = RefId(s.h);
     } else {
       if (s.param > static_cast<int>(params.size())) continue;
       const BoundValue& b = params[s.param - 1];
-      if (b.kind == BoundValue::Kind::kNull) continue;
-      uint64_t h = s.eq_state[ni];
-      if (b.kind == BoundValue::Kind::kInt) {
+      if (b.kind() == BoundValue::Kind::kNull) continue;
+      uint64_t h = s.h;
+      if (b.kind() == BoundValue::Kind::kInt) {
         // An integer's digits are its canonical number; a text column quotes them.
         char buf[24];
-        const char* end = std::to_chars(buf, buf + sizeof(buf), b.i).ptr;
+        const char* end = std::to_chars(buf, buf + sizeof(buf), b.int_value()).ptr;
         if (s.type == TypeClass::kText) {
           h = Fnv1aAppend(Fnv1aAppend(Fnv1aAppend(h, "'", 1), buf, end - buf), "'", 1);
         } else {

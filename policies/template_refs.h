@@ -33,6 +33,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/ids.h"
 #include "policies/bound_value.h"
 #include "policies/policy.h"
@@ -55,22 +56,29 @@ class TemplateRefs {
   bool slotted() const { return slotted_; }
   absl::string_view sql() const;
 
- private:
-  // One reference slot, in the extractor's emission order.
-  struct Slot {
-    uint64_t eq_state[2] = {0, 0};  // FNV state after "name=", per RefNaming
-    int param = 0;                  // 1-based parameter; 0: a constant
+  // One reference slot under one naming (16 bytes, so a caller can keep a
+  // workload's slots in a few contiguous cache lines: SqlRefs).
+  struct PackedSlot {
+    uint64_t h = 0;   // param > 0: the FNV state after "name="; 0: the constant's RefId
+    int32_t param = 0;  // 1-based parameter; 0: a constant
     TypeClass type = TypeClass::kUnknown;
-    bool present = true;            // a constant that yields a reference
-    RefId id[2];                    // a constant's RefId, per RefNaming
   };
+  // The slots under `naming`, in emission order; meaningful when slotted().
+  const std::vector<PackedSlot>& slots(RefNaming naming) const {
+    return slots_[naming == RefNaming::kLiteral ? 0 : 1];
+  }
+  // Appends the kSingle references of `slots` filled from `params` to *ids
+  // (counting them in *mult, may be null) as Extract does: what Extract runs
+  // for a slotted template under kSingle.
+  static void FillSlots(absl::Span<const PackedSlot> slots, BoundSpan params, RefVec* ids, RefMult* mult);
 
+ private:
   TemplateRefs() = default;
   void ExtractText(ExtractionPolicy policy, BoundSpan params, RefVec* ids, RefMult* mult) const;
 
   const RefExtractor* ex_ = nullptr;
   std::shared_ptr<const RefExtractor::Prepared> prepared_;
-  std::vector<Slot> slots_;
+  std::vector<PackedSlot> slots_[2];  // per RefNaming (kLiteral, kCanonical)
   bool slotted_ = false;
 };
 

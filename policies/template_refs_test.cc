@@ -160,23 +160,5 @@ TEST(TemplateRefsTest, SyntaxErrorIsReported) {
   EXPECT_TRUE(SyntaxErrorPosition(t.status()).has_value());
 }
 
-TEST(BoundValueTest, Texts) {
-  std::string s;
-  AppendText(BoundValue::Int(-42), &s);
-  EXPECT_EQ(s, "-42");
-  s.clear();
-  AppendText(BoundValue::Num(12.5), &s);
-  EXPECT_EQ(s, "12.5");
-  s.clear();
-  AppendText(BoundValue::Num(7.0), &s);
-  EXPECT_EQ(s, "7");
-  s.clear();
-  AppendText(BoundValue::Num(0.1), &s);
-  EXPECT_EQ(s, "0.1");
-  s.clear();
-  AppendText(BoundValue::Null(), &s);
-  EXPECT_EQ(s, "");
-}
-
 }  // namespace
 }  // namespace corral
