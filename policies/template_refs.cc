@@ -14,7 +14,6 @@
 namespace corral {
 namespace {
 
-using ref_internal::AddRef;
 using ref_internal::Pred;
 using ref_internal::ValueSrc;
 
@@ -93,12 +92,22 @@ void TemplateRefs::Extract(ExtractionPolicy policy, BoundSpan params, RefVec* id
   FillSlots(slots(policy.naming), params, ids, mult);
 }
 
-void TemplateRefs::FillSlots(absl::Span<const PackedSlot> slots, BoundSpan params, RefVec* ids, RefMult* mult) {
+void TemplateRefs::FillSlots(absl::Span<const PackedSlot> slots, BoundSpan params, RefVec* ids, RefMult* mult,
+                             Memo* memo) {
   if (mult != nullptr && mult->size() < ids->size()) mult->resize(ids->size(), 1);
   const size_t stmt_begin = ids->size();
   absl::InlinedVector<uint32_t, 8> counted;
+  // An id already at `pos` of *ids: counted once for this statement (AddRef).
+  auto count_again = [&](size_t pos) {
+    if (mult != nullptr && pos < stmt_begin && std::find(counted.begin(), counted.end(), pos) == counted.end()) {
+      counted.push_back(static_cast<uint32_t>(pos));
+      uint16_t& m = (*mult)[pos];
+      if (m < 65535) ++m;
+    }
+  };
   for (const PackedSlot& s : slots) {
     RefId id;
+    int memo_at = -1;
     if (s.param == 0) {
       id = RefId(s.h);
     } else {
@@ -107,9 +116,17 @@ void TemplateRefs::FillSlots(absl::Span<const PackedSlot> slots, BoundSpan param
       if (b.kind() == BoundValue::Kind::kNull) continue;
       uint64_t h = s.h;
       if (b.kind() == BoundValue::Kind::kInt) {
+        const int64_t v = b.int_value();
+        if (memo != nullptr) {
+          memo_at = static_cast<int>(((s.h ^ static_cast<uint64_t>(v)) * 0x9e3779b97f4a7c15ULL) >> 58);
+          if (memo->used_[memo_at] && memo->h_[memo_at] == s.h && memo->v_[memo_at] == v) {
+            count_again(memo->pos_[memo_at]);
+            continue;
+          }
+        }
         // An integer's digits are its canonical number; a text column quotes them.
         char buf[24];
-        const char* end = std::to_chars(buf, buf + sizeof(buf), b.int_value()).ptr;
+        const char* end = std::to_chars(buf, buf + sizeof(buf), v).ptr;
         if (s.type == TypeClass::kText) {
           h = Fnv1aAppend(Fnv1aAppend(Fnv1aAppend(h, "'", 1), buf, end - buf), "'", 1);
         } else {
@@ -125,7 +142,19 @@ void TemplateRefs::FillSlots(absl::Span<const PackedSlot> slots, BoundSpan param
       }
       id = RefId(Mix64(h));
     }
-    AddRef(id, ids, mult, stmt_begin, &counted);
+    size_t pos = static_cast<size_t>(std::find(ids->begin(), ids->end(), id) - ids->begin());
+    if (pos < ids->size()) {
+      count_again(pos);
+    } else {
+      ids->push_back(id);
+      if (mult != nullptr) mult->push_back(1);
+    }
+    if (memo_at >= 0) {
+      memo->used_[memo_at] = true;
+      memo->h_[memo_at] = s.h;
+      memo->v_[memo_at] = params[s.param - 1].int_value();
+      memo->pos_[memo_at] = static_cast<uint32_t>(pos);
+    }
   }
 }
 

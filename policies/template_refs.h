@@ -27,6 +27,7 @@
 #ifndef CORRAL_POLICIES_TEMPLATE_REFS_H_
 #define CORRAL_POLICIES_TEMPLATE_REFS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -67,10 +68,28 @@ class TemplateRefs {
   const std::vector<PackedSlot>& slots(RefNaming naming) const {
     return slots_[naming == RefNaming::kLiteral ? 0 : 1];
   }
+  // Remembers, for one transaction's statements (one *ids), which (slot
+  // name, integer value) pairs were filled and where their RefId sits in
+  // *ids, so a repeat (w_id in every statement) costs no hashing or search.
+  // Start a fresh one (or Reset) for every new *ids.
+  class Memo {
+   public:
+    Memo() { Reset(); }
+    void Reset() { std::fill(used_, used_ + kSize, false); }
+
+   private:
+    friend class TemplateRefs;
+    static constexpr int kSize = 64;
+    uint64_t h_[kSize];
+    int64_t v_[kSize];
+    uint32_t pos_[kSize];
+    bool used_[kSize];
+  };
   // Appends the kSingle references of `slots` filled from `params` to *ids
   // (counting them in *mult, may be null) as Extract does: what Extract runs
-  // for a slotted template under kSingle.
-  static void FillSlots(absl::Span<const PackedSlot> slots, BoundSpan params, RefVec* ids, RefMult* mult);
+  // for a slotted template under kSingle. `memo` (may be null) belongs to *ids.
+  static void FillSlots(absl::Span<const PackedSlot> slots, BoundSpan params, RefVec* ids, RefMult* mult,
+                        Memo* memo = nullptr);
 
  private:
   TemplateRefs() = default;

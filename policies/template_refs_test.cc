@@ -1,5 +1,5 @@
-// Tests of TemplateRefs: the slot path gives exactly the text path's
-// references (RefExtractor::Extract over the parameters' texts), statement by
+// Tests of TemplateRefs: the slot path (with and without a transaction's
+// memo) gives exactly the text path's references (RefExtractor::Extract over the parameters' texts), statement by
 // statement and across a transaction's statements (de-duplication and
 // statement counts), under every extraction policy, for templates that
 // exercise what the extractor treats specially; and it takes the slot path.
@@ -117,6 +117,9 @@ TEST(TemplateRefsTest, SlotPathEqualsTextPath) {
       RefVec want_ids, got_ids;
       RefMult want_mult, got_mult;
       const int statements = 1 + static_cast<int>(rng() % 6);
+      // Half the transactions fill slots with a per-transaction memo (as SqlRefs does).
+      const bool use_memo = (txn / 4) % 2 == 1;
+      TemplateRefs::Memo memo;
       for (int k = 0; k < statements; ++k) {
         const size_t ti = rng() % compiled.size();
         std::vector<BoundValue> values;
@@ -125,7 +128,11 @@ TEST(TemplateRefsTest, SlotPathEqualsTextPath) {
         std::vector<std::string> storage;
         const std::vector<ParamValue> params = Texts(values, &storage);
         ASSERT_TRUE(ex.Extract(kTemplates[ti], policy, params, &want_ids, &want_mult).ok());
-        compiled[ti]->Extract(policy, values, &got_ids, &got_mult);
+        if (use_memo && policy.grouping == RefGrouping::kSingle && compiled[ti]->slotted()) {
+          TemplateRefs::FillSlots(compiled[ti]->slots(policy.naming), values, &got_ids, &got_mult, &memo);
+        } else {
+          compiled[ti]->Extract(policy, values, &got_ids, &got_mult);
+        }
         ASSERT_EQ(got_ids, want_ids) << kTemplates[ti] << " statement " << k;
         ASSERT_EQ(got_mult, want_mult) << kTemplates[ti] << " statement " << k;
       }

@@ -26,6 +26,7 @@ int SqlRefs::Extract(const workloads::BoundSql& bound, ExtractionPolicy policy, 
     local->naming = naming;
   }
   int errors = 0;
+  TemplateRefs::Memo memo;  // this transaction's filled slots
   for (const workloads::BoundSql::Statement& s : bound.statements()) {
     const Local::Slot* found = nullptr;
     const TemplateRefs* refs = nullptr;
@@ -53,7 +54,7 @@ int SqlRefs::Extract(const workloads::BoundSql& bound, ExtractionPolicy policy, 
     if (found != nullptr && found->packed && single) {
       TemplateRefs::FillSlots(absl::Span<const TemplateRefs::PackedSlot>(local->arena.data() + found->begin,
                                                                           found->count),
-                              bound.params(s), ids, mult);
+                              bound.params(s), ids, mult, &memo);
       continue;
     }
     if (found != nullptr) refs = found->refs;
