@@ -72,26 +72,35 @@ class RefExtractor::Prepared {
 
 namespace ref_internal {
 
-// Appends `id` unless present; counts it in *mult (if any) once per
+// Counts the reference at `pos` of *ids (if mult is non-null) once for this
 // statement: `stmt_begin` is the size of *ids when this statement started,
 // `counted` the positions before it that this statement already counted.
-// Returns whether it was appended.
-inline bool AddRef(RefId id, RefVec* ids, RefMult* mult, size_t stmt_begin,
-                   absl::InlinedVector<uint32_t, 8>* counted) {
-  auto it = std::find(ids->begin(), ids->end(), id);
-  if (it != ids->end()) {
-    const size_t pos = static_cast<size_t>(it - ids->begin());
-    if (mult != nullptr && pos < stmt_begin &&
-        std::find(counted->begin(), counted->end(), pos) == counted->end()) {
-      counted->push_back(static_cast<uint32_t>(pos));
-      uint16_t& m = (*mult)[pos];
-      if (m < 65535) ++m;
-    }
-    return false;
+inline void CountAgain(size_t pos, RefMult* mult, size_t stmt_begin, absl::InlinedVector<uint32_t, 8>* counted) {
+  if (mult != nullptr && pos < stmt_begin && std::find(counted->begin(), counted->end(), pos) == counted->end()) {
+    counted->push_back(static_cast<uint32_t>(pos));
+    uint16_t& m = (*mult)[pos];
+    if (m < 65535) ++m;
+  }
+}
+
+// Appends `id` unless present (then CountAgain); returns its position in *ids.
+inline size_t AddRefAt(RefId id, RefVec* ids, RefMult* mult, size_t stmt_begin,
+                       absl::InlinedVector<uint32_t, 8>* counted) {
+  const size_t pos = static_cast<size_t>(std::find(ids->begin(), ids->end(), id) - ids->begin());
+  if (pos < ids->size()) {
+    CountAgain(pos, mult, stmt_begin, counted);
+    return pos;
   }
   ids->push_back(id);
   if (mult != nullptr) mult->push_back(1);
-  return true;
+  return pos;
+}
+
+// AddRefAt; returns whether it was appended.
+inline bool AddRef(RefId id, RefVec* ids, RefMult* mult, size_t stmt_begin,
+                   absl::InlinedVector<uint32_t, 8>* counted) {
+  const size_t n = ids->size();
+  return AddRefAt(id, ids, mult, stmt_begin, counted) == n;
 }
 
 // Parses `sql` with libpg_query and compiles its tree into `plan`. `lex` is

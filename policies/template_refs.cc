@@ -97,14 +97,6 @@ void TemplateRefs::FillSlots(absl::Span<const PackedSlot> slots, BoundSpan param
   if (mult != nullptr && mult->size() < ids->size()) mult->resize(ids->size(), 1);
   const size_t stmt_begin = ids->size();
   absl::InlinedVector<uint32_t, 8> counted;
-  // An id already at `pos` of *ids: counted once for this statement (AddRef).
-  auto count_again = [&](size_t pos) {
-    if (mult != nullptr && pos < stmt_begin && std::find(counted.begin(), counted.end(), pos) == counted.end()) {
-      counted.push_back(static_cast<uint32_t>(pos));
-      uint16_t& m = (*mult)[pos];
-      if (m < 65535) ++m;
-    }
-  };
   for (const PackedSlot& s : slots) {
     RefId id;
     int memo_at = -1;
@@ -120,7 +112,7 @@ void TemplateRefs::FillSlots(absl::Span<const PackedSlot> slots, BoundSpan param
         if (memo != nullptr) {
           memo_at = static_cast<int>(((s.h ^ static_cast<uint64_t>(v)) * 0x9e3779b97f4a7c15ULL) >> 58);
           if (memo->used_[memo_at] && memo->h_[memo_at] == s.h && memo->v_[memo_at] == v) {
-            count_again(memo->pos_[memo_at]);
+            ref_internal::CountAgain(memo->pos_[memo_at], mult, stmt_begin, &counted);
             continue;
           }
         }
@@ -142,13 +134,7 @@ void TemplateRefs::FillSlots(absl::Span<const PackedSlot> slots, BoundSpan param
       }
       id = RefId(Mix64(h));
     }
-    size_t pos = static_cast<size_t>(std::find(ids->begin(), ids->end(), id) - ids->begin());
-    if (pos < ids->size()) {
-      count_again(pos);
-    } else {
-      ids->push_back(id);
-      if (mult != nullptr) mult->push_back(1);
-    }
+    const size_t pos = ref_internal::AddRefAt(id, ids, mult, stmt_begin, &counted);
     if (memo_at >= 0) {
       memo->used_[memo_at] = true;
       memo->h_[memo_at] = s.h;
