@@ -215,6 +215,7 @@ struct SqlStatement {
 // template's address); AppendSql derives the text form from it. A template
 // that is not a constant is copied in (AddOwned; static_tmpl() false).
 // Reused across transactions (clear), it allocates nothing in steady state.
+// Thread-compatible: one per generating thread.
 //
 //   BoundSql b;
 //   b.Add(kTemplate).Int(w_id).Null().Str(last_name);   // the view must outlive b's use
