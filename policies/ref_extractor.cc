@@ -36,6 +36,7 @@ absl::optional<int> SyntaxErrorPosition(const absl::Status& status) {
 
 namespace {
 
+using ref_internal::AddRef;
 using ref_internal::Conj;
 using ref_internal::Name;
 using ref_internal::ParseAndCompile;
@@ -199,28 +200,6 @@ void RenderValues(const Plan& plan, absl::string_view sql, const LexResult* lex,
     if (out.in_arena) out.view = arena.substr(out.begin, out.end - out.begin);
   }
   for (Scratch::Elem& e : sc->elems) e.view = arena.substr(e.begin, e.end - e.begin);
-}
-
-// Appends `id` unless present; counts it in *mult (if any) once per
-// statement: `stmt_begin` is the size of *ids when this statement started,
-// `counted` the positions before it that this statement already counted.
-// Returns whether it was appended.
-inline bool AddRef(RefId id, RefVec* ids, RefMult* mult, size_t stmt_begin,
-                   absl::InlinedVector<uint32_t, 8>* counted) {
-  auto it = std::find(ids->begin(), ids->end(), id);
-  if (it != ids->end()) {
-    const size_t pos = static_cast<size_t>(it - ids->begin());
-    if (mult != nullptr && pos < stmt_begin &&
-        std::find(counted->begin(), counted->end(), pos) == counted->end()) {
-      counted->push_back(static_cast<uint32_t>(pos));
-      uint16_t& m = (*mult)[pos];
-      if (m < 65535) ++m;
-    }
-    return false;
-  }
-  ids->push_back(id);
-  if (mult != nullptr) mult->push_back(1);
-  return true;
 }
 
 // Calls fn(value) for each value of pred p: its one value, or each element
@@ -526,13 +505,6 @@ absl::Status RefExtractor::ExtractUncached(absl::string_view sql, ExtractionPoli
   Emit(plan, policy, &sc, ids, mult, texts);
   return absl::OkStatus();
 }
-
-class RefExtractor::Prepared {
- public:
-  std::string text;
-  std::shared_ptr<const Plan> plan;  // null: not cacheable, extract uncached
-  LexResult lex;                     // of `text`
-};
 
 absl::StatusOr<std::shared_ptr<const RefExtractor::Prepared>> RefExtractor::Prepare(absl::string_view sql) {
   auto p = std::make_shared<Prepared>();

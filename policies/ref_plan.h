@@ -5,12 +5,16 @@
 #ifndef CORRAL_POLICIES_REF_PLAN_H_
 #define CORRAL_POLICIES_REF_PLAN_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/ids.h"
 #include "policies/ref_extractor.h"
 #include "policies/schema.h"
 #include "policies/sql_lexer.h"
@@ -57,7 +61,47 @@ struct RefExtractor::Plan {
   bool cacheable = true;  // slot values verified against the tree
 };
 
+// A prepared template (ref_extractor.h); its parts are read by
+// template_refs.cc.
+class RefExtractor::Prepared {
+ public:
+  std::string text;
+  std::shared_ptr<const Plan> plan;  // null: not cacheable, extract uncached
+  LexResult lex;                     // of `text`
+};
+
 namespace ref_internal {
+
+// Counts the reference at `pos` of *ids (if mult is non-null) once for this
+// statement: `stmt_begin` is the size of *ids when this statement started,
+// `counted` the positions before it that this statement already counted.
+inline void CountAgain(size_t pos, RefMult* mult, size_t stmt_begin, absl::InlinedVector<uint32_t, 8>* counted) {
+  if (mult != nullptr && pos < stmt_begin && std::find(counted->begin(), counted->end(), pos) == counted->end()) {
+    counted->push_back(static_cast<uint32_t>(pos));
+    uint16_t& m = (*mult)[pos];
+    if (m < 65535) ++m;
+  }
+}
+
+// Appends `id` unless present (then CountAgain); returns its position in *ids.
+inline size_t AddRefAt(RefId id, RefVec* ids, RefMult* mult, size_t stmt_begin,
+                       absl::InlinedVector<uint32_t, 8>* counted) {
+  const size_t pos = static_cast<size_t>(std::find(ids->begin(), ids->end(), id) - ids->begin());
+  if (pos < ids->size()) {
+    CountAgain(pos, mult, stmt_begin, counted);
+    return pos;
+  }
+  ids->push_back(id);
+  if (mult != nullptr) mult->push_back(1);
+  return pos;
+}
+
+// AddRefAt; returns whether it was appended.
+inline bool AddRef(RefId id, RefVec* ids, RefMult* mult, size_t stmt_begin,
+                   absl::InlinedVector<uint32_t, 8>* counted) {
+  const size_t n = ids->size();
+  return AddRefAt(id, ids, mult, stmt_begin, counted) == n;
+}
 
 // Parses `sql` with libpg_query and compiles its tree into `plan`. `lex` is
 // the lexer's output for the same text (literal slots). InvalidArgument on a

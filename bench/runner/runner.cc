@@ -144,8 +144,7 @@ namespace {
 struct alignas(64) GenCtx {
   explicit GenCtx(uint64_t seed) : rng(seed) {}
   workloads::Rng rng;
-  std::vector<workloads::SqlStatement> sql;
-  std::vector<ParamValue> params;
+  workloads::BoundSql bound;  // the transaction's statements, reused
   int64_t extract_ns = 0, submit_ns = 0, generated = 0, extract_errors = 0, submit_errors = 0;
   int64_t extract_cpu_ns = 0, submit_cpu_ns = 0, statements = 0;
   int64_t cpu_sampled = 0;  // transactions whose thread CPU was timed
@@ -236,10 +235,10 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
     const int64_t t0 = clock->NowNanos();
     t->decision_start_ns = t0;
     if (extractor) {
-      g.sql.clear();
-      t->AppendSql(&g.sql);
-      g.statements += static_cast<int64_t>(g.sql.size());
-      g.extract_errors += sql_refs->Extract(g.sql, spec.extraction, &g.sql_refs, &t->refs,
+      g.bound.clear();
+      t->AppendBound(&g.bound);
+      g.statements += static_cast<int64_t>(g.bound.size());
+      g.extract_errors += sql_refs->Extract(g.bound, spec.extraction, &g.sql_refs, &t->refs,
                                             c.ref_multiplicity ? &t->ref_mult : nullptr);
     }
     const int64_t t1 = clock->NowNanos();

@@ -19,11 +19,9 @@ class TransferTxn : public workloads::WorkloadTxn {
     if (fail_) return engine::UserAbortError("bad transfer");
     return absl::OkStatus();
   }
-  void AppendSql(std::vector<workloads::SqlStatement>* out) const override {
-    out->push_back({"UPDATE account SET balance = balance - 1 WHERE a_id = $1",
-                    {workloads::SqlParam::Int(from_)}});
-    out->push_back({"UPDATE account SET balance = balance + 1 WHERE a_id = $1",
-                    {workloads::SqlParam::Int(to_)}});
+  void AppendBound(workloads::BoundSql* out) const override {
+    out->Add("UPDATE account SET balance = balance - 1 WHERE a_id = $1").Int(from_);
+    out->Add("UPDATE account SET balance = balance + 1 WHERE a_id = $1").Int(to_);
   }
 
  private:

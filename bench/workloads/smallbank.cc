@@ -18,7 +18,7 @@ enum AcctCol { A_CUSTID, A_NAME };
 enum BalCol { B_CUSTID, B_BAL };
 constexpr int kAuditTotalRow = engine::kMaxWorkers;  // 63: the loaded total
 
-SqlParam I(int64_t v) { return SqlParam::Int(v); }
+BoundValue I(int64_t v) { return BoundValue::Int(v); }
 }  // namespace
 
 namespace smallbank_sql {
@@ -32,10 +32,11 @@ const char* const kAddSavings = "UPDATE savings SET bal = bal + $1 WHERE custid 
 const char* const kSubChecking = "UPDATE checking SET bal = bal - $1 WHERE custid = $2";
 }  // namespace smallbank_sql
 
-void SmallBankTxn::AppendSql(std::vector<SqlStatement>* out) const {
+void SmallBankTxn::AppendBound(BoundSql* out) const {
   using namespace smallbank_sql;  // NOLINT
-  auto add = [out](const char* t, SqlStatement::Params p) {
-    out->emplace_back(t, std::move(p));
+  auto add = [out](const char* t, std::initializer_list<BoundValue> p) {
+    out->Add(t);
+    for (const BoundValue& v : p) out->Value(v);
   };
   switch (sb_type_) {
     case kAmalgamate:
@@ -45,7 +46,7 @@ void SmallBankTxn::AppendSql(std::vector<SqlStatement>* out) const {
       add(kGetChecking, {I(c1)});
       add(kZeroSavings, {I(c1)});
       add(kZeroChecking, {I(c1)});
-      add(kAddChecking, {SqlParam::Null(), I(c2)});
+      add(kAddChecking, {BoundValue::Null(), I(c2)});
       break;
     case kBalance:
       add(kGetAccount, {I(c1)});
@@ -65,7 +66,7 @@ void SmallBankTxn::AppendSql(std::vector<SqlStatement>* out) const {
       add(kGetAccount, {I(c1)});
       add(kGetSavings, {I(c1)});
       add(kGetChecking, {I(c1)});
-      add(kSubChecking, {SqlParam::Null(), I(c1)});
+      add(kSubChecking, {BoundValue::Null(), I(c1)});
       break;
     case kSendPayment:
       add(kGetAccount, {I(c1)});

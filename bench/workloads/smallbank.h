@@ -74,7 +74,7 @@ class SmallBankTxn : public WorkloadTxn {
  public:
   SmallBankTxn(const SmallBankTables* t, SmallBankType type) : t_(t), sb_type_(type) {}
   absl::Status Run(engine::Tx& tx) override;
-  void AppendSql(std::vector<SqlStatement>* out) const override;
+  void AppendBound(BoundSql* out) const override;
   SmallBankType sb_type() const { return sb_type_; }
 
   int64_t c1 = 0, c2 = 0;  // c2 for Amalgamate and SendPayment

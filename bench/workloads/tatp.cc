@@ -25,7 +25,7 @@ enum CfCol { CF_S_ID, CF_SF_TYPE, CF_START, CF_END, CF_NUMBERX };
 enum AuditCol { AU_SLOT, AU_INSERTS, AU_DELETES };
 constexpr int kAuditTotalRow = engine::kMaxWorkers;  // 63: loaded call_forwarding rows
 
-SqlParam I(int64_t v) { return SqlParam::Int(v); }
+BoundValue I(int64_t v) { return BoundValue::Int(v); }
 
 std::string RandomDigits(Rng& rng, int n) {
   std::string s(n, '0');
@@ -80,10 +80,11 @@ const char* const kDeleteCallForwarding =
     "DELETE FROM call_forwarding WHERE s_id = $1 AND sf_type = $2 AND start_time = $3";
 }  // namespace tatp_sql
 
-void TatpTxn::AppendSql(std::vector<SqlStatement>* out) const {
+void TatpTxn::AppendBound(BoundSql* out) const {
   namespace q = tatp_sql;
-  auto add = [out](const char* t, SqlStatement::Params p) {
-    out->emplace_back(t, std::move(p));
+  auto add = [out](const char* t, std::initializer_list<BoundValue> p) {
+    out->Add(t);
+    for (const BoundValue& v : p) out->Value(v);
   };
   switch (tatp_type_) {
     case kGetSubscriberData:
@@ -100,17 +101,17 @@ void TatpTxn::AppendSql(std::vector<SqlStatement>* out) const {
       add(q::kUpdateSpecialFacility, {I(data_a), I(s_id), I(sf_type)});
       break;
     case kUpdateLocation:
-      add(q::kGetSubscriberId, {SqlParam::Str(sub_nbr)});
+      add(q::kGetSubscriberId, {BoundValue::Text(sub_nbr)});
       add(q::kUpdateLocation, {I(vlr_location), I(s_id)});
       break;
     case kInsertCallForwarding:
-      add(q::kGetSubscriberId, {SqlParam::Str(sub_nbr)});
+      add(q::kGetSubscriberId, {BoundValue::Text(sub_nbr)});
       add(q::kGetSpecialFacilityTypes, {I(s_id)});
       add(q::kInsertCallForwarding,
-          {I(s_id), I(sf_type), I(start_time), I(end_time), SqlParam::Str(numberx)});
+          {I(s_id), I(sf_type), I(start_time), I(end_time), BoundValue::Text(numberx)});
       break;
     case kDeleteCallForwarding:
-      add(q::kGetSubscriberId, {SqlParam::Str(sub_nbr)});
+      add(q::kGetSubscriberId, {BoundValue::Text(sub_nbr)});
       add(q::kDeleteCallForwarding, {I(s_id), I(sf_type), I(start_time)});
       break;
   }

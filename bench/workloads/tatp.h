@@ -83,7 +83,7 @@ class TatpTxn : public WorkloadTxn {
  public:
   TatpTxn(const TatpTables* t, TatpType type) : t_(t), tatp_type_(type) {}
   absl::Status Run(engine::Tx& tx) override;
-  void AppendSql(std::vector<SqlStatement>* out) const override;
+  void AppendBound(BoundSql* out) const override;
   TatpType tatp_type() const { return tatp_type_; }
 
   int64_t s_id = 0;

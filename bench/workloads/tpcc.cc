@@ -254,41 +254,40 @@ constexpr absl::string_view V(const char* s) { return absl::string_view(s); }
 
 }  // namespace
 
-// The statements are built in place (emplace_back + parameter builders):
-// into a reused vector this allocates nothing per statement. V() gives the
-// constant templates their length at compile time (no strlen per statement).
-void AppendNewOrderSql(const NewOrderInput& in, std::vector<SqlStatement>* out) {
+// The statements are bound in place (Add + parameter builders): into a
+// reused BoundSql this allocates nothing per statement.
+void AppendNewOrderSql(const NewOrderInput& in, BoundSql* out) {
   using namespace tpcc_sql;  // NOLINT
-  out->emplace_back(V(kNoGetWarehouse)).Int(in.w_id);
-  out->emplace_back(V(kNoGetDistrict)).Int(in.w_id).Int(in.d_id);
-  out->emplace_back(V(kNoBumpDistrict)).Int(in.w_id).Int(in.d_id);
-  out->emplace_back(V(kNoGetCustomer)).Int(in.w_id).Int(in.d_id).Int(in.c_id);
-  out->emplace_back(V(kNoInsertOrder))
+  out->Add(V(kNoGetWarehouse)).Int(in.w_id);
+  out->Add(V(kNoGetDistrict)).Int(in.w_id).Int(in.d_id);
+  out->Add(V(kNoBumpDistrict)).Int(in.w_id).Int(in.d_id);
+  out->Add(V(kNoGetCustomer)).Int(in.w_id).Int(in.d_id).Int(in.c_id);
+  out->Add(V(kNoInsertOrder))
       .Null()
       .Int(in.d_id)
       .Int(in.w_id)
       .Int(in.c_id)
       .Int(static_cast<int64_t>(in.lines.size()))
       .Int(in.all_local ? 1 : 0);
-  out->emplace_back(V(kNoInsertNewOrder)).Null().Int(in.d_id).Int(in.w_id);
+  out->Add(V(kNoInsertNewOrder)).Null().Int(in.d_id).Int(in.w_id);
   const absl::string_view get_stock = NoGetStockStatic(in.d_id);
   int number = 0;
   for (const NewOrderLine& l : in.lines) {
     ++number;
-    out->emplace_back(V(kNoGetItem)).Int(l.i_id);
+    out->Add(V(kNoGetItem)).Int(l.i_id);
     if (!get_stock.empty()) {
-      out->emplace_back(get_stock);
+      out->Add(get_stock);
     } else {
-      out->emplace_back(NoGetStock(in.d_id));
+      out->AddOwned(NoGetStock(in.d_id));
     }
-    out->back().Int(l.i_id).Int(l.supply_w_id);
-    out->emplace_back(V(kNoUpdateStock))
+    out->Int(l.i_id).Int(l.supply_w_id);
+    out->Add(V(kNoUpdateStock))
         .Null()
         .Int(l.quantity)
         .Int(l.supply_w_id != in.w_id ? 1 : 0)
         .Int(l.i_id)
         .Int(l.supply_w_id);
-    out->emplace_back(V(kNoInsertOrderLine))
+    out->Add(V(kNoInsertOrderLine))
         .Null()
         .Int(in.d_id)
         .Int(in.w_id)
@@ -301,57 +300,57 @@ void AppendNewOrderSql(const NewOrderInput& in, std::vector<SqlStatement>* out) 
   }
 }
 
-void AppendPaymentSql(const PaymentInput& in, std::vector<SqlStatement>* out) {
+void AppendPaymentSql(const PaymentInput& in, BoundSql* out) {
   using namespace tpcc_sql;  // NOLINT
-  const SqlParam amount = SqlParam::Num(in.h_amount);
-  out->emplace_back(V(kPayUpdateWarehouse)).Param(amount).Int(in.w_id);
-  out->emplace_back(V(kPayGetWarehouse)).Int(in.w_id);
-  out->emplace_back(V(kPayUpdateDistrict)).Param(amount).Int(in.w_id).Int(in.d_id);
-  out->emplace_back(V(kPayGetDistrict)).Int(in.w_id).Int(in.d_id);
-  const SqlParam c = in.by_last_name ? SqlParam::Null() : SqlParam::Int(in.c_id);
+  const BoundValue amount = BoundValue::Num(in.h_amount);
+  out->Add(V(kPayUpdateWarehouse)).Value(amount).Int(in.w_id);
+  out->Add(V(kPayGetWarehouse)).Int(in.w_id);
+  out->Add(V(kPayUpdateDistrict)).Value(amount).Int(in.w_id).Int(in.d_id);
+  out->Add(V(kPayGetDistrict)).Int(in.w_id).Int(in.d_id);
+  const BoundValue c = in.by_last_name ? BoundValue::Null() : BoundValue::Int(in.c_id);
   if (in.by_last_name) {
-    out->emplace_back(V(kCustomerIdsByLastName)).Int(in.c_w_id).Int(in.c_d_id).Str(in.c_last);
+    out->Add(V(kCustomerIdsByLastName)).Int(in.c_w_id).Int(in.c_d_id).Str(in.c_last);
   }
-  out->emplace_back(V(kPayGetCustomer)).Int(in.c_w_id).Int(in.c_d_id).Param(c);
-  out->emplace_back(V(kPayUpdateCustomer)).Param(amount).Int(in.c_w_id).Int(in.c_d_id).Param(c);
-  out->emplace_back(V(kPayInsertHistory))
-      .Param(c)
+  out->Add(V(kPayGetCustomer)).Int(in.c_w_id).Int(in.c_d_id).Value(c);
+  out->Add(V(kPayUpdateCustomer)).Value(amount).Int(in.c_w_id).Int(in.c_d_id).Value(c);
+  out->Add(V(kPayInsertHistory))
+      .Value(c)
       .Int(in.c_d_id)
       .Int(in.c_w_id)
       .Int(in.d_id)
       .Int(in.w_id)
-      .Param(amount)
+      .Value(amount)
       .Null();
 }
 
-void AppendOrderStatusSql(const OrderStatusInput& in, std::vector<SqlStatement>* out) {
+void AppendOrderStatusSql(const OrderStatusInput& in, BoundSql* out) {
   using namespace tpcc_sql;  // NOLINT
-  const SqlParam c = in.by_last_name ? SqlParam::Null() : SqlParam::Int(in.c_id);
+  const BoundValue c = in.by_last_name ? BoundValue::Null() : BoundValue::Int(in.c_id);
   if (in.by_last_name) {
-    out->emplace_back(V(kCustomerIdsByLastName)).Int(in.w_id).Int(in.d_id).Str(in.c_last);
+    out->Add(V(kCustomerIdsByLastName)).Int(in.w_id).Int(in.d_id).Str(in.c_last);
   }
-  out->emplace_back(V(kOsGetCustomer)).Int(in.w_id).Int(in.d_id).Param(c);
-  out->emplace_back(V(kOsGetLastOrder)).Int(in.w_id).Int(in.d_id).Param(c);
-  out->emplace_back(V(kOsGetOrderLines)).Int(in.w_id).Int(in.d_id).Null();
+  out->Add(V(kOsGetCustomer)).Int(in.w_id).Int(in.d_id).Value(c);
+  out->Add(V(kOsGetLastOrder)).Int(in.w_id).Int(in.d_id).Value(c);
+  out->Add(V(kOsGetOrderLines)).Int(in.w_id).Int(in.d_id).Null();
 }
 
-void AppendDeliverySql(const DeliveryInput& in, std::vector<SqlStatement>* out) {
+void AppendDeliverySql(const DeliveryInput& in, BoundSql* out) {
   using namespace tpcc_sql;  // NOLINT
   for (int d = 1; d <= in.districts; ++d) {
-    out->emplace_back(V(kDlvGetNewOrder)).Int(in.w_id).Int(d);
-    out->emplace_back(V(kDlvDeleteNewOrder)).Int(in.w_id).Int(d).Null();
-    out->emplace_back(V(kDlvGetOrder)).Int(in.w_id).Int(d).Null();
-    out->emplace_back(V(kDlvUpdateOrder)).Int(in.o_carrier_id).Int(in.w_id).Int(d).Null();
-    out->emplace_back(V(kDlvUpdateOrderLines)).Int(in.w_id).Int(d).Null();
-    out->emplace_back(V(kDlvSumOrderLines)).Int(in.w_id).Int(d).Null();
-    out->emplace_back(V(kDlvUpdateCustomer)).Null().Int(in.w_id).Int(d).Null();
+    out->Add(V(kDlvGetNewOrder)).Int(in.w_id).Int(d);
+    out->Add(V(kDlvDeleteNewOrder)).Int(in.w_id).Int(d).Null();
+    out->Add(V(kDlvGetOrder)).Int(in.w_id).Int(d).Null();
+    out->Add(V(kDlvUpdateOrder)).Int(in.o_carrier_id).Int(in.w_id).Int(d).Null();
+    out->Add(V(kDlvUpdateOrderLines)).Int(in.w_id).Int(d).Null();
+    out->Add(V(kDlvSumOrderLines)).Int(in.w_id).Int(d).Null();
+    out->Add(V(kDlvUpdateCustomer)).Null().Int(in.w_id).Int(d).Null();
   }
 }
 
-void AppendStockLevelSql(const StockLevelInput& in, std::vector<SqlStatement>* out) {
+void AppendStockLevelSql(const StockLevelInput& in, BoundSql* out) {
   using namespace tpcc_sql;  // NOLINT
-  out->emplace_back(V(kSlGetDistrict)).Int(in.w_id).Int(in.d_id);
-  out->emplace_back(V(kSlCountLowStock))
+  out->Add(V(kSlGetDistrict)).Int(in.w_id).Int(in.d_id);
+  out->Add(V(kSlCountLowStock))
       .Int(in.w_id)
       .Int(in.d_id)
       .Null()
@@ -360,7 +359,7 @@ void AppendStockLevelSql(const StockLevelInput& in, std::vector<SqlStatement>* o
       .Int(in.threshold);
 }
 
-void TpccTxn::AppendSql(std::vector<SqlStatement>* out) const {
+void TpccTxn::AppendBound(BoundSql* out) const {
   switch (tpcc_type_) {
     case kNewOrder: return AppendNewOrderSql(new_order, out);
     case kPayment: return AppendPaymentSql(payment, out);

@@ -159,11 +159,11 @@ std::string NoGetStock(int d_id);
 
 // Statement lists of each type, with runtime values where known (pass
 // nullptr / 0 for unknown ones: they become NULL parameters).
-void AppendNewOrderSql(const NewOrderInput& in, std::vector<SqlStatement>* out);
-void AppendPaymentSql(const PaymentInput& in, std::vector<SqlStatement>* out);
-void AppendOrderStatusSql(const OrderStatusInput& in, std::vector<SqlStatement>* out);
-void AppendDeliverySql(const DeliveryInput& in, std::vector<SqlStatement>* out);
-void AppendStockLevelSql(const StockLevelInput& in, std::vector<SqlStatement>* out);
+void AppendNewOrderSql(const NewOrderInput& in, BoundSql* out);
+void AppendPaymentSql(const PaymentInput& in, BoundSql* out);
+void AppendOrderStatusSql(const OrderStatusInput& in, BoundSql* out);
+void AppendDeliverySql(const DeliveryInput& in, BoundSql* out);
+void AppendStockLevelSql(const StockLevelInput& in, BoundSql* out);
 
 // A generated TPC-C transaction: exactly one of the inputs is meaningful
 // (by tpcc_type()).
@@ -172,7 +172,7 @@ class TpccTxn : public WorkloadTxn {
   TpccTxn(const TpccTables* t, std::atomic<uint64_t>* history_seq, TpccType type)
       : t_(t), history_seq_(history_seq), tpcc_type_(type) {}
   absl::Status Run(engine::Tx& tx) override;
-  void AppendSql(std::vector<SqlStatement>* out) const override;
+  void AppendBound(BoundSql* out) const override;
   TpccType tpcc_type() const { return tpcc_type_; }
 
   NewOrderInput new_order;

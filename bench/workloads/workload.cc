@@ -80,27 +80,36 @@ SqlParam SqlParam::Num(double v) {
     return Int(static_cast<int64_t>(v));
   }
   SqlParam p;
-  // The shortest fixed-point text that reads back as v: the same text as
-  // the smallest "%.Nf" precision that round-trips (the correctly rounded
-  // one at the shortest length), without a printf/strtod pair per precision
-  // (TPC-C Payment's amount, on every generated transaction). A value that
-  // needs more than 17 decimals keeps the capped printf search's text.
-  char buf[400];  // fixed form of the largest double: 309 digits
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
-  if (r.ec == std::errc() && std::isfinite(v)) {
-    const absl::string_view t(buf, r.ptr - buf);
-    const size_t dot = t.find('.');
-    if (dot != absl::string_view::npos && t.size() - dot - 1 <= 17) {
-      p.text.assign(t.data(), t.size());
-      return p;
+  AppendDecimal(v, &p.text);  // the text the bound path renders too
+  return p;
+}
+
+void AppendSqlStatements(const BoundSql& bound, std::vector<SqlStatement>* out) {
+  for (const BoundSql::Statement& b : bound.statements()) {
+    SqlStatement& s = b.owned ? out->emplace_back(std::string(b.tmpl)) : out->emplace_back(b.tmpl);
+    for (const BoundValue& v : bound.params(b)) {
+      switch (v.kind()) {
+        case BoundValue::Kind::kNull:
+          s.Null();
+          break;
+        case BoundValue::Kind::kInt:
+          s.Int(v.int_value());
+          break;
+        case BoundValue::Kind::kNum:
+          s.Num(v.num_value());
+          break;
+        case BoundValue::Kind::kText:
+          s.Str(v.text());
+          break;
+      }
     }
   }
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof(buf), "%.*f", prec, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  p.text = buf;
-  return p;
+}
+
+void WorkloadTxn::AppendSql(std::vector<SqlStatement>* out) const {
+  BoundSql bound;
+  AppendBound(&bound);
+  AppendSqlStatements(bound, out);
 }
 
 std::string SqlStatement::Literal() const {

@@ -9,7 +9,9 @@
 //   Rng rng(/*seed=*/42);                      // one per generating thread
 //   std::unique_ptr<WorkloadTxn> t = w->Next(rng);
 //   std::vector<SqlStatement> sql;
-//   t->AppendSql(&sql);                         // for the scheduler's front-end
+//   t->AppendSql(&sql);                         // text form (PostgreSQL, tests)
+//   BoundSql bound;
+//   t->AppendBound(&bound);                     // for the scheduler's front-end
 //   std::string text = sql[0].Literal();        // "SELECT w_tax FROM warehouse WHERE w_id = 1"
 //   executor->Execute(*t);                      // an engine::EngineExecutor
 //   CHECK_OK(w->Check(*db));                    // after the run, quiescent
@@ -37,6 +39,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,6 +51,7 @@
 #include "absl/strings/string_view.h"
 #include "common/clock.h"
 #include "engine/engine.h"
+#include "policies/bound_value.h"
 
 namespace corral {
 namespace workloads {
@@ -204,13 +208,79 @@ struct SqlStatement {
   bool owns_ = false;
 };
 
+// A transaction's statements as the workload binds them: each a constant
+// template (static text, as SqlStatement's) with typed parameters
+// (policies/bound_value.h), none written out as text. What the runner
+// extracts references from (policies/template_refs.h, keyed by the
+// template's address); AppendSql derives the text form from it. A template
+// that is not a constant is copied in (AddOwned; static_tmpl() false).
+// Reused across transactions (clear), it allocates nothing in steady state.
+// Thread-compatible: one per generating thread.
+//
+//   BoundSql b;
+//   b.Add(kTemplate).Int(w_id).Null().Str(last_name);   // the view must outlive b's use
+//   for (const BoundSql::Statement& s : b.statements()) Use(s.tmpl, b.params(s));
+class BoundSql {
+ public:
+  struct Statement {
+    absl::string_view tmpl;
+    uint32_t begin = 0, end = 0;  // its parameters: values_[begin, end)
+    bool owned = false;           // tmpl is a copy held by this BoundSql
+    bool static_tmpl() const { return !owned; }
+  };
+
+  void clear() {
+    stmts_.clear();
+    values_.clear();
+    owned_.clear();
+  }
+  // Starts a statement on static text (see SqlStatement).
+  BoundSql& Add(absl::string_view static_tmpl) {
+    const uint32_t n = static_cast<uint32_t>(values_.size());
+    stmts_.push_back(Statement{static_tmpl, n, n, false});
+    return *this;
+  }
+  // Starts a statement on a template that is not a constant.
+  BoundSql& AddOwned(std::string tmpl) {
+    owned_.push_back(std::move(tmpl));
+    Add(owned_.back());
+    stmts_.back().owned = true;
+    return *this;
+  }
+  // Parameters of the last statement started.
+  BoundSql& Int(int64_t v) { return Value(BoundValue::Int(v)); }
+  BoundSql& Num(double v) { return Value(BoundValue::Num(v)); }
+  BoundSql& Null() { return Value(BoundValue::Null()); }
+  // Not copied: the text must outlive this BoundSql's use (the transaction's own members).
+  BoundSql& Str(absl::string_view v) { return Value(BoundValue::Text(v)); }
+  BoundSql& Value(const BoundValue& v) {
+    values_.push_back(v);
+    stmts_.back().end = static_cast<uint32_t>(values_.size());
+    return *this;
+  }
+
+  const std::vector<Statement>& statements() const { return stmts_; }
+  size_t size() const { return stmts_.size(); }
+  BoundSpan params(const Statement& s) const { return BoundSpan(values_.data() + s.begin, s.end - s.begin); }
+
+ private:
+  std::vector<Statement> stmts_;
+  std::vector<BoundValue> values_;
+  std::deque<std::string> owned_;  // stable addresses
+};
+
 // A generated transaction: an engine procedure that also knows its SQL.
 // Sets scheduler::Txn::type and ::partition_key when generated.
 class WorkloadTxn : public engine::ProcedureTxn {
  public:
-  // Appends the statements this transaction runs on PostgreSQL.
-  virtual void AppendSql(std::vector<SqlStatement>* out) const = 0;
+  // Appends the statements this transaction runs on PostgreSQL, bound.
+  virtual void AppendBound(BoundSql* out) const = 0;
+  // The same statements in text-parameter form (from AppendBound).
+  void AppendSql(std::vector<SqlStatement>* out) const;
 };
+
+// Appends `bound`'s statements to *out in text-parameter form.
+void AppendSqlStatements(const BoundSql& bound, std::vector<SqlStatement>* out);
 
 // Skew of one phase. Negative fields mean "the workload's default".
 struct SkewPhase {

@@ -53,18 +53,18 @@ const char* UpdateStatic(int field) {
 }
 }  // namespace
 
-void YcsbTxn::AppendSql(std::vector<SqlStatement>* out) const {
+void YcsbTxn::AppendBound(BoundSql* out) const {
   for (const YcsbOp& op : ops) {
     if (!op.rmw) {
-      out->emplace_back(ycsb_sql::kRead).Int(op.key);
+      out->Add(ycsb_sql::kRead).Int(op.key);
     } else {
-      out->emplace_back(ycsb_sql::kReadForUpdate).Int(op.key);
+      out->Add(ycsb_sql::kReadForUpdate).Int(op.key);
       if (const char* t = UpdateStatic(op.field)) {
-        out->emplace_back(t);
+        out->Add(t);
       } else {
-        out->emplace_back(ycsb_sql::Update(op.field));
+        out->AddOwned(ycsb_sql::Update(op.field));
       }
-      out->back().Str(op.value).Int(op.key);
+      out->Str(op.value).Int(op.key);
     }
   }
 }

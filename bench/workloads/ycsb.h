@@ -61,7 +61,7 @@ class YcsbTxn : public WorkloadTxn {
  public:
   explicit YcsbTxn(const YcsbTables* t) : t_(t) {}
   absl::Status Run(engine::Tx& tx) override;
-  void AppendSql(std::vector<SqlStatement>* out) const override;
+  void AppendBound(BoundSql* out) const override;
   std::vector<YcsbOp> ops;
 
  private:
