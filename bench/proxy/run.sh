@@ -37,7 +37,7 @@
 # VACUUM_BEFORE_HOT=1: VACUUM pgbench_accounts before every path's hot run
 # of hot-row / two-row (autovacuum stays off, see below): every path starts
 # its hot run from a freshly vacuumed table, the case an autovacuum at that
-# moment makes.
+# moment makes. FILLFACTOR=N: pgbench -i -F N (default 100).
 #
 # ADMIN_DIR: before and after every run on a Corral path, the proxy's admin
 # console's SHOW STATS and SHOW HISTORY go to
@@ -98,7 +98,7 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
-pgbench -i -q -s "$SCALE" -h 127.0.0.1 -p "$PGPORT" -U postgres $DB >/dev/null 2>&1
+pgbench -i -q -s "$SCALE" -F "${FILLFACTOR:-100}" -h 127.0.0.1 -p "$PGPORT" -U postgres $DB >/dev/null 2>&1
 # No autovacuum on the bench tables (pgbench -i has just vacuumed and
 # analyzed them): the paths run one after another on this one database, and
 # an autovacuum lands at a time nobody chooses, on whichever path runs then.
