@@ -147,6 +147,7 @@ class History {
   // Records ignored because frozen, and new references not added because full.
   int64_t ignored_frozen() const { return ignored_frozen_.load(std::memory_order_relaxed); }
   int64_t dropped_full() const { return dropped_full_.load(std::memory_order_relaxed); }
+  int64_t max_entries() const { return options_.max_entries; }  // 0 = unbounded
   // Rough bytes held by the counter table (buckets and nodes, not texts).
   int64_t ApproxBytes() const;
 

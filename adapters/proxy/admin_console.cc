@@ -62,6 +62,13 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("undecodable_params", s.undecodable_params);
     row("tls_clients", s.tls_clients);
     row("tls_handshake_failures", s.tls_handshake_failures);
+    const AdminSource::LearnedSizes l = source_.Learned();
+    row("history_entries", l.history_entries);
+    row("history_max_entries", l.history_max_entries);
+    row("history_dropped_full", l.history_dropped_full);
+    row("state_entries", l.state_entries);
+    row("state_max_entries", l.state_max_entries);
+    row("state_evictions", l.state_evictions);
     wire::AppendTextResult(out, {"stat", "value"}, rows);
     return done();
   }

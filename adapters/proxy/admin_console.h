@@ -50,6 +50,16 @@ class AdminSource {
     std::string reference;  // display text (or the hex id)
     int64_t aborts = 0, commits = 0;
   };
+  // How full the learned tables are (SHOW STATS): whether the History has
+  // stopped taking new references, or the State evicts rows.
+  struct LearnedSizes {
+    int64_t history_entries = 0;
+    int64_t history_max_entries = 0;   // 0 = unbounded
+    int64_t history_dropped_full = 0;  // new references not added: full
+    int64_t state_entries = 0;
+    int64_t state_max_entries = 0;     // 0 = unbounded
+    int64_t state_evictions = 0;
+  };
 
   virtual ~AdminSource() = default;
   virtual const Stats& stats() const = 0;
@@ -57,6 +67,7 @@ class AdminSource {
   virtual std::vector<QueueRow> Queues() const = 0;
   virtual std::vector<ClientRow> Clients() const = 0;
   virtual std::vector<HistoryRow> TopByAborts(size_t k) const = 0;
+  virtual LearnedSizes Learned() const = 0;
   virtual std::string PolicyName() const = 0;
   virtual std::string StealingName() const = 0;
   // The policy by name (ParsePolicy's names); an error for an unknown one.

@@ -37,6 +37,7 @@ class FakeSource : public AdminSource {
     last_k_ = k;
     return {{"w_id=5", 9, 1}};
   }
+  LearnedSizes Learned() const override { return learned_; }
   std::string PolicyName() const override { return policy_; }
   std::string StealingName() const override { return "on"; }
   absl::Status SetPolicy(const std::string& name) override {
@@ -53,6 +54,7 @@ class FakeSource : public AdminSource {
   void Shutdown() override { ops_ += "shutdown "; }
 
   Stats stats_;
+  LearnedSizes learned_;
   std::string policy_ = "count-max-canonical-single";
   mutable size_t last_k_ = 0;
   int reloads_ = 0;
@@ -99,10 +101,33 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 26"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 32"));
   EXPECT_TRUE(absl::StrContains(out, std::string("undecodable_params") + std::string("\0\0\0\x01", 4) + "7"));
   EXPECT_TRUE(absl::StrContains(out, "describes_injected"));
   EXPECT_TRUE(absl::StrContains(out, "tls_handshake_failures"));
+}
+
+// The learned tables' fill (is the History full, does the State evict?) is
+// read from the source, each figure in its own row.
+TEST(AdminConsole, ShowStatsReadsLearnedTableSizes) {
+  FakeSource src;
+  src.learned_.history_entries = 301234;
+  src.learned_.history_max_entries = 4194304;
+  src.learned_.history_dropped_full = 17;
+  src.learned_.state_entries = 23;
+  src.learned_.state_max_entries = 1048576;
+  src.learned_.state_evictions = 5;
+  AdminConsole console(&src);
+  const std::string out = Query(console, "SHOW STATS");
+  auto cell = [](const char* name, const std::string& v) {
+    return std::string(name) + std::string("\0\0\0", 3) + static_cast<char>(v.size()) + v;
+  };
+  EXPECT_TRUE(absl::StrContains(out, cell("history_entries", "301234")));
+  EXPECT_TRUE(absl::StrContains(out, cell("history_max_entries", "4194304")));
+  EXPECT_TRUE(absl::StrContains(out, cell("history_dropped_full", "17")));
+  EXPECT_TRUE(absl::StrContains(out, cell("state_entries", "23")));
+  EXPECT_TRUE(absl::StrContains(out, cell("state_max_entries", "1048576")));
+  EXPECT_TRUE(absl::StrContains(out, cell("state_evictions", "5")));
 }
 
 TEST(AdminConsole, ShowQueuesClientsHistoryPolicy) {

@@ -405,6 +405,17 @@ std::vector<AdminSource::HistoryRow> Proxy::Loop::TopByAborts(size_t k) const {
   return rows;
 }
 
+AdminSource::LearnedSizes Proxy::Loop::Learned() const {
+  LearnedSizes l;
+  l.history_entries = sched_.history().size();
+  l.history_max_entries = sched_.history().max_entries();
+  l.history_dropped_full = sched_.history().dropped_full();
+  l.state_entries = sched_.state().size();
+  l.state_max_entries = sched_.state().max_entries();
+  l.state_evictions = sched_.state().evictions();
+  return l;
+}
+
 std::string Proxy::Loop::PolicyName() const { return corral::PolicyName(sched_.policy()); }
 
 std::string Proxy::Loop::StealingName() const { return std::string(StealModeName(steal_mode())); }

@@ -253,6 +253,7 @@ class Proxy::Loop : private AdminSource {
   std::vector<QueueRow> Queues() const override;
   std::vector<ClientRow> Clients() const override;
   std::vector<HistoryRow> TopByAborts(size_t k) const override;
+  LearnedSizes Learned() const override;
   std::string PolicyName() const override;
   std::string StealingName() const override;
   absl::Status SetPolicy(const std::string& name) override;

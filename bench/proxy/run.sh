@@ -31,6 +31,17 @@
 #   PATHS="direct pgbouncer corral" WORKLOADS="hot-row" bash bench/proxy/run.sh
 #   REPEAT=3 SECONDS_PER_RUN=10 bash bench/proxy/run.sh   # median of 3 rounds
 #   TLS=1 PATHS="pgbouncer corral" bash bench/proxy/run.sh   # client TLS on
+#   ADMIN_DIR=/tmp/snap bash bench/proxy/run.sh   # admin console snapshots
+#   VACUUM_BEFORE_HOT=1 WORKLOADS=hot-row bash bench/proxy/run.sh
+#
+# VACUUM_BEFORE_HOT=1: VACUUM pgbench_accounts before every path's hot run
+# of hot-row / two-row (autovacuum stays off, see below): every path starts
+# its hot run from a freshly vacuumed table, the case an autovacuum at that
+# moment makes. FILLFACTOR=N: pgbench -i -F N (default 100).
+#
+# ADMIN_DIR: before and after every run on a Corral path, the proxy's admin
+# console's SHOW STATS and SHOW HISTORY go to
+# $ADMIN_DIR/r<round>-<workload>-<variant>-<path>-{start,end}.txt.
 #
 # TLS=1: PgBouncer and Corral both with client_tls_sslmode = require (the
 # same key names; a throwaway CA and certificate made here with openssl) and
@@ -87,7 +98,21 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
-pgbench -i -q -s "$SCALE" -h 127.0.0.1 -p "$PGPORT" -U postgres $DB >/dev/null 2>&1
+pgbench -i -q -s "$SCALE" -F "${FILLFACTOR:-100}" -h 127.0.0.1 -p "$PGPORT" -U postgres $DB >/dev/null 2>&1
+# No autovacuum on the bench tables (pgbench -i has just vacuumed and
+# analyzed them): the paths run one after another on this one database, and
+# an autovacuum lands at a time nobody chooses, on whichever path runs then.
+# A VACUUM of pgbench_accounts after the cold runs lists the pages their
+# updates left one free slot on; from then on a hot row's update finds no
+# room on its page, is not HOT, moves the row to such a page and inserts into
+# the primary key's leaf page, on which every hot-row transaction holds an
+# SSI read lock: serialization failures across different rows, which routing
+# by row cannot avoid (measured: Corral's hot run 10-18% retried instead of
+# 0.1%, 99% of them "read/write dependencies"; bench/results/hotrow/NOTES.md).
+for t in accounts branches tellers history; do
+  psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB \
+    -c "ALTER TABLE pgbench_$t SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)" >/dev/null
+done
 
 TLS_INI=""
 if [ "$TLS" = 1 ]; then
@@ -179,12 +204,28 @@ run_driver() {  # path workload
     "${failed:-0}" >> "$RES"
 }
 
+# ADMIN_DIR set and a Corral path: its admin console's counters and History.
+admin_snapshot() {  # path workload variant start|end
+  [ -n "${ADMIN_DIR:-}" ] || return 0
+  case $1 in corral*) ;; *) return 0 ;; esac
+  mkdir -p "$ADMIN_DIR"
+  local ssl=disable
+  [ "$TLS" = 1 ] && ssl=require
+  PGSSLMODE=$ssl psql -X -h 127.0.0.1 -p "${PORT[$1]}" -U postgres -d corral -c "SHOW STATS" -c "SHOW HISTORY" \
+    > "$ADMIN_DIR/r$ROUND-$2-$3-$1-$4.txt" 2>&1 || true
+}
+
 run() {  # path workload variant args...
   local path=$1 workload=$2 variant=$3
   shift 3
   local out ssl=disable
   [ "$TLS" = 1 ] && [ "$path" != direct ] && ssl=require
+  if [ "${VACUUM_BEFORE_HOT:-0}" = 1 ] && [ "$variant" = hot ]; then
+    psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "VACUUM pgbench_accounts" >/dev/null
+  fi
+  admin_snapshot "$path" "$workload" "$variant" start
   out=$(PGSSLMODE=$ssl pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 -T "$DUR" "$@" $DB 2>&1) || true
+  admin_snapshot "$path" "$workload" "$variant" end
   local tps retried pct failed
   tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
   retried=$(echo "$out" | sed -n 's/^number of transactions retried: \([0-9]*\) .*/\1/p')

@@ -357,8 +357,17 @@ TEST_F(ProxyTest, AdminConsoleAndMetrics) {
   PGresult* r = PQexec(admin, "SHOW STATS");
   ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQerrorMessage(admin);
   bool saw_commits = false;
-  for (int i = 0; i < PQntuples(r); ++i) saw_commits |= std::string(PQgetvalue(r, i, 0)) == "commits";
+  std::string history_max, state_max;
+  for (int i = 0; i < PQntuples(r); ++i) {
+    const std::string stat = PQgetvalue(r, i, 0);
+    saw_commits |= stat == "commits";
+    if (stat == "history_max_entries") history_max = PQgetvalue(r, i, 1);
+    if (stat == "state_max_entries") state_max = PQgetvalue(r, i, 1);
+  }
   EXPECT_TRUE(saw_commits);
+  // The learned tables' bounds come from the proxy's own scheduler.
+  EXPECT_EQ(history_max, std::to_string(g_proxy->proxy().scheduler().history().max_entries()));
+  EXPECT_EQ(state_max, std::to_string(g_proxy->proxy().scheduler().state().max_entries()));
   PQclear(r);
   r = PQexec(admin, "SHOW QUEUES");
   EXPECT_EQ(PQntuples(r), 2);
