@@ -220,6 +220,14 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         break;
       }
       case 'C':
+        if (absl::StartsWith(f.body, "DISCARD ALL") || absl::StartsWith(f.body, "DEALLOCATE ALL")) {
+          // Every prepared statement of this connection is gone: the
+          // proxy's corral_s<N> (prepared again on next use; names are not
+          // reused) and, as the client sees it, its own.
+          b->cache.Clear();
+          b->unnamed_key.clear();
+          if (forward && c != nullptr) c->stmts.clear();
+        }
         if (forward && c != nullptr) {
           if (absl::StartsWith(f.body, "ROLLBACK")) c->route.rolled_back = true;
           c->sess.OnCommandComplete(wire::Reader(f.body).CString());

@@ -143,8 +143,7 @@ std::string Proxy::Loop::EnsurePrepared(Backend* b, const PreparedDef& d, bool c
 
 bool Proxy::Loop::RefuseInDef(Client* c, PreparedDef* d) {
   if (!d->may_change_session) return false;
-  ClientSession probe = c->sess;  // Parse runs nothing: only ask
-  absl::optional<Refusal> refusal = probe.OnStatement(d->query);
+  absl::optional<Refusal> refusal = c->sess.RefusalFor(d->query);  // Parse runs nothing: only ask
   if (!refusal) return false;
   d->query = refusal->AsSql();
   d->key = absl::StrCat(d->query, absl::string_view("\0", 1), d->types);
@@ -218,8 +217,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       // replaced by the DO block that raises the refusal on the server.
       const absl::string_view sql = r.CString();
       if (extract) RouterOf(c).AddQuery(sql, &c->route);
-      absl::optional<Refusal> refusal;
-      if (StatementMayChangeSession(sql)) refusal = c->sess.OnStatement(sql);
+      const absl::optional<Refusal> refusal = c->sess.OnStatement(sql);  // pre-filters itself
       if (refusal) {
         std::string q;
         wire::AppendQuery(&q, refusal->AsSql());
