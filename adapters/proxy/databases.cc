@@ -45,13 +45,18 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
     if (!s.ok()) return s.status();
     db->own_sched = std::move(*s);
     db->sched = db->own_sched.get();
-    auto read = LoadCatalogSchema(CatalogConninfo(opt_, e));
-    if (read.ok()) {
-      schema = *read;
-    } else {
-      // Routing still works on the statements' own text.
-      std::fprintf(stderr, "corral proxy: database \"%s\": reading the catalog: %s\n", e.name.c_str(),
-                   std::string(read.status().message()).c_str());
+    // A "*" database's catalog once its first pool connected (PoolOf: the
+    // name may be one the server does not know).
+    if (!fallback) {
+      auto read = LoadCatalogSchema(CatalogConninfo(opt_, e));
+      if (read.ok()) {
+        schema = *read;
+      } else {  // routing still works on the statements' own text
+        std::fprintf(stderr, "corral proxy: database \"%s\": reading the catalog: %s\n", e.name.c_str(),
+                     std::string(read.status().message()).c_str());
+      }
+    }
+    if (schema == nullptr) {
       auto empty = SchemaBuilder().Build();
       if (!empty.ok()) return empty.status();
       schema = *empty;
@@ -126,7 +131,10 @@ absl::StatusOr<Pool*> Proxy::Loop::PoolOf(const DatabaseEntry& e, const Pool& cr
     }
     p->backends.push_back(std::move(b));
   }
-  (*db)->pools++;
+  if ((*db)->pools++ == 0 && (*db)->fallback) {
+    auto schema = LoadCatalogSchema(CatalogConninfo(opt_, e));
+    if (schema.ok()) (*db)->router->SetSchema(*schema);
+  }
   Pool* raw = p.get();
   pools_[key] = std::move(p);
   return raw;
