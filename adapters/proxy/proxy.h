@@ -1,7 +1,11 @@
 // `corral proxy`: a conflict-aware PostgreSQL wire-protocol (v3) proxy with
 // transaction pooling. One event-loop thread (epoll, non-blocking sockets)
-// serves the clients, `pool_size` backend connections (= run queues), the
-// admin console (database "corral") and the Prometheus endpoint.
+// serves the clients, the pools of backend connections (= run queues; one
+// pool per database and server login, `pool_size` each), the admin console
+// (database "corral") and the Prometheus endpoint. A client's database
+// selects a [databases] entry (DatabaseEntry; without any, server_dbname);
+// it logs in to the server as itself unless the entry forces a user. Each
+// database has its own Scheduler (History, State) and catalog schema.
 //
 // A client's transaction is routed when it starts: its references come from
 // its first unit (RefExtractor, the policy's extraction half; for Parse/Bind,
@@ -169,6 +173,8 @@ class Proxy {
   int port() const { return port_.load(); }
   int metrics_port() const { return metrics_port_.load(); }
   const Stats& stats() const { return stats_; }
+  // The default database's (config.h's DefaultDatabase): server_dbname, or
+  // the first named [databases] entry. Other databases have their own.
   scheduler::Scheduler& scheduler() { return *scheduler_; }
   // The Prometheus text exposition of the counters.
   std::string MetricsText() const;
