@@ -265,7 +265,8 @@ void Proxy::Loop::HandlePassword(Client* c, absl::string_view body) {
         return;
       }
       auto secret = PasswordOf(c);
-      if (!secret.ok() || absl::StartsWith(*secret, "md5")) {  // an md5 hash cannot answer SCRAM
+      // An md5 hash cannot check a SCRAM proof.
+      if (!secret.ok() || (auth::IsStoredSecret(*secret) && absl::StartsWith(*secret, "md5"))) {
         LoginFailed(c, "28P01", failed);
         return;
       }
