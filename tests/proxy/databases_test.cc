@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "adapters/proxy/config.h"
+#include "policies/schema.h"
 #include "gtest/gtest.h"
 #include "tests/proxy/proxy_test_util.h"
 
@@ -187,6 +188,35 @@ TEST_F(DatabasesTest, AuthQueryChecksPasswordsAgainstTheServer) {
   EXPECT_TRUE(absl::StrContains(wrong, "password authentication failed")) << wrong;
   const std::string nobody = WhoAmI("corral_dbu_nobody", "db_a", "x");
   EXPECT_TRUE(absl::StrContains(nobody, "password authentication failed")) << nobody;
+}
+
+// SCRAM pass-through: the userlist holds only a SCRAM secret (no
+// password), yet the proxy logs in to its server as the client with the key
+// the client proved. The "server" here is a second proxy holding the same
+// secret (the test server itself trusts everyone).
+TEST_F(DatabasesTest, ScramSecretPassesTheClientsKeyThrough) {
+  const std::string secret =  // password 'pencil', as PostgreSQL 15 stores it
+      "SCRAM-SHA-256$4096:UZOdmhIf+sZBjVvy+T6JfQ==$UWe0rsxmlSCFqAALfVXpFbAI7EW0/R+BWPpQRHB++R4=:"
+      "xoCaVgwwhpAwfeWTJoRZYhX92Dtd7dVcBCYh+GjWeqA=";
+  ProxyUnderTest front;
+  Options f;
+  f.auth_type = "scram-sha-256";
+  f.users = {{"corral_dbu_carol", secret}};
+  ASSERT_TRUE(front.Start(server_, f).ok());
+  Options o;
+  ASSERT_TRUE(ParseConfigText(absl::StrCat("auth_type = scram-sha-256\npool_size = 2\n[databases]\nvia = host=127.0.0.1 port=",
+                                           front.port(), " dbname=", server_.dbname, "\n"),
+                              "t", &o)
+                  .ok());
+  o.users = {{"corral_dbu_carol", secret}};
+  auto empty = SchemaBuilder().Build();  // the catalog through the front proxy needs a password
+  ASSERT_TRUE(empty.ok());
+  o.schema = *empty;
+  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  // The front proxy logs in to PostgreSQL as server_user (its old keys).
+  EXPECT_EQ(WhoAmI("corral_dbu_carol", "via", "pencil"), absl::StrCat(server_.user, " ", server_.dbname));
+  const std::string wrong = WhoAmI("corral_dbu_carol", "via", "pen");
+  EXPECT_TRUE(absl::StrContains(wrong, "password authentication failed")) << wrong;
 }
 
 // Each database learns in its own History (the default database's is
