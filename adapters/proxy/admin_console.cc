@@ -76,10 +76,19 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     std::vector<std::vector<std::string>> rows;
     for (const AdminSource::QueueRow& q : source_.Queues()) {
       rows.push_back({std::to_string(q.index), std::to_string(q.server_pid), q.state, q.client,
-                      std::to_string(q.waiting), std::to_string(q.transactions), std::to_string(q.prepared)});
+                      std::to_string(q.waiting), std::to_string(q.transactions), std::to_string(q.prepared),
+                      q.database, q.user});
     }
-    wire::AppendTextResult(out, {"queue", "server_pid", "state", "client", "waiting", "transactions", "prepared"},
-                           rows);
+    wire::AppendTextResult(
+        out, {"queue", "server_pid", "state", "client", "waiting", "transactions", "prepared", "database", "user"},
+        rows);
+    return done();
+  }
+  if (is("show", "databases") || is("show", "pools") || is("show", "users")) {
+    const AdminTable t = words[1] == "databases" ? source_.Databases()
+                         : words[1] == "pools"   ? source_.Pools()
+                                                 : source_.Users();
+    wire::AppendTextResult(out, t.columns, t.rows);
     return done();
   }
   if (is("show", "clients")) {
@@ -129,7 +138,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
   }
   wire::AppendError(out, "ERROR", "42601",
                     absl::StrCat("unknown admin command '", sql_in,
-                                 "'; try SHOW STATS | QUEUES | CLIENTS | HISTORY | POLICY, "
+                                 "'; try SHOW STATS | QUEUES | CLIENTS | HISTORY | POLICY | DATABASES | POOLS | USERS, "
                                  "SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN"));
   done();
 }

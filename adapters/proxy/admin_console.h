@@ -1,6 +1,6 @@
 // The proxy's admin console: the SQL a client connected to the admin
 // database ("corral") may send (SHOW STATS | QUEUES | CLIENTS | HISTORY |
-// POLICY, SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN), answered as
+// POLICY | DATABASES | POOLS | USERS, SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN), answered as
 // protocol bytes. It works
 // against AdminSource, a narrow view of the proxy (counters, queues, clients,
 // history, the policy setter and reload), so it is testable without sockets.
@@ -27,6 +27,12 @@
 namespace corral {
 namespace proxy {
 
+// A result with column names (SHOW DATABASES / POOLS / USERS).
+struct AdminTable {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+};
+
 // What the console reads and changes; the proxy's event loop implements it.
 class AdminSource {
  public:
@@ -38,6 +44,7 @@ class AdminSource {
     size_t waiting = 0;
     int64_t transactions = 0;
     size_t prepared = 0;
+    std::string database, user;  // its pool's
   };
   struct ClientRow {
     uint64_t id = 0;
@@ -68,6 +75,11 @@ class AdminSource {
   virtual std::vector<ClientRow> Clients() const = 0;
   virtual std::vector<HistoryRow> TopByAborts(size_t k) const = 0;
   virtual LearnedSizes Learned() const = 0;
+  // SHOW DATABASES (entries and databases in use), POOLS (per database and
+  // server login), USERS (per client user).
+  virtual AdminTable Databases() const = 0;
+  virtual AdminTable Pools() const = 0;
+  virtual AdminTable Users() const = 0;
   virtual std::string PolicyName() const = 0;
   virtual std::string StealingName() const = 0;
   // The policy by name (ParsePolicy's names); an error for an unknown one.

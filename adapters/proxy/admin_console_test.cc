@@ -1,6 +1,8 @@
 #include "adapters/proxy/admin_console.h"
 
+#include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -38,6 +40,9 @@ class FakeSource : public AdminSource {
     return {{"w_id=5", 9, 1}};
   }
   LearnedSizes Learned() const override { return learned_; }
+  AdminTable Databases() const override { return {{"name", "pools"}, {{"shop", "2"}, {"hr", "0"}}}; }
+  AdminTable Pools() const override { return {{"database", "user"}, {{"shop", "alice"}}}; }
+  AdminTable Users() const override { return {{"name"}, {{"alice"}, {"bob"}, {"carol"}}}; }
   std::string PolicyName() const override { return policy_; }
   std::string StealingName() const override { return "on"; }
   absl::Status SetPolicy(const std::string& name) override {
@@ -145,6 +150,24 @@ TEST(AdminConsole, ShowQueuesClientsHistoryPolicy) {
   EXPECT_EQ(src.last_k_, 20u);
   out = Query(console, "show policy");
   EXPECT_TRUE(absl::StrContains(out, "count-max-canonical-single"));
+}
+
+// SHOW DATABASES / POOLS / USERS print the source's tables, one DataRow
+// per row, for stats_users too.
+TEST(AdminConsole, ShowDatabasesPoolsUsers) {
+  FakeSource src;
+  AdminConsole console(&src);
+  for (const auto& [sql, rows, needle] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"SHOW DATABASES", 2, "hr"}, {"show pools;", 1, "alice"}, {"SHOW USERS", 3, "carol"}}) {
+    std::string body = sql;
+    body.push_back('\0');
+    std::string out;
+    console.OnMessage('Q', body, &out, /*may_change=*/false);
+    auto msgs = Messages(out);
+    EXPECT_EQ(msgs.front().first, 'T') << sql;
+    EXPECT_EQ(std::count_if(msgs.begin(), msgs.end(), [](const auto& m) { return m.first == 'D'; }), rows) << sql;
+    EXPECT_TRUE(absl::StrContains(out, needle)) << sql;
+  }
 }
 
 TEST(AdminConsole, SetPolicyAndReloadReportErrors) {

@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -176,26 +178,65 @@ absl::StatusOr<std::string> ScramClient::FinalMessage(absl::string_view server_f
     return absl::PermissionDeniedError(
         absl::StrCat("SCRAM: the server asks for ", iterations, " iterations (limit ", max_iterations_, ")"));
   }
-  salted_ = SaltedPassword(password_, *salt, iterations);
+  if (client_key_.empty()) {
+    const std::string salted = SaltedPassword(password_, *salt, iterations);
+    client_key_ = Hmac(salted, "Client Key");
+    server_key_ = Hmac(salted, "Server Key");
+  }
   const std::string cbind =
       cbind_data_.empty() ? "biws" : Base64(absl::StrCat("p=tls-server-end-point,,", cbind_data_));
   const std::string without_proof = absl::StrCat("c=", cbind, ",r=", nonce);
   auth_message_ = absl::StrCat(client_first_bare_, ",", server_first, ",", without_proof);
-  const std::string client_key = Hmac(salted_, "Client Key");
-  const std::string signature = Hmac(Sha256(client_key), auth_message_);
-  return absl::StrCat(without_proof, ",p=", Base64(Xor(client_key, signature)));
+  const std::string signature = Hmac(Sha256(client_key_), auth_message_);
+  return absl::StrCat(without_proof, ",p=", Base64(Xor(client_key_, signature)));
 }
 
 absl::Status ScramClient::VerifyServerFinal(absl::string_view server_final) const {
-  const std::string expected = Base64(Hmac(Hmac(salted_, "Server Key"), auth_message_));
+  const std::string expected = Base64(Hmac(server_key_, auth_message_));
   if (Attr(server_final, 'v') != expected) {
     return absl::PermissionDeniedError("SCRAM: the server's signature does not match");
   }
   return absl::OkStatus();
 }
 
+bool IsStoredSecret(absl::string_view password) {
+  if (absl::StartsWith(password, "SCRAM-SHA-256$")) return true;
+  return password.size() == 35 && absl::StartsWith(password, "md5") &&
+         std::all_of(password.begin() + 3, password.end(), [](char ch) { return absl::ascii_isxdigit(ch); });
+}
+
+ScramClient ScramClient::WithKeys(std::string client_key, std::string server_key, std::string cbind_data) {
+  ScramClient c("", std::move(cbind_data));
+  c.client_key_ = std::move(client_key);
+  c.server_key_ = std::move(server_key);
+  return c;
+}
+
+absl::Status ParseScramSecret(absl::string_view secret, int* iterations, std::string* salt, std::string* stored_key,
+                              std::string* server_key) {
+  // SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>, base64 parts.
+  const absl::Status bad = absl::InvalidArgumentError("not a SCRAM-SHA-256 secret");
+  if (!absl::StartsWith(secret, "SCRAM-SHA-256$")) return bad;
+  std::vector<absl::string_view> parts = absl::StrSplit(secret.substr(14), absl::ByAnyChar("$:"));
+  if (parts.size() != 4 || !absl::SimpleAtoi(parts[0], iterations) || *iterations <= 0) return bad;
+  auto s = Unbase64(parts[1]);
+  auto st = Unbase64(parts[2]);
+  auto sv = Unbase64(parts[3]);
+  if (!s.ok() || !st.ok() || !sv.ok() || st->size() != 32 || sv->size() != 32) return bad;
+  *salt = *s;
+  *stored_key = *st;
+  *server_key = *sv;
+  return absl::OkStatus();
+}
+
 ScramServer::ScramServer(std::string password, std::string cbind_data, int iterations)
-    : password_(std::move(password)), cbind_data_(std::move(cbind_data)), iterations_(iterations) {}
+    : password_(std::move(password)), cbind_data_(std::move(cbind_data)), iterations_(iterations) {
+  int it = 0;
+  if (ParseScramSecret(password_, &it, &salt_, &stored_key_, &server_key_).ok()) {
+    iterations_ = it;
+    from_secret_ = true;
+  }
+}
 
 absl::StatusOr<std::string> ScramServer::ServerFirst(absl::string_view client_first, bool plus) {
   // The gs2 header: "p=tls-server-end-point," (SCRAM-SHA-256-PLUS), "n,"
@@ -221,12 +262,16 @@ absl::StatusOr<std::string> ScramServer::ServerFirst(absl::string_view client_fi
   client_first_bare_ = std::string(client_first.substr(second + 1));
   const absl::string_view cnonce = Attr(client_first_bare_, 'r');
   if (cnonce.empty()) return absl::PermissionDeniedError("SCRAM: no client nonce");
-  unsigned char raw[16];
-  RAND_bytes(raw, sizeof(raw));
-  salt_ = std::string(reinterpret_cast<char*>(raw), sizeof(raw));
+  if (!from_secret_) {
+    unsigned char raw[16];
+    RAND_bytes(raw, sizeof(raw));
+    salt_ = std::string(reinterpret_cast<char*>(raw), sizeof(raw));
+    const std::string salted = SaltedPassword(password_, salt_, iterations_);
+    stored_key_ = Sha256(Hmac(salted, "Client Key"));
+    server_key_ = Hmac(salted, "Server Key");
+  }
   nonce_ = absl::StrCat(cnonce, Nonce());
   server_first_ = absl::StrCat("r=", nonce_, ",s=", Base64(salt_), ",i=", iterations_);
-  salted_ = SaltedPassword(password_, salt_, iterations_);
   return server_first_;
 }
 
@@ -254,12 +299,12 @@ absl::StatusOr<std::string> ScramServer::ServerFinal(absl::string_view client_fi
   if (!proof.ok()) return absl::PermissionDeniedError("SCRAM: malformed proof");
   const std::string auth_message =
       absl::StrCat(client_first_bare_, ",", server_first_, ",", client_final.substr(0, p));
-  const std::string stored_key = Sha256(Hmac(salted_, "Client Key"));
-  const std::string client_key = Xor(*proof, Hmac(stored_key, auth_message));
-  if (proof->size() != 32 || Sha256(client_key) != stored_key) {
+  const std::string client_key = Xor(*proof, Hmac(stored_key_, auth_message));
+  if (proof->size() != 32 || Sha256(client_key) != stored_key_) {
     return absl::PermissionDeniedError("SCRAM: wrong password");
   }
-  return absl::StrCat("v=", Base64(Hmac(Hmac(salted_, "Server Key"), auth_message)));
+  client_key_ = client_key;
+  return absl::StrCat("v=", Base64(Hmac(server_key_, auth_message)));
 }
 
 }  // namespace auth

@@ -50,17 +50,34 @@ class ScramClient {
   static constexpr int kDefaultMaxIterations = 1 << 20;
   explicit ScramClient(std::string password, std::string cbind_data = "",
                        int max_iterations = kDefaultMaxIterations);
+  // Logs in with the keys instead of the password: a ClientKey a client
+  // proved to ScramServer (client_key()) and the secret's ServerKey. The
+  // server must hold that same secret (it came from its pg_shadow).
+  static ScramClient WithKeys(std::string client_key, std::string server_key, std::string cbind_data = "");
   std::string FirstMessage();  // "n,,n=,r=<nonce>"
   absl::StatusOr<std::string> FinalMessage(absl::string_view server_first);
   absl::Status VerifyServerFinal(absl::string_view server_final) const;
 
  private:
-  std::string password_, cbind_data_, nonce_, client_first_bare_, auth_message_, salted_;
+  std::string password_, cbind_data_, nonce_, client_first_bare_, auth_message_;
+  std::string client_key_, server_key_;  // from the password at FinalMessage, or given
   int max_iterations_;
 };
 
+// Whether a userlist / pg_shadow password is a stored hash ("md5" + 32
+// hex, or a SCRAM secret) rather than the password itself.
+bool IsStoredSecret(absl::string_view password);
+
+// The parts of a PostgreSQL SCRAM secret
+// ("SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>", pg_authid's
+// form); InvalidArgument for anything else.
+absl::Status ParseScramSecret(absl::string_view secret, int* iterations, std::string* salt, std::string* stored_key,
+                              std::string* server_key);
+
 // The server side (clients logging in to the proxy with a plain-text
-// password from the userlist). cbind_data: the tls-server-end-point hash of
+// password from the userlist, or a SCRAM secret from it or from auth_query:
+// then its salt and iterations are used and, after a successful proof,
+// client_key() lets the proxy log in to the server as that client). cbind_data: the tls-server-end-point hash of
 // the proxy's certificate when the client is on TLS (SCRAM-SHA-256-PLUS is
 // offered), else empty.
 class ScramServer {
@@ -72,9 +89,15 @@ class ScramServer {
   absl::StatusOr<std::string> ServerFirst(absl::string_view client_first, bool plus = false);
   // Checks the proof; returns the server-final message ("v=...").
   absl::StatusOr<std::string> ServerFinal(absl::string_view client_final);
+  // After a successful ServerFinal: the client's ClientKey, and the
+  // ServerKey (for ScramClient::WithKeys).
+  const std::string& client_key() const { return client_key_; }
+  const std::string& server_key() const { return server_key_; }
 
  private:
-  std::string password_, cbind_data_, expected_cbind_, salt_, nonce_, client_first_bare_, server_first_, salted_;
+  std::string password_, cbind_data_, expected_cbind_, salt_, nonce_, client_first_bare_, server_first_;
+  std::string stored_key_, server_key_, client_key_;
+  bool from_secret_ = false;
   int iterations_;
 };
 

@@ -22,7 +22,10 @@ namespace corral {
 namespace proxy {
 
 absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
-  auto fd_or = net::ConnectTcp(opt_.server_host, opt_.server_port);
+  const Pool& pool = *b->pool;
+  const DatabaseEntry& entry = pool.db->entry;
+  b->connect_sqlstate.clear();
+  auto fd_or = net::ConnectTcp(entry.host, entry.port);
   if (!fd_or.ok()) return fd_or.status();
   const int fd = *fd_or;
   timeval tv{5, 0};
@@ -37,8 +40,8 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   std::string pkt;
   size_t at = wire::BeginMessage(&pkt, 0);
   wire::PutInt32(&pkt, wire::kProtocol3);
-  for (const auto& [k, v] : {std::pair<std::string, std::string>{"user", opt_.server_user},
-                             {"database", opt_.server_dbname},
+  for (const auto& [k, v] : {std::pair<std::string, std::string>{"user", pool.user},
+                             {"database", entry.dbname},
                              {"application_name", "corral-proxy"}}) {
     pkt.append(k);
     pkt.push_back('\0');
@@ -55,6 +58,14 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   std::string buf;
   std::vector<std::pair<std::string, std::string>> params;
   std::unique_ptr<auth::ScramClient> scram;
+  // A stored hash answers md5 (its inner hash) but not cleartext; SCRAM
+  // needs the password or the client's keys (pass-through).
+  const bool scram_keys = !pool.scram_client_key.empty();
+  const bool plain = !auth::IsStoredSecret(pool.secret);
+  auto cannot = [&](absl::string_view method) {
+    return absl::UnavailableError(absl::StrCat("the server asks for ", method, " authentication of user \"",
+                                               pool.user, "\" and the proxy has no password for it"));
+  };
   while (true) {
     char type = 0;
     std::string body;
@@ -67,7 +78,10 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
         std::string reply;
         size_t m = wire::BeginMessage(&reply, 'p');
         if (code == 10) {
-          scram = std::make_unique<auth::ScramClient>(opt_.server_password);
+          if (!scram_keys && !plain) return fail(cannot("SCRAM-SHA-256"));
+          scram = std::make_unique<auth::ScramClient>(
+              scram_keys ? auth::ScramClient::WithKeys(pool.scram_client_key, pool.scram_server_key)
+                         : auth::ScramClient(pool.secret));
           const std::string first = scram->FirstMessage();
           reply.append("SCRAM-SHA-256");
           reply.push_back('\0');
@@ -92,9 +106,11 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
       std::string reply;
       size_t m = wire::BeginMessage(&reply, 'p');
       if (code == 3) {
-        reply.append(opt_.server_password);
+        if (!plain) return fail(cannot("cleartext password"));
+        reply.append(pool.secret);
       } else if (code == 5) {
-        reply.append(auth::Md5Response(opt_.server_user, opt_.server_password, r.Bytes(4)));
+        if (absl::StartsWith(pool.secret, "SCRAM-SHA-256$")) return fail(cannot("md5"));
+        reply.append(auth::Md5Response(pool.user, pool.secret, r.Bytes(4)));
       } else {
         return fail(absl::UnimplementedError(
             absl::StrCat("the server asks for authentication method ", code,
@@ -112,6 +128,8 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
       b->secret = r.Int32();
     } else if (type == 'E') {
       auto f = wire::ParseErrorFields(body);
+      b->connect_sqlstate = f['C'];
+      b->connect_message = f['M'];
       return fail(absl::UnavailableError(
           absl::StrCat("server refused the connection: ", f['C'], " ", f['M'])));
     } else if (type == 'Z') {
@@ -202,6 +220,14 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         break;
       }
       case 'C':
+        if (absl::StartsWith(f.body, "DISCARD ALL") || absl::StartsWith(f.body, "DEALLOCATE ALL")) {
+          // Every prepared statement of this connection is gone: the
+          // proxy's corral_s<N> (prepared again on next use; names are not
+          // reused) and, as the client sees it, its own.
+          b->cache.Clear();
+          b->unnamed_key.clear();
+          if (forward && c != nullptr) c->stmts.clear();
+        }
         if (forward && c != nullptr) {
           if (absl::StartsWith(f.body, "ROLLBACK")) c->route.rolled_back = true;
           c->sess.OnCommandComplete(wire::Reader(f.body).CString());
@@ -211,7 +237,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         if (!front.describes.empty()) {
           DescribeEntry e = std::move(front.describes.front());
           front.describes.pop_front();
-          if (!e.key.empty()) router_->LearnParamTypes(e.key, f.body);
+          if (!e.key.empty()) RouterOf(b).LearnParamTypes(e.key, f.body);
           if (e.drop) {
             forward = false;
             b->drop_describe_tail = true;
@@ -310,7 +336,7 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
     if (!c->attaching && (outstanding == 0 || b->batches.back().msgs > 0)) c->txn_lost = true;
     c->attaching = false;
     MarkDirty(c);
-    router_->Finish(&c->route, scheduler::Outcome::kFailed);
+    RouterOf(c).Finish(&c->route, scheduler::Outcome::kFailed);
     Detach(b, c);
     // Anything the client sent after the failed batch is routed anew.
   }
@@ -335,7 +361,7 @@ void Proxy::Loop::SendInternal(Backend* b, absl::string_view sql) {
 }
 
 void Proxy::Loop::SendCancel(Backend* b) {
-  net::SendCancelRequest(opt_.server_host, opt_.server_port, b->pid, b->secret);
+  net::SendCancelRequest(b->pool->db->entry.host, b->pool->db->entry.port, b->pid, b->secret);
 }
 
 }  // namespace proxy

@@ -117,3 +117,25 @@ absl::StatusOr<std::shared_ptr<const Schema>> LoadCatalogSchema(const std::strin
 
 }  // namespace proxy
 }  // namespace corral
+
+namespace corral {
+namespace proxy {
+
+absl::StatusOr<std::string> LookupPassword(const std::string& conninfo, const std::string& query,
+                                           const std::string& user) {
+  auto conn_or = adapters::ConnectLibpq(conninfo);
+  if (!conn_or.ok()) return conn_or.status();
+  adapters::PgConnection& conn = **conn_or;
+  adapters::PgResult prep = conn.Prepare("corral_auth_query", query);
+  if (!prep.ok()) return prep.ToStatus("preparing auth_query");
+  const absl::optional<std::string> param = user;
+  adapters::PgResult r = conn.ExecPrepared("corral_auth_query", absl::MakeConstSpan(&param, 1));
+  if (!r.ok()) return r.ToStatus("running auth_query");
+  if (r.num_rows() == 0 || r.num_columns() < 2 || r.IsNull(0, 1)) {
+    return absl::NotFoundError(absl::StrCat("auth_query found no password for user \"", user, "\""));
+  }
+  return r.Get(0, 1);
+}
+
+}  // namespace proxy
+}  // namespace corral

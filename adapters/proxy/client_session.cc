@@ -14,6 +14,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "adapters/proxy/config.h"
@@ -164,6 +165,16 @@ void Proxy::Loop::HandleStartup(Client* c, absl::string_view body) {
   }
   if (c->database.empty()) c->database = c->user;
   c->admin = c->database == opt_.admin_dbname;
+  if (!c->admin) {
+    // Its [databases] entry first, as PgBouncer does: an unknown database
+    // is refused before any password is asked for.
+    auto e = FindDatabase(opt_, c->database);
+    if (!e.ok()) {
+      LoginFailed(c, "3D000", e.status().message());
+      return;
+    }
+    c->entry = *std::move(e);
+  }
   if (opt_.auth_type == "scram-sha-256") {
     // Over TLS, -PLUS (channel binding) first, as PostgreSQL lists them.
     std::string mechs;
@@ -243,12 +254,7 @@ void Proxy::Loop::ContinueHandshake(Client* c) {
 void Proxy::Loop::HandlePassword(Client* c, absl::string_view body) {
   wire::Reader r(body);
   const std::string failed = absl::StrCat("password authentication failed for user \"", c->user, "\"");
-  auto it = opt_.users.find(c->user);
   if (opt_.auth_type == "scram-sha-256") {
-    if (it == opt_.users.end()) {
-      LoginFailed(c, "28P01", failed);
-      return;
-    }
     if (c->scram == nullptr) {  // SASLInitialResponse
       absl::string_view mech = r.CString();
       const int32_t len = r.Int32();
@@ -258,8 +264,15 @@ void Proxy::Loop::HandlePassword(Client* c, absl::string_view body) {
         ProtocolError(c, "28000", "expected a SCRAM-SHA-256 SASLInitialResponse");
         return;
       }
+      auto secret = PasswordOf(c);
+      // An md5 hash cannot check a SCRAM proof.
+      if (!secret.ok() || (auth::IsStoredSecret(*secret) && absl::StartsWith(*secret, "md5"))) {
+        LoginFailed(c, "28P01", failed);
+        return;
+      }
+      c->secret = *secret;
       c->scram = std::make_unique<auth::ScramServer>(
-          it->second, c->tls != nullptr ? client_tls_->end_point_hash() : std::string());
+          c->secret, c->tls != nullptr ? client_tls_->end_point_hash() : std::string());
       auto first = c->scram->ServerFirst(data, plus);
       if (!first.ok()) {
         ProtocolError(c, "28000", first.status().message());
@@ -275,15 +288,22 @@ void Proxy::Loop::HandlePassword(Client* c, absl::string_view body) {
       return;
     }
     wire::AppendAuth(&c->out, 12, *final_msg);
+    if (absl::StartsWith(c->secret, "SCRAM-SHA-256$")) {  // the proxy logs in with the client's keys
+      c->scram_client_key = c->scram->client_key();
+      c->scram_server_key = c->scram->server_key();
+    }
     c->scram.reset();
     FinishLogin(c);
     return;
   }
   absl::string_view given = r.CString();
-  if (it == opt_.users.end() || auth::Md5Response(c->user, it->second, c->salt) != given) {
+  auto secret = PasswordOf(c);
+  if (!secret.ok() || absl::StartsWith(*secret, "SCRAM-SHA-256$") ||
+      auth::Md5Response(c->user, *secret, c->salt) != given) {
     LoginFailed(c, "28P01", failed);
     return;
   }
+  c->secret = *secret;
   FinishLogin(c);
 }
 
@@ -297,9 +317,25 @@ void Proxy::Loop::FinishLogin(Client* c) {
       return;
     }
     c->stats_only = role == AdminRole::kStats;
+  } else {
+    if (opt_.auth_type == "trust") {  // a userlist password still logs in to the server
+      auto it = opt_.users.find(c->user);
+      if (it != opt_.users.end()) c->secret = it->second;
+    }
+    std::string sqlstate;
+    auto pool = PoolFor(c, &sqlstate);
+    if (!pool.ok()) {
+      LoginFailed(c, sqlstate.empty() ? "08006" : sqlstate, pool.status().message());
+      return;
+    }
+    c->pool = *pool;
+    c->pool->clients++;
   }
   wire::AppendAuth(&c->out, 0);
-  for (const auto& [k, v] : c->sess.LoginParameterStatus(server_params_)) {
+  // The server's ParameterStatus as this client's login sees it.
+  const auto* params = &server_params_;
+  if (c->pool != nullptr && !c->pool->backends.empty()) params = &c->pool->backends[0]->connect_params;
+  for (const auto& [k, v] : c->sess.LoginParameterStatus(*params)) {
     wire::AppendParameterStatus(&c->out, k, v);
   }
   do {
@@ -320,8 +356,9 @@ void Proxy::Loop::CloseClient(Client* c) {
   ::close(c->fd);
   c->fd = -1;
   keys_.erase(c->cancel_key());
+  if (c->pool != nullptr && c->phase == Client::kReady) c->pool->clients--;
   if (c->waiting) {
-    auto& q = waitq_[c->wait_queue];
+    auto& q = c->pool->waitq[c->wait_queue];
     q.erase(std::remove(q.begin(), q.end(), c), q.end());
     c->waiting = false;
   }

@@ -27,6 +27,103 @@ absl::Status Int(absl::string_view key, absl::string_view v, int64_t lo, int64_t
 
 }  // namespace
 
+absl::Status ParseEntryFields(absl::string_view what, absl::string_view value, DatabaseEntry* e) {
+  int64_t n = 0;
+  for (absl::string_view kv : absl::StrSplit(value, ' ', absl::SkipWhitespace())) {
+    const size_t eq = kv.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": '", kv, "' is not key=value"));
+    }
+    absl::string_view k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (k == "host" || k == "hostaddr") {
+      e->host = std::string(v);
+    } else if (k == "port") {
+      if (auto st = Int("port", v, 1, 65535, &n); !st.ok()) return st;
+      e->port = static_cast<int>(n);
+    } else if (k == "user") {
+      e->user = std::string(v);
+    } else if (k == "dbname") {
+      e->dbname = std::string(v);
+    } else if (k == "password") {
+      e->password = std::string(v);
+    } else if (k == "pool_size") {
+      if (auto st = Int("pool_size", v, 1, 1024, &n); !st.ok()) return st;
+      e->pool_size = static_cast<int>(n);
+    } else if (k == "auth_user") {
+      e->auth_user = std::string(v);
+    }  // other libpq / PgBouncer keys (connect_timeout, pool_mode, ...) do not apply
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyDatabaseLine(absl::string_view name_in, absl::string_view value, Options* o) {
+  const std::string name(absl::StripAsciiWhitespace(name_in));
+  if (name.empty()) return absl::InvalidArgumentError("a [databases] entry needs a name");
+  if (name == o->admin_dbname) {
+    return absl::InvalidArgumentError(absl::StrCat("database '", name, "' is the admin console's (admin_dbname)"));
+  }
+  DatabaseEntry e;
+  e.name = name;
+  if (auto st = ParseEntryFields(absl::StrCat("database ", name), absl::StripAsciiWhitespace(value), &e);
+      !st.ok()) {
+    return st;
+  }
+  if (!e.password.empty() && e.user.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("database ", name, ": password= needs user="));
+  }
+  o->databases[name] = std::move(e);
+  return absl::OkStatus();
+}
+
+absl::Status ApplyUserLine(absl::string_view name_in, absl::string_view value, Options* o) {
+  const std::string name(absl::StripAsciiWhitespace(name_in));
+  if (name.empty()) return absl::InvalidArgumentError("a [users] entry needs a name");
+  int64_t n = 0;
+  for (absl::string_view kv : absl::StrSplit(value, ' ', absl::SkipWhitespace())) {
+    const size_t eq = kv.find('=');
+    if (eq == absl::string_view::npos || kv.substr(0, eq) != "pool_size") {
+      return absl::InvalidArgumentError(absl::StrCat("user ", name, ": only pool_size=N is known, not '", kv, "'"));
+    }
+    if (auto st = Int("pool_size", kv.substr(eq + 1), 1, 1024, &n); !st.ok()) return st;
+    o->user_pool_size[name] = static_cast<int>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DatabaseEntry> FindDatabase(const Options& o, const std::string& name) {
+  DatabaseEntry e;
+  if (o.databases.empty()) {
+    if (name != o.server_dbname) {
+      return absl::NotFoundError(absl::StrCat("database \"", name, "\" does not exist"));
+    }
+    e.name = name;
+    e.user = o.server_user;
+    e.password = o.server_password;
+  } else {
+    auto it = o.databases.find(name);
+    if (it == o.databases.end()) it = o.databases.find("*");
+    if (it == o.databases.end()) {
+      return absl::NotFoundError(absl::StrCat("database \"", name, "\" does not exist"));
+    }
+    e = it->second;
+    e.name = name;
+  }
+  if (e.host.empty()) e.host = o.server_host;
+  if (e.port == 0) e.port = o.server_port;
+  if (e.dbname.empty()) e.dbname = name;
+  if (e.pool_size == 0) e.pool_size = o.pool_size;
+  if (e.auth_user.empty()) e.auth_user = o.auth_user;
+  return e;
+}
+
+std::string DefaultDatabase(const Options& o) {
+  if (o.databases.empty()) return o.server_dbname;
+  for (const auto& [name, e] : o.databases) {
+    if (name != "*") return name;
+  }
+  return o.server_dbname;
+}
+
 absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_in, Options* o) {
   const std::string key = absl::AsciiStrToLower(absl::StripAsciiWhitespace(key_in));
   absl::string_view value = absl::StripAsciiWhitespace(value_in);
@@ -69,25 +166,20 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
   } else if (key == "server_dbname") {
     o->server_dbname = std::string(value);
   } else if (key == "server_conninfo") {
-    for (absl::string_view kv : absl::StrSplit(value, ' ', absl::SkipEmpty())) {
-      const size_t eq = kv.find('=');
-      if (eq == absl::string_view::npos) {
-        return absl::InvalidArgumentError(absl::StrCat("server_conninfo: '", kv, "' is not key=value"));
-      }
-      absl::string_view k = kv.substr(0, eq), v = kv.substr(eq + 1);
-      if (k == "host" || k == "hostaddr") {
-        o->server_host = std::string(v);
-      } else if (k == "port") {
-        if (auto st = Int("port", v, 1, 65535, &n); !st.ok()) return st;
-        o->server_port = static_cast<int>(n);
-      } else if (k == "user") {
-        o->server_user = std::string(v);
-      } else if (k == "dbname") {
-        o->server_dbname = std::string(v);
-      } else if (k == "password") {
-        o->server_password = std::string(v);
-      }  // other libpq keys (connect_timeout, ...) do not apply
-    }
+    DatabaseEntry e;
+    if (auto st = ParseEntryFields(key, value, &e); !st.ok()) return st;
+    if (!e.host.empty()) o->server_host = e.host;
+    if (e.port != 0) o->server_port = e.port;
+    if (!e.user.empty()) o->server_user = e.user;
+    if (!e.dbname.empty()) o->server_dbname = e.dbname;
+    if (!e.password.empty()) o->server_password = e.password;
+  } else if (key == "auth_user") {
+    o->auth_user = std::string(value);
+  } else if (key == "auth_query") {
+    o->auth_query = std::string(value);
+  } else if (key == "max_fallback_databases") {
+    if (auto st = Int(key, value, 1, 100000, &n); !st.ok()) return st;
+    o->max_fallback_databases = static_cast<int>(n);
   } else if (key == "policy") {
     auto p = ParsePolicy(value);
     if (!p.ok()) return p.status();
@@ -185,14 +277,23 @@ absl::Status CheckSafeDefaults(const Options& o) {
 
 absl::Status ParseConfigText(absl::string_view text, absl::string_view origin, Options* o) {
   int lineno = 0;
+  enum { kMain, kDatabases, kUsers } section = kMain;
+  o->databases.clear();  // a file describes them all (RELOAD reads it anew)
+  o->user_pool_size.clear();
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++lineno;
     absl::string_view t = absl::StripAsciiWhitespace(line);
-    if (t.empty() || t[0] == ';' || t[0] == '#' || t[0] == '[') continue;
+    if (t.empty() || t[0] == ';' || t[0] == '#') continue;
+    if (t[0] == '[') {
+      const std::string name = absl::AsciiStrToLower(t);
+      section = name == "[databases]" ? kDatabases : name == "[users]" ? kUsers : kMain;
+      continue;
+    }
     const size_t eq = t.find('=');
-    absl::Status st = eq == absl::string_view::npos
-                          ? absl::InvalidArgumentError("expected key = value")
-                          : ApplyConfigLine(t.substr(0, eq), t.substr(eq + 1), o);
+    absl::Status st = eq == absl::string_view::npos ? absl::InvalidArgumentError("expected key = value")
+                      : section == kDatabases       ? ApplyDatabaseLine(t.substr(0, eq), t.substr(eq + 1), o)
+                      : section == kUsers           ? ApplyUserLine(t.substr(0, eq), t.substr(eq + 1), o)
+                                                    : ApplyConfigLine(t.substr(0, eq), t.substr(eq + 1), o);
     if (!st.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(origin, ":", lineno, ": ", st.message(), " (line: ", t, ")"));
     }

@@ -1,6 +1,7 @@
 // The proxy's config file: PgBouncer-style `key = value` lines (';' and '#'
-// start comments, `[section]` headers are ignored), with PgBouncer's names
-// where the concept is the same. A bad line gives an error naming the line.
+// start comments; `[databases]` and `[users]` sections as below, other
+// `[section]` headers are ignored), with PgBouncer's names where the concept
+// is the same. A bad line gives an error naming the line.
 //
 //   listen_addr = 127.0.0.1        listen_port = 6432
 //   pool_size = 8                  (alias default_pool_size)
@@ -15,6 +16,11 @@
 //   admin_users = alice, bob       stats_users = monitor    (comma-separated)
 //   allow_trust_on_network = 0     (auth_type = trust on a non-loopback listen_addr)
 //   client_output_limit_bytes = 4194304   (back-pressure bound; 0 = off)
+//   auth_user = pgbouncer   auth_query = SELECT usename, passwd FROM pg_shadow WHERE usename=$1
+//   max_fallback_databases = 16
+//   [databases]  name = host=... port=... dbname=... user=... password=... pool_size=... auth_user=...
+//                * = host=...     (fallback: dbname = the client's database)
+//   [users]      alice = pool_size=2
 //   client_tls_sslmode = disable | allow | prefer | require | verify-ca | verify-full
 //   client_tls_cert_file / client_tls_key_file / client_tls_ca_file
 //   server_tls_sslmode = (same values)   server_tls_ca_file / _cert_file / _key_file
@@ -30,6 +36,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "adapters/proxy/proxy.h"
 
@@ -38,7 +45,21 @@ namespace proxy {
 
 // Sets one key; InvalidArgument for an unknown key or a bad value.
 absl::Status ApplyConfigLine(absl::string_view key, absl::string_view value, Options* o);
-// Parses a whole file's text; errors are "<origin>:<line>: ...".
+// One [databases] line (`name`, `host=... port=...`) / one [users] line.
+absl::Status ApplyDatabaseLine(absl::string_view name, absl::string_view value, Options* o);
+absl::Status ApplyUserLine(absl::string_view name, absl::string_view value, Options* o);
+// libpq-style `k=v k=v` fields into *e (server_conninfo and [databases]).
+absl::Status ParseEntryFields(absl::string_view what, absl::string_view value, DatabaseEntry* e);
+// The entry a client's database name selects, defaults filled in (name: the
+// client's; dbname; host / port; pool_size; auth_user). NotFound ("database
+// \"x\" does not exist") when no entry and no "*" matches. Without
+// [databases]: only server_dbname, as server_user.
+absl::StatusOr<DatabaseEntry> FindDatabase(const Options& o, const std::string& name);
+// The database Proxy::scheduler() and the catalog at Start belong to: the
+// first named [databases] entry, else server_dbname.
+std::string DefaultDatabase(const Options& o);
+// Parses a whole file's text (sections [databases] and [users] as above,
+// any other section's lines are settings); errors are "<origin>:<line>: ...".
 absl::Status ParseConfigText(absl::string_view text, absl::string_view origin, Options* o);
 absl::Status LoadConfigFile(const std::string& path, Options* o);
 

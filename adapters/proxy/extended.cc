@@ -118,7 +118,7 @@ bool Proxy::Loop::AnswerPrepareOnly(Client* c, size_t end) {
     if (failed) continue;
     std::string name;
     PreparedDef d = PreparedDef::FromParse(u.body(), &name);
-    if (absl::Status st = router_->CheckSyntax(d.query); !st.ok()) {
+    if (absl::Status st = RouterOf(c).CheckSyntax(d.query); !st.ok()) {
       ClientError(c, "42601", st.message());
       failed = true;
       continue;
@@ -143,8 +143,7 @@ std::string Proxy::Loop::EnsurePrepared(Backend* b, const PreparedDef& d, bool c
 
 bool Proxy::Loop::RefuseInDef(Client* c, PreparedDef* d) {
   if (!d->may_change_session) return false;
-  ClientSession probe = c->sess;  // Parse runs nothing: only ask
-  absl::optional<Refusal> refusal = probe.OnStatement(d->query);
+  absl::optional<Refusal> refusal = c->sess.RefusalFor(d->query);  // Parse runs nothing: only ask
   if (!refusal) return false;
   d->query = refusal->AsSql();
   d->key = absl::StrCat(d->query, absl::string_view("\0", 1), d->types);
@@ -183,14 +182,14 @@ void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool
   const PreparedDef& d = it->second;
   if (stmt.empty()) {
     // Only when this backend holds the client's unnamed statement.
-    if (b->unnamed_key == d.key && router_->NeedsParamTypes(d, body)) DescribeForTypes(b, d.key, "");
-    if (extract) router_->AddBind(d, body, &c->route);
+    if (b->unnamed_key == d.key && RouterOf(c).NeedsParamTypes(d, body)) DescribeForTypes(b, d.key, "");
+    if (extract) RouterOf(c).AddBind(d, body, &c->route);
     Send(b, raw);
     return;
   }
   const std::string bname = EnsurePrepared(b, d, false);
-  if (router_->NeedsParamTypes(d, body)) DescribeForTypes(b, d.key, bname);
-  if (extract) router_->AddBind(d, body, &c->route);
+  if (RouterOf(c).NeedsParamTypes(d, body)) DescribeForTypes(b, d.key, bname);
+  if (extract) RouterOf(c).AddBind(d, body, &c->route);
   std::string msg;
   size_t at = wire::BeginMessage(&msg, 'B');
   msg.append(portal.data(), portal.size());
@@ -217,9 +216,8 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       // Session state (session_params.h): SET ... noted, refused statements
       // replaced by the DO block that raises the refusal on the server.
       const absl::string_view sql = r.CString();
-      if (extract) router_->AddQuery(sql, &c->route);
-      absl::optional<Refusal> refusal;
-      if (StatementMayChangeSession(sql)) refusal = c->sess.OnStatement(sql);
+      if (extract) RouterOf(c).AddQuery(sql, &c->route);
+      const absl::optional<Refusal> refusal = c->sess.OnStatement(sql);  // pre-filters itself
       if (refusal) {
         std::string q;
         wire::AppendQuery(&q, refusal->AsSql());

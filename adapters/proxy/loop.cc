@@ -28,8 +28,10 @@ Proxy::Loop::Loop(Options* options, Stats* stats, scheduler::Scheduler* sched)
     : opt_(*options), stats_(*stats), sched_(*sched), rng_(std::random_device{}()) {}
 
 Proxy::Loop::~Loop() {
-  for (auto& b : backends_) {
-    if (b->fd >= 0) ::close(b->fd);
+  for (auto& [k, p] : pools_) {
+    for (auto& b : p->backends) {
+      if (b->fd >= 0) ::close(b->fd);
+    }
   }
   for (auto& [p, c] : clients_) {
     if (c->fd >= 0) ::close(c->fd);
@@ -52,17 +54,32 @@ void Proxy::Loop::AddFd(Conn* c, uint32_t events) {
 
 absl::Status Proxy::Loop::Init(std::atomic<int>* port, std::atomic<int>* metrics_port) {
   if (opt_.pool_size < 1) return absl::InvalidArgumentError("pool_size must be at least 1");
-  router_ = std::make_unique<Router>(&sched_, opt_.schema, &stats_.undecodable_params);
   if (absl::Status st = MakeTlsContexts(opt_, &client_tls_, &server_tls_); !st.ok()) return st;
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   AddFd(&wake_, EPOLLIN);
-  waitq_.resize(opt_.pool_size);
-  for (int i = 0; i < opt_.pool_size; ++i) {
-    auto b = std::make_unique<Backend>(opt_.prepared_cache_size);
-    b->index = i;
-    if (absl::Status st = ConnectBackend(b.get()); !st.ok()) return st;
-    backends_.push_back(std::move(b));
+  // Every named database now (its Scheduler, Router, catalog); the pools of
+  // entries with a forced login connect now too, so a bad entry fails
+  // Start. Pools of client logins and "*" databases come on first use.
+  std::vector<std::string> names;
+  if (opt_.databases.empty()) names.push_back(opt_.server_dbname);
+  for (const auto& [name, e] : opt_.databases) {
+    if (name != "*") names.push_back(name);
+  }
+  for (const std::string& name : names) {
+    auto e = FindDatabase(opt_, name);
+    if (!e.ok()) return e.status();
+    if (e->user.empty()) {
+      if (auto db = DatabaseFor(*e); !db.ok()) return db.status();
+      continue;
+    }
+    Pool creds;
+    creds.user = e->user;
+    creds.secret = e->password;
+    std::string sqlstate;
+    if (auto p = PoolOf(*e, creds, &sqlstate); !p.ok()) {
+      return absl::Status(p.status().code(), absl::StrCat("database \"", name, "\": ", p.status().message()));
+    }
   }
   if (absl::Status st = ListenOn(&listen_, opt_.listen_port, port); !st.ok()) return st;
   if (opt_.metrics_port >= 0) return ListenOn(&metrics_listen_, opt_.metrics_port, metrics_port);
@@ -298,27 +315,31 @@ void Proxy::Loop::Timers() {
   // loop turns far more often than that.
   if (now - timers_at_ < 1000000) return;
   timers_at_ = now;
-  for (auto& b : backends_) {
-    if (!b->alive && b->reconnect_at != 0 && now >= b->reconnect_at) {
-      if (ConnectBackend(b.get()).ok()) {
-        b->reconnect_at = 0;
-        Dispatch(b.get());
-      } else {
-        b->reconnect_at = now + 1000000000LL;
+  for (auto& [k, p] : pools_) {
+    for (auto& b : p->backends) {
+      if (!b->alive && b->reconnect_at != 0 && now >= b->reconnect_at) {
+        if (ConnectBackend(b.get()).ok()) {
+          b->reconnect_at = 0;
+          Dispatch(b.get());
+        } else {
+          b->reconnect_at = now + 1000000000LL;
+        }
       }
     }
   }
   // Affinity-aware stealing: a transaction that has waited past steal_after
   // becomes stealable without any event; idle backends look again.
   if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
-    DispatchIdle();
+    DispatchIdleAll();
   }
   if (opt_.query_wait_timeout_ms <= 0) return;
   const int64_t limit = opt_.query_wait_timeout_ms * 1000000LL;
   std::vector<Client*> expired;
-  for (auto& q : waitq_) {
-    for (Client* c : q) {
-      if (now - c->wait_since > limit) expired.push_back(c);
+  for (auto& [k, p] : pools_) {
+    for (auto& q : p->waitq) {
+      for (Client* c : q) {
+        if (now - c->wait_since > limit) expired.push_back(c);
+      }
     }
   }
   for (Client* c : expired) {
@@ -366,16 +387,20 @@ void Proxy::Loop::OnHttp(Conn* h) {
 
 std::vector<AdminSource::QueueRow> Proxy::Loop::Queues() const {
   std::vector<QueueRow> rows;
-  for (const auto& b : backends_) {
-    QueueRow q;
-    q.index = b->index;
-    q.server_pid = b->pid;
-    q.state = !b->alive ? "down" : (b->client ? "active" : "idle");
-    q.client = b->client ? std::to_string(b->client->id) : "";
-    q.waiting = waitq_[b->index].size();
-    q.transactions = b->txns;
-    q.prepared = b->cache.size();
-    rows.push_back(std::move(q));
+  for (const auto& [key, p] : pools_) {
+    for (const auto& b : p->backends) {
+      QueueRow q;
+      q.index = b->index;
+      q.server_pid = b->pid;
+      q.state = !b->alive ? "down" : (b->client ? "active" : "idle");
+      q.client = b->client ? std::to_string(b->client->id) : "";
+      q.waiting = p->waitq[b->index].size();
+      q.transactions = b->txns;
+      q.prepared = b->cache.size();
+      q.database = key.first;
+      q.user = key.second;
+      rows.push_back(std::move(q));
+    }
   }
   return rows;
 }
@@ -397,22 +422,42 @@ std::vector<AdminSource::ClientRow> Proxy::Loop::Clients() const {
 }
 
 std::vector<AdminSource::HistoryRow> Proxy::Loop::TopByAborts(size_t k) const {
+  // Every database's; a database other than the default one prefixes its
+  // references with its name ("shop: w_id=5").
   std::vector<HistoryRow> rows;
-  for (const auto& e : sched_.history().TopByAborts(k)) {
-    rows.push_back({e.text.empty() ? absl::StrFormat("%016x", e.ref.value()) : e.text,
-                    static_cast<int64_t>(e.counts.aborts), static_cast<int64_t>(e.counts.commits)});
+  const std::string def = DefaultDatabase(opt_);
+  for (const auto& [name, db] : dbs_) {
+    for (const auto& e : db->sched->history().TopByAborts(k)) {
+      const std::string ref = e.text.empty() ? absl::StrFormat("%016x", e.ref.value()) : e.text;
+      rows.push_back({name == def ? ref : absl::StrCat(name, ": ", ref), static_cast<int64_t>(e.counts.aborts),
+                      static_cast<int64_t>(e.counts.commits)});
+    }
   }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const HistoryRow& a, const HistoryRow& b) { return a.aborts > b.aborts; });
+  if (rows.size() > k) rows.resize(k);
   return rows;
 }
 
 AdminSource::LearnedSizes Proxy::Loop::Learned() const {
+  // Summed over every database's History and State; a bound is 0
+  // (unbounded) when any database's table is unbounded.
   LearnedSizes l;
-  l.history_entries = sched_.history().size();
-  l.history_max_entries = sched_.history().max_entries();
-  l.history_dropped_full = sched_.history().dropped_full();
-  l.state_entries = sched_.state().size();
-  l.state_max_entries = sched_.state().max_entries();
-  l.state_evictions = sched_.state().evictions();
+  bool h_unbounded = false, s_unbounded = false;
+  for (const auto& [name, db] : dbs_) {
+    const auto& h = db->sched->history();
+    const auto& st = db->sched->state();
+    l.history_entries += h.size();
+    l.history_max_entries += h.max_entries();
+    l.history_dropped_full += h.dropped_full();
+    l.state_entries += st.size();
+    l.state_max_entries += st.max_entries();
+    l.state_evictions += st.evictions();
+    h_unbounded |= h.max_entries() == 0;
+    s_unbounded |= st.max_entries() == 0;
+  }
+  if (h_unbounded) l.history_max_entries = 0;
+  if (s_unbounded) l.state_max_entries = 0;
   return l;
 }
 
@@ -423,7 +468,7 @@ std::string Proxy::Loop::StealingName() const { return std::string(StealModeName
 absl::Status Proxy::Loop::SetPolicy(const std::string& name) {
   auto p = ParsePolicy(name);
   if (!p.ok()) return p.status();
-  sched_.SetPolicy(*p);
+  for (auto& [name, db] : dbs_) db->sched->SetPolicy(*p);
   opt_.policy = *p;
   return absl::OkStatus();
 }
@@ -442,12 +487,18 @@ absl::Status Proxy::Loop::Reload() {
     opt_.steal_after_ms = fresh.steal_after_ms;
     opt_.admin_users = fresh.admin_users;  // for logins from now on
     opt_.stats_users = fresh.stats_users;
-    sched_.SetPolicy(opt_.policy);
+    opt_.user_pool_size = fresh.user_pool_size;  // for pools made from now on
+    opt_.auth_query = fresh.auth_query;
+    for (auto& [name, db] : dbs_) db->sched->SetPolicy(opt_.policy);
   }
-  auto schema = LoadCatalogSchema(ServerConninfo(opt_));
-  if (!schema.ok()) return schema.status();
-  opt_.schema = *schema;
-  router_->SetSchema(opt_.schema);
+  // Every database's catalog, as its entry's login (else server_user).
+  for (auto& [name, db] : dbs_) {
+    auto schema = LoadCatalogSchema(CatalogConninfo(opt_, db->entry));
+    if (!schema.ok()) return absl::Status(schema.status().code(), absl::StrCat("database \"", name, "\": ",
+                                                                               schema.status().message()));
+    if (db->sched == &sched_) opt_.schema = *schema;
+    db->router->SetSchema(*schema);
+  }
   return absl::OkStatus();
 }
 

@@ -52,7 +52,7 @@ void Proxy::Loop::Resume() {
   paused_ = false;
   pause_done_.store(false);
   OpsTurn();  // answers PAUSEs still waiting
-  DispatchIdle();
+  DispatchIdleAll();
 }
 
 void Proxy::Loop::ShutdownClient(Client* c) {
@@ -60,8 +60,7 @@ void Proxy::Loop::ShutdownClient(Client* c) {
 }
 
 void Proxy::Loop::OpsTurn() {
-  const bool idle = std::none_of(backends_.begin(), backends_.end(),
-                                 [](const std::unique_ptr<Backend>& b) { return b->client != nullptr; });
+  const bool idle = !any_running();
   if (paused_ && idle) pause_done_.store(true);
   std::vector<Client*> release, close;
   for (auto& [p, c] : clients_) {

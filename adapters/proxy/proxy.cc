@@ -3,6 +3,7 @@
 // thread.
 #include "adapters/proxy/proxy.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -15,15 +16,30 @@ namespace corral {
 namespace proxy {
 
 std::string ServerConninfo(const Options& o) {
-  std::string s = absl::StrCat("host=", o.server_host, " port=", o.server_port, " user=", o.server_user,
-                               " dbname=", o.server_dbname,
-                               o.server_password.empty() ? "" : absl::StrCat(" password=", o.server_password));
+  DatabaseEntry e;
+  e.host = o.server_host;
+  e.port = o.server_port;
+  e.dbname = o.server_dbname;
+  return ServerConninfo(o, e, o.server_user, o.server_password);
+}
+
+std::string ServerConninfo(const Options& o, const DatabaseEntry& e, const std::string& user,
+                           const std::string& password) {
+  // A stored hash is no password for libpq.
+  const bool plain = !password.empty() && !auth::IsStoredSecret(password);
+  std::string s = absl::StrCat("host=", e.host, " port=", e.port, " user=", user, " dbname=", e.dbname,
+                               plain ? absl::StrCat(" password=", password) : "");
   // libpq's sslmode has the same names; "allow" is plain first here too.
   absl::StrAppend(&s, " sslmode=", o.server_tls_sslmode);
   if (!o.server_tls_ca_file.empty()) absl::StrAppend(&s, " sslrootcert=", o.server_tls_ca_file);
   if (!o.server_tls_cert_file.empty()) absl::StrAppend(&s, " sslcert=", o.server_tls_cert_file);
   if (!o.server_tls_key_file.empty()) absl::StrAppend(&s, " sslkey=", o.server_tls_key_file);
   return s;
+}
+
+std::string CatalogConninfo(const Options& o, const DatabaseEntry& e) {
+  const bool forced = !e.user.empty();
+  return ServerConninfo(o, e, forced ? e.user : o.server_user, forced ? e.password : o.server_password);
 }
 
 absl::Status MakeTlsContexts(const Options& o, std::unique_ptr<tls::Context>* clients,
@@ -64,11 +80,15 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Create(const Options& options) {
     if (absl::Status st = MakeTlsContexts(options, &c, &s); !st.ok()) return st;
   }
   std::unique_ptr<Proxy> p(new Proxy(options));
-  if (p->options_.auth_type != "trust" && p->options_.users.empty()) {
-    if (p->options_.auth_file.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("auth_type ", p->options_.auth_type,
-                                                     " needs auth_file (\"user\" \"password\" lines)"));
-    }
+  const bool auth_query = !options.auth_user.empty() ||
+                          std::any_of(options.databases.begin(), options.databases.end(),
+                                      [](const auto& d) { return !d.second.auth_user.empty(); });
+  if (p->options_.users.empty() && p->options_.auth_file.empty() && p->options_.auth_type != "trust" &&
+      !auth_query) {
+    return absl::InvalidArgumentError(absl::StrCat("auth_type ", p->options_.auth_type,
+                                                   " needs auth_file (\"user\" \"password\" lines) or auth_user"));
+  }
+  if (p->options_.users.empty() && !p->options_.auth_file.empty()) {
     std::ifstream in(p->options_.auth_file);
     if (!in) return absl::NotFoundError(absl::StrCat("cannot read auth_file ", p->options_.auth_file));
     std::stringstream ss;
@@ -77,8 +97,10 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Create(const Options& options) {
     if (!users.ok()) return users.status();
     p->options_.users = *users;
   }
+  auto def = FindDatabase(options, DefaultDatabase(options));
+  if (!def.ok()) return def.status();
   scheduler::Scheduler::Options so;
-  so.num_queues = options.pool_size;
+  so.num_queues = def->pool_size;
   so.policy = options.policy;
   so.stealing = options.stealing;
   auto s = scheduler::Scheduler::Create(so, {});
@@ -90,7 +112,9 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Create(const Options& options) {
 absl::Status Proxy::Start() {
   if (loop_ != nullptr) return absl::FailedPreconditionError("already started");
   if (options_.schema == nullptr) {
-    auto schema = LoadCatalogSchema(ServerConninfo(options_));
+    auto def = FindDatabase(options_, DefaultDatabase(options_));
+    if (!def.ok()) return def.status();
+    auto schema = LoadCatalogSchema(CatalogConninfo(options_, *def));
     if (!schema.ok()) {
       return absl::Status(schema.status().code(),
                           absl::StrCat("reading the catalog schema: ", schema.status().message()));

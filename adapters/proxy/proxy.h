@@ -1,7 +1,11 @@
 // `corral proxy`: a conflict-aware PostgreSQL wire-protocol (v3) proxy with
 // transaction pooling. One event-loop thread (epoll, non-blocking sockets)
-// serves the clients, `pool_size` backend connections (= run queues), the
-// admin console (database "corral") and the Prometheus endpoint.
+// serves the clients, the pools of backend connections (= run queues; one
+// pool per database and server login, `pool_size` each), the admin console
+// (database "corral") and the Prometheus endpoint. A client's database
+// selects a [databases] entry (DatabaseEntry; without any, server_dbname);
+// it logs in to the server as itself unless the entry forces a user. Each
+// database has its own Scheduler (History, State) and catalog schema.
 //
 // A client's transaction is routed when it starts: its references come from
 // its first unit (RefExtractor, the policy's extraction half; for Parse/Bind,
@@ -56,6 +60,23 @@
 namespace corral {
 namespace proxy {
 
+// One `[databases]` line (PgBouncer's): `name = host=... port=... dbname=...
+// user=... password=... pool_size=... auth_user=...`. Empty / 0 fields take
+// the defaults: host and port from server_host / server_port, dbname the
+// name (for the `*` fallback entry: the database the client asked for),
+// pool_size the global pool_size. With `user` the entry forces that server
+// login (password `password`); without, the server login is the client's
+// own user.
+struct DatabaseEntry {
+  std::string name;
+  std::string host;
+  int port = 0;
+  std::string dbname;
+  std::string user, password;
+  int pool_size = 0;
+  std::string auth_user;  // for auth_query; "" = the global auth_user
+};
+
 struct Options {
   std::string listen_addr = "127.0.0.1";
   int listen_port = 6432;  // 0 = ephemeral
@@ -70,6 +91,19 @@ struct Options {
   std::string server_user = "postgres";
   std::string server_password;
   std::string server_dbname = "postgres";
+  // [databases]: by name, "*" the fallback. Empty: the server_* keys are
+  // the one entry, named server_dbname, with user = server_user (as before).
+  std::map<std::string, DatabaseEntry> databases;
+  // [users]: `name = pool_size=N` caps that user's pools below the
+  // database's pool_size.
+  std::map<std::string, int> user_pool_size;
+  // Passwords of users not in auth_file: auth_query run on the client's
+  // database as auth_user (the entry's, else this; "" = no auth_query).
+  std::string auth_user;
+  std::string auth_query = "SELECT usename, passwd FROM pg_shadow WHERE usename=$1";
+  // Databases made from the "*" entry at most (each has its own History,
+  // State and catalog); more are refused with FATAL 53300.
+  int max_fallback_databases = 16;
   std::string admin_dbname = "corral";
   // Admin console rights (PgBouncer's keys): admin_users may run every
   // command, stats_users only SHOW; others are refused at login (FATAL
@@ -139,6 +173,8 @@ class Proxy {
   int port() const { return port_.load(); }
   int metrics_port() const { return metrics_port_.load(); }
   const Stats& stats() const { return stats_; }
+  // The default database's (config.h's DefaultDatabase): server_dbname, or
+  // the first named [databases] entry. Other databases have their own.
   scheduler::Scheduler& scheduler() { return *scheduler_; }
   // The Prometheus text exposition of the counters.
   std::string MetricsText() const;

@@ -13,6 +13,8 @@
 //                      forwarding with prepared-statement injection
 //   backend.cc         backend connections: connect and authenticate to the
 //                      server, backend input, failure and reconnect
+//   databases.cc       [databases] entries and (database, user) pools:
+//                      each Database its own Router / Scheduler / catalog
 //   ops.cc             graceful operations: requests from other threads,
 //                      PAUSE / RESUME, draining for shutdown
 // TLS: Conn::Recv / SendSome are the I/O seam (plain socket or tls.h's
@@ -41,6 +43,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -62,8 +65,20 @@ namespace corral {
 namespace proxy {
 
 // The server's connection string for libpq (catalog reads), with the
-// server_tls_* settings as sslmode / sslrootcert / sslcert / sslkey.
+// server_tls_* settings as sslmode / sslrootcert / sslcert / sslkey: the
+// server_* keys' database and user, or database entry `e` as `user`.
 std::string ServerConninfo(const Options& o);
+std::string ServerConninfo(const Options& o, const DatabaseEntry& e, const std::string& user,
+                           const std::string& password);
+
+// The conninfo the catalog of entry `e` is read with: its forced login,
+// else server_user / server_password.
+std::string CatalogConninfo(const Options& o, const DatabaseEntry& e);
+
+// auth_query (with $1 = user) on a libpq connection: the password column
+// (second) of its first row; NotFound when no row or NULL.
+absl::StatusOr<std::string> LookupPassword(const std::string& conninfo, const std::string& query,
+                                           const std::string& user);
 
 // The TLS contexts of the two sides from client_tls_* / server_tls_*; null
 // where that side's sslmode is disable. Errors name the key or file.
@@ -108,11 +123,13 @@ struct Conn {
 };
 
 struct Client;
+struct Pool;
 
-// One server connection = one run queue.
+// One server connection = one run queue of its pool.
 struct Backend : Conn {
   explicit Backend(size_t cache_size) : Conn(kBackend), cache(cache_size) {}
-  int index = 0;
+  Pool* pool = nullptr;
+  int index = 0;  // in its pool
   Client* client = nullptr;
   RefVec held;  // the affine references of its running transaction (stealing on)
   bool alive = false;
@@ -123,6 +140,7 @@ struct Backend : Conn {
   int64_t reconnect_at = 0;
   int64_t txns = 0;
   std::string fatal;  // the server's FATAL message before it closed, if any
+  std::string connect_sqlstate, connect_message;  // the server's refusal of the last connect
   ParamList connect_params;  // ParameterStatus at connect (its defaults)
   BackendSession sess;       // its session parameters now (session_params.h)
   bool front_errored = false;  // an ErrorResponse of the front batch went to the client
@@ -165,7 +183,41 @@ struct Client : Conn {
   bool stats_only = false;  // admin database: a stats_users member (SHOW only)
   absl::flat_hash_map<std::string, std::string> portal_sql;  // portal -> statement text
 
+  // Its database ([databases] entry, resolved at startup) and, once logged
+  // in, its pool; the server login's credentials found while
+  // authenticating (a password, md5 hash or SCRAM secret; SCRAM keys).
+  DatabaseEntry entry;
+  Pool* pool = nullptr;
+  std::string secret;
+  std::string scram_client_key, scram_server_key;
+
   uint64_t cancel_key() const { return (uint64_t(uint32_t(key_pid)) << 32) | uint32_t(key_secret); }
+};
+
+// One database the clients use (a [databases] entry, or one made from the
+// "*" entry for a name): its own History and State (Scheduler), Router and
+// catalog schema, shared by its pools.
+struct Database {
+  DatabaseEntry entry;
+  bool fallback = false;  // made from "*"
+  std::unique_ptr<scheduler::Scheduler> own_sched;  // null for the default database (Proxy's)
+  scheduler::Scheduler* sched = nullptr;
+  std::unique_ptr<Router> router;
+  int pools = 0;
+};
+
+// The server connections of one (database, server login): its run queues
+// (the database's Scheduler routes into [0, backends.size())), their FIFO
+// wait queues and, stealing on, the references running transactions hold.
+struct Pool {
+  Database* db = nullptr;
+  std::string user;        // the server login
+  std::string secret;      // its password (or md5 hash / SCRAM secret)
+  std::string scram_client_key, scram_server_key;  // SCRAM pass-through
+  std::vector<std::unique_ptr<Backend>> backends;
+  std::vector<std::deque<Client*>> waitq;
+  absl::flat_hash_map<uint64_t, int> inflight;
+  int clients = 0;
 };
 
 class Proxy::Loop : private AdminSource {
@@ -295,22 +347,39 @@ class Proxy::Loop : private AdminSource {
   // Ends the backend's association with its client; releases the client's
   // affine references (and, if any, lets idle backends look again).
   void Detach(Backend* b, Client* c);
+  // The Router of a logged-in client's / a backend's database.
+  static Router& RouterOf(const Client* c) { return *c->pool->db->router; }
+  static Router& RouterOf(const Backend* b) { return *b->pool->db->router; }
   // Stealing on: a reference of c's transaction is held by a running one.
   bool Blocked(const Client* c) const {
-    if (!c->affinity || inflight_.empty()) return false;
+    const auto& inflight = c->pool->inflight;
+    if (!c->affinity || inflight.empty()) return false;
     for (RefId r : c->route.txn.refs) {
-      if (inflight_.contains(r.value())) return true;
+      if (inflight.contains(r.value())) return true;
     }
     return false;
   }
-  void DispatchIdle() {
-    for (auto& b : backends_) {
+  void DispatchIdle(Pool* p) {
+    for (auto& b : p->backends) {
       if (b->Free()) Dispatch(b.get());
     }
   }
+  void DispatchIdleAll() {
+    for (auto& [k, p] : pools_) DispatchIdle(p.get());
+  }
   bool waiting_any() const {
-    for (const auto& q : waitq_) {
-      if (!q.empty()) return true;
+    for (const auto& [k, p] : pools_) {
+      for (const auto& q : p->waitq) {
+        if (!q.empty()) return true;
+      }
+    }
+    return false;
+  }
+  bool any_running() const {
+    for (const auto& [k, p] : pools_) {
+      for (const auto& b : p->backends) {
+        if (b->client != nullptr) return true;
+      }
     }
     return false;
   }
@@ -336,6 +405,24 @@ class Proxy::Loop : private AdminSource {
   // describes `key`).
   void DescribeForTypes(Backend* b, const std::string& key, const std::string& backend_name);
 
+  // --- databases and pools (databases.cc)
+  // The Database of entry `e` (made, with its Scheduler, Router and
+  // catalog, on first use); ResourceExhausted past max_fallback_databases.
+  absl::StatusOr<Database*> DatabaseFor(const DatabaseEntry& e);
+  // Finds or makes (connecting its backends: blocking, as at Start) the
+  // pool of c's database and server login; an error is the server's
+  // refusal (its message, its SQLSTATE in *sqlstate; "" when not the server's).
+  absl::StatusOr<Pool*> PoolFor(Client* c, std::string* sqlstate);
+  // As PoolFor, for entry `e` and the login in creds (user, secret, keys).
+  absl::StatusOr<Pool*> PoolOf(const DatabaseEntry& e, const Pool& creds, std::string* sqlstate);
+  // The password for c's user (auth_file, else auth_query); NotFound when
+  // neither knows it.
+  absl::StatusOr<std::string> PasswordOf(Client* c);
+  // AdminSource (databases.cc)
+  AdminTable Databases() const override;
+  AdminTable Pools() const override;
+  AdminTable Users() const override;
+
   // --- backends (backend.cc)
   absl::Status ConnectBackend(Backend* b);
   void OnBackendInput(Backend* b);
@@ -346,8 +433,11 @@ class Proxy::Loop : private AdminSource {
 
   Options& opt_;
   Stats& stats_;
-  scheduler::Scheduler& sched_;
-  std::unique_ptr<Router> router_;
+  scheduler::Scheduler& sched_;  // the default database's
+  // By the name clients use; pools by (database name, server login).
+  std::map<std::string, std::unique_ptr<Database>> dbs_;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<Pool>> pools_;
+  int fallback_dbs_ = 0;
   AdminConsole console_{this};
   std::mt19937_64 rng_;
   int epfd_ = -1;
@@ -362,13 +452,9 @@ class Proxy::Loop : private AdminSource {
   bool draining_ = false;  // SIGTERM: finishing in-flight transactions, then stop
   bool stop_after_turn_ = false;  // SHUTDOWN: stop once this turn's output is flushed
   Client* admin_current_ = nullptr;  // the admin client whose statement runs
-  std::vector<std::unique_ptr<Backend>> backends_;
   absl::flat_hash_map<Client*, std::unique_ptr<Client>> clients_;
   std::vector<std::unique_ptr<Conn>> http_;
   absl::flat_hash_map<uint64_t, Client*> keys_;  // by Client::cancel_key()
-  std::vector<std::deque<Client*>> waitq_;
-  // Stealing on: how many running affine transactions hold each reference.
-  absl::flat_hash_map<uint64_t, int> inflight_;
   std::vector<Conn*> dirty_;
   std::vector<Backend*> resumed_;  // ResumeRead: buffered input to handle
   std::unique_ptr<tls::Context> client_tls_, server_tls_;  // null: TLS off that side

@@ -146,6 +146,47 @@ TEST(Auth, ScramRoundTripAndWrongPassword) {
   EXPECT_EQ(auth::Unbase64("Zm9vYg==").value(), "foob");
 }
 
+// A SCRAM secret as PostgreSQL 15 stores it (password 'pencil'): the
+// proxy checks clients against it, then logs in to the server with the
+// ClientKey the client proved (pass-through), which a server holding the
+// same secret accepts; nothing works with a wrong password.
+TEST(Auth, ScramAgainstAStoredSecretAndKeyPassThrough) {
+  const std::string secret =
+      "SCRAM-SHA-256$4096:UZOdmhIf+sZBjVvy+T6JfQ==$UWe0rsxmlSCFqAALfVXpFbAI7EW0/R+BWPpQRHB++R4=:"
+      "xoCaVgwwhpAwfeWTJoRZYhX92Dtd7dVcBCYh+GjWeqA=";
+  EXPECT_TRUE(auth::IsStoredSecret(secret));
+  EXPECT_TRUE(auth::IsStoredSecret(auth::Md5Response("u", "p", "")));  // "md5" + 32 hex, a stored md5 form
+  EXPECT_FALSE(auth::IsStoredSecret("md5-is-my-password"));
+  EXPECT_FALSE(auth::IsStoredSecret("pencil"));
+  int it = 0;
+  std::string salt, stored, server;
+  EXPECT_TRUE(auth::ParseScramSecret(secret, &it, &salt, &stored, &server).ok());
+  EXPECT_EQ(it, 4096);
+  EXPECT_FALSE(auth::ParseScramSecret("SCRAM-SHA-256$4096:abc", &it, &salt, &stored, &server).ok());
+
+  auth::ScramClient wrong("pen");
+  auth::ScramServer s0(secret);
+  EXPECT_FALSE(ScramServerFinal(&wrong, &s0).ok());
+
+  auth::ScramClient c("pencil");
+  auth::ScramServer s(secret);
+  auto v = ScramServerFinal(&c, &s);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_TRUE(c.VerifyServerFinal(*v).ok());
+  ASSERT_EQ(s.client_key().size(), 32u);
+
+  // The proxy towards the server (which holds the same secret).
+  auth::ScramClient through = auth::ScramClient::WithKeys(s.client_key(), s.server_key());
+  auth::ScramServer upstream(secret);
+  auto v2 = ScramServerFinal(&through, &upstream);
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_TRUE(through.VerifyServerFinal(*v2).ok());
+  // Keys from a wrong-password attempt are never handed out; made-up ones fail.
+  auth::ScramClient forged = auth::ScramClient::WithKeys(std::string(32, 'x'), s.server_key());
+  auth::ScramServer upstream2(secret);
+  EXPECT_FALSE(ScramServerFinal(&forged, &upstream2).ok());
+}
+
 // The server checks that the client-final's c= is the base64 of the gs2
 // header the client-first sent (PostgreSQL does): here the client computes a
 // valid proof (the proof covers the bare messages, not the header) but its
@@ -347,6 +388,68 @@ TEST(Config, AdminAndStatsUsers) {
   EXPECT_EQ(AdminRoleOf(o, "monitor"), AdminRole::kStats);
   EXPECT_EQ(AdminRoleOf(o, "bob"), AdminRole::kNone);
   EXPECT_EQ(AdminRoleOf(o, o.server_user), AdminRole::kNone);  // listed users only
+}
+
+// [databases] / [users] sections (PgBouncer's form), the entry a name
+// selects (defaults filled), "*" and the implicit entry of the old keys.
+TEST(Config, DatabasesAndUsersSections) {
+  Options o;
+  ASSERT_TRUE(ParseConfigText("server_host = 10.0.0.9\npool_size = 4\nauth_user = pgb\n"
+                              "[databases]\n"
+                              "shop = host=10.0.0.1 port=5433 dbname=shop_prod user=app password=pw pool_size=2\n"
+                              "hr =\n"
+                              "* = port=6000\n"
+                              "[users]\nalice = pool_size=1\n"
+                              "[pgbouncer]\nlisten_port = 7000\n",
+                              "t.ini", &o)
+                  .ok());
+  EXPECT_EQ(o.listen_port, 7000);
+  EXPECT_EQ(o.user_pool_size.at("alice"), 1);
+  auto shop = FindDatabase(o, "shop");
+  ASSERT_TRUE(shop.ok());
+  EXPECT_EQ(shop->host, "10.0.0.1");
+  EXPECT_EQ(shop->port, 5433);
+  EXPECT_EQ(shop->dbname, "shop_prod");
+  EXPECT_EQ(shop->user, "app");
+  EXPECT_EQ(shop->password, "pw");
+  EXPECT_EQ(shop->pool_size, 2);
+  EXPECT_EQ(shop->auth_user, "pgb");
+  auto hr = FindDatabase(o, "hr");
+  ASSERT_TRUE(hr.ok());
+  EXPECT_EQ(hr->host, "10.0.0.9");
+  EXPECT_EQ(hr->dbname, "hr");
+  EXPECT_EQ(hr->user, "");  // the client's own login
+  EXPECT_EQ(hr->pool_size, 4);
+  auto other = FindDatabase(o, "anything");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->name, "anything");
+  EXPECT_EQ(other->dbname, "anything");
+  EXPECT_EQ(other->port, 6000);
+  EXPECT_EQ(DefaultDatabase(o), "hr");  // the first named entry (std::map order)
+
+  Options strict;
+  ASSERT_TRUE(ParseConfigText("[databases]\nshop = dbname=s\n", "t.ini", &strict).ok());
+  auto none = FindDatabase(strict, "nosuchdb");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(none.status().message(), "database \"nosuchdb\" does not exist");
+
+  Options old;  // no [databases]: server_dbname only, as server_user
+  old.server_dbname = "app";
+  old.server_user = "owner";
+  EXPECT_FALSE(FindDatabase(old, "postgres").ok());
+  auto app = FindDatabase(old, "app");
+  ASSERT_TRUE(app.ok());
+  EXPECT_EQ(app->user, "owner");
+  EXPECT_EQ(DefaultDatabase(old), "app");
+
+  for (const char* bad : {"[databases]\nx = host\n", "[databases]\nx = pool_size=0\n",
+                          "[databases]\nx = password=p\n", "[databases]\ncorral = dbname=y\n",
+                          "[users]\nbob = max=3\n", "[users]\nbob = pool_size=x\n"}) {
+    Options b;
+    absl::Status st = ParseConfigText(bad, "b.ini", &b);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_TRUE(absl::StrContains(st.message(), "b.ini:2:")) << st;
+  }
 }
 
 TEST(Config, StealingModes) {

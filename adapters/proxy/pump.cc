@@ -126,7 +126,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
       return true;
     }
     c->route.ClearRefs();
-    router_->AddQuery(sql, &c->route);
+    RouterOf(c).AddQuery(sql, &c->route);
     c->routed_ahead = 1;
     StartTxn(c);
     return true;
@@ -144,7 +144,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
   if (AnswerPrepareOnly(c, end)) return true;
   // References: every Bind's statement text with its parameters.
   c->route.ClearRefs();
-  router_->AddUnit(c->pending, end, c->stmts, &c->route);
+  RouterOf(c).AddUnit(c->pending, end, c->stmts, &c->route);
   c->routed_ahead = end + 1;
   StartTxn(c);
   return true;
@@ -158,22 +158,23 @@ void Proxy::Loop::StartTxn(Client* c) {
   const StealMode mode = steal_mode();
   // Affinity only matters to the affinity-aware rule (it costs a Decide).
   const bool want = mode == StealMode::kAffinity || mode == StealMode::kInFlight;
-  const int qi = router_->Route(&c->route, want, &c->affinity, opt_.pool_size);
+  Pool& pool = *c->pool;
+  const int qi = pool.db->router->Route(&c->route, want, &c->affinity, static_cast<int>(pool.backends.size()));
   if (c->affinity) stats_.affine_txns++;
   stats_.transactions++;
-  Backend* b = backends_[qi].get();
+  Backend* b = pool.backends[qi].get();
   const bool blocked = mode == StealMode::kInFlight && Blocked(c);
-  if (!paused_ && b->Free() && waitq_[qi].empty() && !blocked) {
+  if (!paused_ && b->Free() && pool.waitq[qi].empty() && !blocked) {
     Attach(c, b);
     return;
   }
   c->waiting = true;
   c->wait_queue = qi;
   c->wait_since = MonoNanos();
-  waitq_[qi].push_back(c);
+  pool.waitq[qi].push_back(c);
   stats_.queue_waits++;
   if (MaySteal(mode, c->affinity, blocked, 0, opt_.steal_after_ms * 1000000LL)) {
-    for (auto& other : backends_) {
+    for (auto& other : pool.backends) {
       if (other->Free()) Dispatch(other.get());
       if (!c->waiting) break;
     }
@@ -188,7 +189,7 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
     for (RefId r : c->route.txn.refs) {
       if (!absl::c_linear_search(b->held, r)) {
         b->held.push_back(r);
-        inflight_[r.value()]++;
+        c->pool->inflight[r.value()]++;
       }
     }
   }
@@ -236,17 +237,18 @@ void Proxy::Loop::Dispatch(Backend* b) {
   const int64_t after = opt_.steal_after_ms * 1000000LL;
   auto blocked = [this](const Client* w) { return Blocked(w); };
   auto since = [](const Client* w) { return w->wait_since; };
-  auto& own = waitq_[b->index];
+  auto& waitq = b->pool->waitq;
+  auto& own = waitq[b->index];
   const int mine = PickOwn(own, mode, now, after, blocked, since);
   if (mine >= 0) {
     pick = own[mine];
     own.erase(own.begin() + mine);
   } else if (mode != StealMode::kOff) {
     const StealPick sp = PickSteal(
-        waitq_, b->index, mode, now, after, [](const Client* w) { return w->affinity; }, blocked,
+        waitq, b->index, mode, now, after, [](const Client* w) { return w->affinity; }, blocked,
         since);
     if (sp.queue < 0) return;
-    auto& wq = waitq_[sp.queue];
+    auto& wq = waitq[sp.queue];
     pick = wq[sp.pos];
     wq.erase(wq.begin() + sp.pos);
     stats_.steals++;
@@ -274,7 +276,7 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
       stats_.commits++;
       break;
   }
-  router_->Finish(&c->route, o);
+  RouterOf(c).Finish(&c->route, o);
   Detach(b, c);
   Dispatch(b);
   Pump(c);
@@ -287,14 +289,15 @@ void Proxy::Loop::Detach(Backend* b, Client* c) {
   c->portal_sql.clear();  // portals end with the transaction
   ResumeRead(b);  // back-pressure was for this client
   if (b->held.empty()) return;
+  auto& inflight = b->pool->inflight;
   for (RefId r : b->held) {
-    auto it = inflight_.find(r.value());
-    if (it != inflight_.end() && --it->second <= 0) inflight_.erase(it);
+    auto it = inflight.find(r.value());
+    if (it != inflight.end() && --it->second <= 0) inflight.erase(it);
   }
   b->held.clear();
   // Transactions waiting for these references may run now, on their own
   // (idle) backend or stolen.
-  DispatchIdle();
+  DispatchIdle(b->pool);
 }
 
 }  // namespace proxy

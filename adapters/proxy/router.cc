@@ -151,7 +151,9 @@ int Router::Route(RoutedTxn* t, bool want_affinity, bool* affinity, int num_queu
   t->txn.attempts = 1;
   *affinity = false;
   const QueueId q = want_affinity ? sched_.Route(t->txn, affinity) : sched_.Route(t->txn);
-  return std::clamp<int>(q.value(), 0, num_queues - 1);
+  // A pool smaller than its database's queue count (a [users] pool_size)
+  // folds the queues onto its backends.
+  return q.value() < 0 ? 0 : static_cast<int>(q.value() % num_queues);
 }
 
 void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {

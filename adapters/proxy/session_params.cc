@@ -298,6 +298,11 @@ void ClientSession::ResetAll() {
   for (const auto& [k, v] : startup_) reset_here_.insert(k);
 }
 
+absl::optional<Refusal> ClientSession::RefusalFor(absl::string_view sql) const {
+  std::vector<Effect> effects;
+  return StatementEffectsOf(sql, status_ != 'I', &effects);
+}
+
 absl::optional<Refusal> ClientSession::OnStatement(absl::string_view sql) {
   if (!StatementMayChangeSession(sql)) return absl::nullopt;
   std::vector<Effect> effects;

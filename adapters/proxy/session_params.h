@@ -155,6 +155,10 @@ class ClientSession {
   // statement as it is. Unparsable SQL changes nothing (the server will
   // reject it).
   absl::optional<Refusal> OnStatement(absl::string_view sql);
+  // The refusal OnStatement would return for `sql` now, changing nothing
+  // (a Parse: the statement runs later, if at all). No pre-filter: for a
+  // statement StatementMayChangeSession passed (PreparedDef::may_change_session).
+  absl::optional<Refusal> RefusalFor(absl::string_view sql) const;
   // A ParameterStatus the backend this client owns sent. Returns whether the
   // proxy should forward it (the value differs from the last one the client
   // was told).

@@ -99,6 +99,17 @@ TEST(SessionParamsTest, PreFilterSkipsOrdinaryDml) {
   EXPECT_TRUE(StatementMayChangeSession("DISCARD ALL"));
 }
 
+// RefusalFor (a Parse) answers as OnStatement would, and applies nothing.
+TEST(SessionParamsTest, RefusalForAsksWithoutApplying) {
+  ClientSession c(1);
+  EXPECT_FALSE(c.RefusalFor("SET search_path TO pg_catalog").has_value());
+  EXPECT_EQ(Get(c.current(), "search_path"), "<default>");
+  const absl::optional<Refusal> r = c.RefusalFor("SET ROLE nobody");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->sqlstate, c.OnStatement("SET ROLE nobody")->sqlstate);
+  EXPECT_FALSE(c.in_transaction());
+}
+
 TEST(SessionParamsTest, AutocommitSetTakesEffectAtReadyForQuery) {
   ClientSession c(1);
   EXPECT_FALSE(c.OnStatement("SET search_path TO pg_catalog").has_value());

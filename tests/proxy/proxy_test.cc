@@ -539,7 +539,8 @@ TEST_F(ProxyRobustnessTest, ScramBothSides) {
   ASSERT_TRUE(back.ok());
   // Pool 2 behind a pool of 1: the second backend login also goes through SCRAM.
   ASSERT_TRUE((*back)->Start().ok());
-  PGconn* c = PQconnectdb(absl::StrCat("host=127.0.0.1 port=", (*back)->port(), " dbname=x user=y").c_str());
+  PGconn* c = PQconnectdb(
+      absl::StrCat("host=127.0.0.1 port=", (*back)->port(), " dbname=", server_.dbname, " user=y").c_str());
   ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
   EXPECT_EQ(Exec1(c, "SELECT 'through two proxies'"), "through two proxies");
   PQfinish(c);

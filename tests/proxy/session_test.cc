@@ -288,3 +288,55 @@ TEST_F(SessionTest, StartupTimeZoneAppliesOrClosesTheClient) {
 }  // namespace
 }  // namespace proxy
 }  // namespace corral
+
+namespace corral {
+namespace proxy {
+namespace {
+
+// The value of prepared statement `name` executed with one parameter, or
+// "ERROR <sqlstate>".
+std::string ExecPrepared1(PGconn* c, const std::string& name, const std::string& arg) {
+  const char* params[1] = {arg.c_str()};
+  PGresult* r = PQexecPrepared(c, name.c_str(), 1, params, nullptr, nullptr, 0);
+  std::string out;
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) {
+    out = PQgetvalue(r, 0, 0);
+  } else if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+    const char* st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    out = absl::StrCat("ERROR ", st ? st : "");
+  }
+  PQclear(r);
+  return out;
+}
+
+bool Prepare(PGconn* c, const std::string& name, const std::string& sql) {
+  PGresult* r = PQprepare(c, name.c_str(), sql.c_str(), 0, nullptr);
+  const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+  if (!ok) std::fprintf(stderr, "prepare %s: %s", name.c_str(), PQerrorMessage(c));
+  PQclear(r);
+  return ok;
+}
+
+// A client's DISCARD ALL / DEALLOCATE ALL drops every prepared statement of
+// the backend, the proxy's corral_s<N> included: the proxy forgets them (and
+// prepares again on next use), and the client's own names are gone as on
+// PostgreSQL. Failed before: the statement cache still named corral_s<N>,
+// so the next use of the same text failed with 26000.
+TEST_F(SessionTest, DiscardAllAndDeallocateAllForgetTheBackendsStatements) {
+  StartProxy(1);
+  PGconn* c = Connect();
+  for (const char* drop : {"DISCARD ALL", "DEALLOCATE ALL"}) {
+    SCOPED_TRACE(drop);
+    ASSERT_TRUE(Prepare(c, "before", "SELECT $1::int + 1"));
+    EXPECT_EQ(ExecPrepared1(c, "before", "1"), "2");
+    ASSERT_TRUE(ExecOk(c, drop));
+    EXPECT_EQ(ExecPrepared1(c, "before", "1"), "ERROR 26000");  // as PostgreSQL: gone
+    // The same text again: the proxy must prepare it anew on the backend.
+    ASSERT_TRUE(Prepare(c, "after", "SELECT $1::int + 1"));
+    EXPECT_EQ(ExecPrepared1(c, "after", "41"), "42");
+  }
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral
