@@ -139,6 +139,8 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->cache.Clear();
   b->drop_describe_tail = false;
   b->unnamed_key.clear();
+  b->catalog_dirty = false;
+  b->answer_key.clear();
   AddFd(b, EPOLLIN);
   if (b->tls != nullptr && b->tls->Pending()) tls_pending_.push_back(b);
   return absl::OkStatus();
@@ -212,6 +214,12 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           DescribeEntry e = std::move(front.describes.front());
           front.describes.pop_front();
           if (!e.key.empty()) router_->LearnParamTypes(e.key, f.body);
+          b->answer_key.clear();
+          if (!e.answer_key.empty() && !b->catalog_dirty) {
+            b->answer_t = std::string(f.raw);
+            b->answer_key = std::move(e.answer_key);
+            b->answer_gen = e.gen;
+          }
           if (e.drop) {
             forward = false;
             b->drop_describe_tail = true;
@@ -220,6 +228,10 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         break;
       case 'T':
       case 'n':
+        if (!b->answer_key.empty()) {  // the tail of a client's Describe-statement
+          describe_cache_.Learn(b->answer_key, b->answer_gen, absl::StrCat(b->answer_t, f.raw));
+          b->answer_key.clear();
+        }
         if (b->drop_describe_tail) {
           b->drop_describe_tail = false;
           forward = false;
@@ -241,6 +253,13 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         b->status = f.body.empty() ? 'I' : f.body[0];
         b->front_errored = false;
         b->drop_describe_tail = false;
+        b->answer_key.clear();
+        if (b->status == 'I' && b->catalog_dirty) {
+          // Its DDL committed (or rolled back) only now: answers learned
+          // meanwhile may describe either catalog.
+          b->catalog_dirty = false;
+          describe_cache_.Invalidate();
+        }
         // Parses skipped after an error never happened: forget them.
         b->cache.ForgetUnconfirmed(front.parses);
         const bool attach = front.attach;
@@ -329,6 +348,7 @@ void Proxy::Loop::SendInternal(Backend* b, absl::string_view sql) {
   std::string q;
   wire::AppendQuery(&q, sql);
   Send(b, q);
+  b->unnamed_key.clear();  // a simple Query drops the unnamed statement
   b->batches.back().swallow = true;
   b->batches.back().msgs++;
   EndBatch(b);

@@ -142,6 +142,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
   if (AnswerLostTxn(c, end)) return true;
   if (AnswerHeldExtended(c, end)) return true;
   if (AnswerPrepareOnly(c, end)) return true;
+  if (AnswerDescribeFromCache(c, end)) return true;
   // References: every Bind's statement text with its parameters.
   c->route.ClearRefs();
   router_->AddUnit(c->pending, end, c->stmts, &c->route);

@@ -167,6 +167,17 @@ void AppendParse(std::string* out, absl::string_view name, absl::string_view que
   EndMessage(out, at);
 }
 
+void AppendBind(std::string* out, absl::string_view portal, absl::string_view stmt,
+                absl::string_view rest) {
+  const size_t at = BeginMessage(out, 'B');
+  out->append(portal.data(), portal.size());
+  out->push_back('\0');
+  out->append(stmt.data(), stmt.size());
+  out->push_back('\0');
+  out->append(rest.data(), rest.size());
+  EndMessage(out, at);
+}
+
 void AppendTextResult(std::string* out, const std::vector<std::string>& columns,
                       const std::vector<std::vector<std::string>>& rows) {
   size_t at = BeginMessage(out, 'T');
