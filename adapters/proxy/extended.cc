@@ -175,6 +175,7 @@ bool Proxy::Loop::AnswerDescribeFromCache(Client* c, size_t end) {
           router_->LearnParamTypes(d.key, f.body);
         }
       }
+      d.answered = *a;
       c->stmts[name] = std::move(d);
       wire::AppendEmpty(&c->out, '1');
     } else if (u.type == 'D') {
@@ -233,6 +234,7 @@ std::string Proxy::Loop::EnsurePrepared(Backend* b, const PreparedDef& d, bool c
   if (!msgs.empty()) {
     if (!client_parse) stats_.parses_injected++;
     Send(b, msgs);
+    if (!client_parse) CheckAnswered(b, d, name);
   }
   return name;
 }
@@ -269,6 +271,35 @@ void Proxy::Loop::EnsureUnnamed(Backend* b, const PreparedDef& d) {
   Send(b, msg);
   b->unnamed_key = d.key;
   stats_.parses_injected++;
+  CheckAnswered(b, d, "");
+}
+
+void Proxy::Loop::CheckAnswered(Backend* b, const PreparedDef& d, const std::string& backend_name) {
+  if (d.answered.empty()) return;
+  std::string msg;
+  AppendStatementMessage(&msg, 'D', backend_name);
+  Send(b, msg);
+  DescribeEntry e;
+  e.drop = true;
+  e.key = d.key;
+  e.expect = d.answered;
+  b->batches.back().describes.push_back(std::move(e));
+}
+
+void Proxy::Loop::AnswerStale(Client* c, Backend* b) {
+  // What PostgreSQL says of a prepared statement whose result type changed
+  // (asyncpg re-prepares and retries it outside a transaction).
+  wire::AppendError(&c->out, "ERROR", "0A000", "cached plan must not change result type", "",
+                    "RevalidateCachedQuery");
+  c->sess.OnError();
+  c->route.had_error = true;
+  char status = b->status;
+  if (status == 'T') {  // the statement ran: fail the transaction, as the server would have
+    SendInternal(b, "DO $$BEGIN RAISE EXCEPTION 'corral: a cached statement description went stale'; END$$");
+    status = 'E';
+  }
+  ClientReady(c, status);
+  MarkDirty(c);
 }
 
 void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool extract) {

@@ -31,8 +31,8 @@ const PreparedDef* FindStatement(const StatementMap& local, const StatementMap& 
 }
 
 bool StatementMayChangeCatalog(absl::string_view sql) {
-  static constexpr absl::string_view kWords[] = {"alter", "create", "drop",   "do",
-                                                 "call",  "grant",  "revoke", "import"};
+  static constexpr absl::string_view kWords[] = {"alter", "create", "drop",   "do",     "call",
+                                                 "grant", "revoke", "import", "discard"};
   size_t i = 0;
   while (i < sql.size()) {
     // The start of a statement: skip blanks, parentheses and comments.

@@ -65,6 +65,9 @@ struct PreparedDef {
   bool may_change_session = false;
   // StatementMayChangeCatalog(query): running it invalidates DescribeCache.
   bool may_change_catalog = false;
+  // The DescribeCache answer the proxy gave the client for it ("" when the
+  // server answered): checked where the statement is parsed for real.
+  std::string answered;
 
   // From a Parse message's body; the statement's name goes to *name.
   static PreparedDef FromParse(absl::string_view parse_body, std::string* name);
@@ -113,8 +116,8 @@ class FifoCache {
 using ParamTypeCache = FifoCache<std::vector<uint32_t>>;
 
 // Whether running `sql` may change what a Describe of another statement
-// answers (ALTER / CREATE / DROP / DO / CALL / GRANT / REVOKE / IMPORT at the
-// start of any of its statements). Cheap, may say true needlessly; DDL
+// answers (ALTER / CREATE / DROP / DO / CALL / GRANT / REVOKE / IMPORT /
+// DISCARD at the start of any of its statements). Cheap, may say true needlessly; DDL
 // hidden in a function a SELECT calls is not seen.
 bool StatementMayChangeCatalog(absl::string_view sql);
 
@@ -155,6 +158,7 @@ struct DescribeEntry {
   std::string key;
   std::string answer_key;  // DescribeCache key to learn the answer under, "" none
   uint64_t gen = 0;        // DescribeCache::generation() when sent
+  std::string expect;      // the answer the client was given from the cache ("" none)
 };
 
 // The messages sent to a backend up to one Sync/Query (one ReadyForQuery).

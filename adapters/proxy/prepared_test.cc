@@ -87,6 +87,7 @@ TEST(Prepared, MayChangeCatalogFindsDdlAtAnyStatementStart) {
   EXPECT_TRUE(StatementMayChangeCatalog("BEGIN; DROP TABLE t; COMMIT"));
   EXPECT_TRUE(StatementMayChangeCatalog("DO $$BEGIN END$$"));
   EXPECT_TRUE(StatementMayChangeCatalog("call p()"));
+  EXPECT_TRUE(StatementMayChangeCatalog("DISCARD TEMP"));
   EXPECT_FALSE(StatementMayChangeCatalog("SELECT v FROM t WHERE k = $1"));
   EXPECT_FALSE(StatementMayChangeCatalog("UPDATE altered SET dropped = 1; SELECT 'create'"));
   EXPECT_FALSE(StatementMayChangeCatalog("BEGIN ISOLATION LEVEL SERIALIZABLE;"));

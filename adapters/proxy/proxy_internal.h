@@ -137,6 +137,13 @@ struct Backend : Conn {
   std::string answer_t;
   std::string answer_key;  // "" when none
   uint64_t answer_gen = 0;
+  // Checking a cached answer the client got (DescribeEntry::expect): the
+  // expected bytes and the ParameterDescription received so far.
+  std::string expect, expect_t;
+  // The check failed: the rest of the front batch is not forwarded; its
+  // ReadyForQuery becomes PostgreSQL's "cached plan must not change result
+  // type" (0A000), and an open transaction is failed on the server.
+  bool stale_batch = false;
 
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
@@ -347,6 +354,12 @@ class Proxy::Loop : private AdminSource {
   // was parsed elsewhere or answered from describe_cache_); the
   // ParseComplete is swallowed.
   void EnsureUnnamed(Backend* b, const PreparedDef& d);
+  // After the Parse of a statement whose description the client got from
+  // describe_cache_: a Describe whose answer is compared with it, unseen
+  // (a mismatch, DDL the proxy did not see, makes the batch stale_batch).
+  void CheckAnswered(Backend* b, const PreparedDef& d, const std::string& backend_name);
+  // The ReadyForQuery of a stale_batch: the client's error and status.
+  void AnswerStale(Client* c, Backend* b);
   void Forward(Client* c, Backend* b, char type, absl::string_view raw);
   std::string EnsurePrepared(Backend* b, const PreparedDef& d, bool client_parse);
   // A statement the client prepares that must not run under transaction

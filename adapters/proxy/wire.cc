@@ -93,7 +93,7 @@ void PutCString(std::string* out, absl::string_view s) {
 }  // namespace
 
 void AppendError(std::string* out, absl::string_view severity, absl::string_view sqlstate,
-                 absl::string_view message, absl::string_view detail) {
+                 absl::string_view message, absl::string_view detail, absl::string_view routine) {
   const size_t at = BeginMessage(out, 'E');
   out->push_back('S');
   PutCString(out, severity);
@@ -106,6 +106,10 @@ void AppendError(std::string* out, absl::string_view severity, absl::string_view
   if (!detail.empty()) {
     out->push_back('D');
     PutCString(out, detail);
+  }
+  if (!routine.empty()) {
+    out->push_back('R');
+    PutCString(out, routine);
   }
   out->push_back('\0');
   EndMessage(out, at);

@@ -58,8 +58,10 @@ int16_t GetInt16(const char* p);
 size_t BeginMessage(std::string* out, char type);
 void EndMessage(std::string* out, size_t start);
 
+// `routine` (field R, the server function that raised it) only where a
+// client reads it (asyncpg: RevalidateCachedQuery).
 void AppendError(std::string* out, absl::string_view severity, absl::string_view sqlstate,
-                 absl::string_view message, absl::string_view detail = "");
+                 absl::string_view message, absl::string_view detail = "", absl::string_view routine = "");
 void AppendReadyForQuery(std::string* out, char status);
 void AppendCommandComplete(std::string* out, absl::string_view tag);
 void AppendParameterStatus(std::string* out, absl::string_view name, absl::string_view value);

@@ -157,8 +157,10 @@ TEST_F(BinaryParamsTest, AsyncpgWithoutStatementCacheRoutesOnTheBind) {
 }
 
 // A cached description is keyed by search_path and dropped by DDL that runs
-// through the proxy (ALTER TABLE ... TYPE, committed or rolled back): the
-// client never decodes a row with a stale RowDescription.
+// through the proxy (ALTER TABLE ... TYPE, committed or rolled back); DDL the
+// proxy does not see is caught where the statement is parsed for real
+// (0A000, as PostgreSQL reports it): the client never decodes a row with a
+// stale RowDescription.
 TEST_F(BinaryParamsTest, AsyncpgCachedDescriptionFollowsSearchPathAndDdl) {
   if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
   Setup(
@@ -168,12 +170,14 @@ TEST_F(BinaryParamsTest, AsyncpgCachedDescriptionFollowsSearchPathAndDdl) {
       "CREATE TABLE bw_ds2.t (k int PRIMARY KEY, v text); INSERT INTO bw_ds2.t VALUES (1, 'two');");
   StartProxy();
   auto [rc, out] =
-      RunCommand(absl::StrCat("/usr/bin/python3 ", ClientPath("asyncpg_describe_stale.py"), " ", p_.port()));
+      RunCommand(absl::StrCat("/usr/bin/python3 ", ClientPath("asyncpg_describe_stale.py"), " ", p_.port(), " ", server_.port));
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out.find("FAIL"), std::string::npos) << out;
   EXPECT_NE(out.find("ok bw_ds1 bigint after a rolled-back ALTER"), std::string::npos) << out;
+  EXPECT_NE(out.find("ok bw_ds1 int after the unseen ALTER"), std::string::npos) << out;
   EXPECT_GE(Stat(p_, "describes_answered"), 3) << out;
   EXPECT_GE(Stat(p_, "describe_invalidations"), 3) << out;
+  EXPECT_EQ(Stat(p_, "describes_stale"), 2) << out;
 }
 
 TEST_F(BinaryParamsTest, PsycopgBinaryParamsEqualTheTextPath) {

@@ -3,8 +3,11 @@ answers a repeated Parse/Describe from the server's earlier answer (its
 DescribeCache), so every change that alters what the statement describes must
 reach the client: search_path naming another table of another column type,
 ALTER TABLE changing the column's type (autocommit, and inside a
-transaction that commits), and a rolled-back ALTER.
-Usage: asyncpg_describe_stale.py PORT (schemas bw_ds1 / bw_ds2, each with
+transaction that commits), a rolled-back ALTER, and an ALTER the proxy
+cannot see (run on the server directly): the proxy finds that one when it
+parses the statement for real and answers PostgreSQL's 0A000 "cached plan
+must not change result type", which asyncpg retries outside a transaction.
+Usage: asyncpg_describe_stale.py PORT SERVER_PORT (schemas bw_ds1 / bw_ds2, each with
 table t(k int, v ...): bw_ds1.t.v int = 11, bw_ds2.t.v text = 'two').
 Prints one line per check; exits non-zero on any failure."""
 import asyncio
@@ -15,8 +18,9 @@ import asyncpg
 Q = "SELECT v FROM t WHERE k = $1"
 
 
-async def main(port):
+async def main(port, server_port):
     dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    direct = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{server_port}/postgres")
     c = await asyncpg.connect(dsn, statement_cache_size=0)
     other = await asyncpg.connect(dsn, statement_cache_size=0)
     fails = 0
@@ -57,9 +61,27 @@ async def main(port):
     await tx.rollback()
     check("bw_ds1 bigint after a rolled-back ALTER", await c.fetchval(Q, 1), 11)
     check("bw_ds1 bigint via the other client", await other.fetchval("SELECT v FROM bw_ds1.t WHERE k = $1", 1), 11)
+    check("bw_ds1 bigint, answered from the cache", await c.fetchval(Q, 1), 11)
+    # DDL the proxy does not see: outside a transaction asyncpg retries the
+    # 0A000 once and gets the new type.
+    await direct.execute("ALTER TABLE bw_ds1.t ALTER COLUMN v TYPE text USING v::text")
+    check("bw_ds1 text after an unseen ALTER (autocommit)", await c.fetchval(Q, 1), "11")
+    # Inside a transaction the 0A000 fails it, as PostgreSQL's would.
+    await direct.execute("ALTER TABLE bw_ds1.t ALTER COLUMN v TYPE int USING v::int")
+    try:
+        async with c.transaction():
+            await c.fetchval(Q, 1)
+            await c.execute("UPDATE t SET v = 99 WHERE k = $1", 1)
+        check("0A000 inside a transaction", "no error", "an error")
+    except asyncpg.exceptions.InvalidCachedStatementError:
+        check("0A000 inside a transaction", "InvalidCachedStatementError", "InvalidCachedStatementError")
+    except asyncpg.PostgresError as e:
+        check("0A000 inside a transaction", "%s %s" % (e.sqlstate, e), "InvalidCachedStatementError")
+    check("bw_ds1 int after the unseen ALTER", await c.fetchval(Q, 1), 11)
+    await direct.close()
     await c.close()
     await other.close()
     return 1 if fails else 0
 
 
-sys.exit(asyncio.run(main(int(sys.argv[1]))))
+sys.exit(asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]))))
