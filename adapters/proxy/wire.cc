@@ -160,26 +160,26 @@ void AppendQuery(std::string* out, absl::string_view sql) {
   EndMessage(out, at);
 }
 
+namespace {
+// Parse and Bind: two C strings, then a raw tail.
+void AppendTwoNames(std::string* out, char type, absl::string_view first, absl::string_view second,
+                    absl::string_view tail) {
+  const size_t at = BeginMessage(out, type);
+  PutCString(out, first);
+  PutCString(out, second);
+  out->append(tail.data(), tail.size());
+  EndMessage(out, at);
+}
+}  // namespace
+
 void AppendParse(std::string* out, absl::string_view name, absl::string_view query,
                  absl::string_view types) {
-  const size_t at = BeginMessage(out, 'P');
-  out->append(name.data(), name.size());
-  out->push_back('\0');
-  out->append(query.data(), query.size());
-  out->push_back('\0');
-  out->append(types.data(), types.size());
-  EndMessage(out, at);
+  AppendTwoNames(out, 'P', name, query, types);
 }
 
 void AppendBind(std::string* out, absl::string_view portal, absl::string_view stmt,
                 absl::string_view rest) {
-  const size_t at = BeginMessage(out, 'B');
-  out->append(portal.data(), portal.size());
-  out->push_back('\0');
-  out->append(stmt.data(), stmt.size());
-  out->push_back('\0');
-  out->append(rest.data(), rest.size());
-  EndMessage(out, at);
+  AppendTwoNames(out, 'B', portal, stmt, rest);
 }
 
 void AppendTextResult(std::string* out, const std::vector<std::string>& columns,
