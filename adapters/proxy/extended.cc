@@ -181,7 +181,8 @@ bool Proxy::Loop::AnswerDescribeFromCache(Client* c, size_t end) {
     } else if (u.type == 'D') {
       c->out.append(*answers[next_answer++]);
     } else if (u.type == 'S') {
-      ClientReady(c, c->held_begin.empty() ? 'I' : 'T');
+      const char status = c->backend != nullptr ? c->backend->status : c->held_begin.empty() ? 'I' : 'T';
+      ClientReady(c, status);
     }
   }
   stats_.describes_answered++;

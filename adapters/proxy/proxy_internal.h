@@ -293,6 +293,10 @@ class Proxy::Loop : private AdminSource {
   // --- transactions (pump.cc)
   void Pump(Client* c);
   bool StartUnit(Client* c);  // detached: route the unit at the front; false: need more input
+  // Attached and between requests: a Parse/Describe unit at the front of
+  // c's messages answered from describe_cache_ (AnswerDescribeFromCache),
+  // saving the backend a round trip inside the transaction.
+  bool AnswerAttachedFromCache(Client* c, Backend* b);
   // Answers pending[0..end] with "the transaction was rolled back" when the
   // client's backend died while it was idle in a transaction.
   bool AnswerLostTxn(Client* c, size_t end);
@@ -336,8 +340,8 @@ class Proxy::Loop : private AdminSource {
   // --- extended protocol (extended.cc)
   bool AnswerHeldExtended(Client* c, size_t end);
   bool AnswerPrepareOnly(Client* c, size_t end);
-  // A detached client's unit of Parses and Describe-statements (up to Flush
-  // or Sync) whose every statement the server has described before in the
+  // A client's unit of Parses and Describe-statements (up to Flush or Sync;
+  // detached, or attached between requests) whose every statement the server has described before in the
   // same context (describe_cache_) is answered from that cache: no backend
   // is taken, so a held BEGIN stays held until the Bind that carries the
   // transaction's references (asyncpg with statement_cache_size=0). The
