@@ -59,6 +59,9 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("backpressure_pauses", s.backpressure_pauses);
     row("client_output_peak_bytes", s.client_output_peak_bytes);
     row("describes_injected", s.describes_injected);
+    row("describes_answered", s.describes_answered);
+    row("describe_invalidations", s.describe_invalidations);
+    row("describes_stale", s.describes_stale);
     row("undecodable_params", s.undecodable_params);
     row("tls_clients", s.tls_clients);
     row("tls_handshake_failures", s.tls_handshake_failures);

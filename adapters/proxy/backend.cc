@@ -157,6 +157,10 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->cache.Clear();
   b->drop_describe_tail = false;
   b->unnamed_key.clear();
+  b->catalog_dirty = false;
+  b->answer_key.clear();
+  b->expect.clear();
+  b->stale_batch = false;
   AddFd(b, EPOLLIN);
   if (b->tls != nullptr && b->tls->Pending()) tls_pending_.push_back(b);
   return absl::OkStatus();
@@ -175,7 +179,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
     b->in_off += used;
     Client* c = b->client;
     Batch& front = b->batches.front();
-    bool forward = !front.swallow;
+    bool forward = !front.swallow && !b->stale_batch;
     if (trace_) {
       std::fprintf(stderr, "b%d -> c%lld %c%s\n", b->index, c ? (long long)c->id : -1LL, f.type,
                    f.type == 'Z' ? std::string(f.body).c_str() : "");
@@ -238,6 +242,16 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           DescribeEntry e = std::move(front.describes.front());
           front.describes.pop_front();
           if (!e.key.empty()) RouterOf(b).LearnParamTypes(e.key, f.body);
+          b->answer_key.clear();
+          if (!e.expect.empty()) {
+            b->expect = std::move(e.expect);
+            b->expect_t = std::string(f.raw);
+          }
+          if (!e.answer_key.empty() && !b->catalog_dirty) {
+            b->answer_t = std::string(f.raw);
+            b->answer_key = std::move(e.answer_key);
+            b->answer_gen = e.gen;
+          }
           if (e.drop) {
             forward = false;
             b->drop_describe_tail = true;
@@ -246,6 +260,20 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         break;
       case 'T':
       case 'n':
+        if (!b->answer_key.empty()) {  // the tail of a client's Describe-statement
+          describe_cache_.Learn(b->answer_key, b->answer_gen, absl::StrCat(b->answer_t, f.raw));
+          b->answer_key.clear();
+        }
+        if (!b->expect.empty()) {  // the tail of a check of a cached answer
+          if (b->expect.size() != b->expect_t.size() + f.raw.size() ||
+              absl::string_view(b->expect).substr(0, b->expect_t.size()) != b->expect_t ||
+              absl::string_view(b->expect).substr(b->expect_t.size()) != f.raw) {
+            stats_.describes_stale++;
+            describe_cache_.Invalidate();
+            b->stale_batch = true;
+          }
+          b->expect.clear();
+        }
         if (b->drop_describe_tail) {
           b->drop_describe_tail = false;
           forward = false;
@@ -267,11 +295,22 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         b->status = f.body.empty() ? 'I' : f.body[0];
         b->front_errored = false;
         b->drop_describe_tail = false;
+        b->answer_key.clear();
+        b->expect.clear();
+        const bool stale = b->stale_batch;
+        b->stale_batch = false;
+        if (b->status == 'I' && b->catalog_dirty) {
+          // Its DDL committed (or rolled back) only now: answers learned
+          // meanwhile may describe either catalog.
+          b->catalog_dirty = false;
+          describe_cache_.Invalidate();
+        }
         // Parses skipped after an error never happened: forget them.
         b->cache.ForgetUnconfirmed(front.parses);
         const bool attach = front.attach;
         const std::string attach_error = std::move(front.attach_error);
         if (b->batches.size() > 1) b->batches.pop_front();
+        if (stale && c != nullptr) AnswerStale(c, b);
         if (forward && c != nullptr) {
           Send(c, f.raw);
           c->sess.OnReadyForQuery(b->status);
@@ -355,6 +394,7 @@ void Proxy::Loop::SendInternal(Backend* b, absl::string_view sql) {
   std::string q;
   wire::AppendQuery(&q, sql);
   Send(b, q);
+  b->unnamed_key.clear();  // a simple Query drops the unnamed statement
   b->batches.back().swallow = true;
   b->batches.back().msgs++;
   EndBatch(b);

@@ -3,6 +3,9 @@
 // PQprepare-style Parse+Sync outside a transaction), and forwarding to the
 // backend with the client's named statements mapped to backend names,
 // prepared on demand (StatementCache, prepared.h).
+#include <utility>
+#include <vector>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "adapters/proxy/proxy_internal.h"
@@ -12,27 +15,41 @@ namespace corral {
 namespace proxy {
 
 // A unit that only runs BEGIN (or COMMIT/ROLLBACK of a held BEGIN) is
-// answered by the proxy with the responses the server would send.
+// answered by the proxy with the responses the server would send. Each
+// Parse is decoded once: the check keeps them for the answer.
 bool Proxy::Loop::AnswerHeldExtended(Client* c, size_t end) {
-  StatementMap local;
+  std::vector<std::pair<std::string, PreparedDef>> parsed;  // the unit's Parses, in order
+  absl::flat_hash_map<std::string, size_t> local;          // name -> its latest in `parsed`
   TxnControl kind = TxnControl::kOther;
   int executes = 0;
+  std::string text;       // the statement last parsed or bound
+  std::string exec_text;  // the one the Execute runs
   for (size_t i = 0; i <= end; ++i) {
     const Msg& u = c->pending[i];
-    wire::Reader r(u.body());
     if (u.type == 'P') {
       std::string name;
       PreparedDef d = PreparedDef::FromParse(u.body(), &name);
-      local[name] = std::move(d);
+      text = d.query;
+      local[name] = parsed.size();
+      parsed.emplace_back(std::move(name), std::move(d));
     } else if (u.type == 'B') {
+      wire::Reader r(u.body());
       r.CString();
-      const PreparedDef* d = FindStatement(local, c->stmts, std::string(r.CString()));
+      const std::string stmt(r.CString());
+      const PreparedDef* d = nullptr;
+      if (auto it = local.find(stmt); it != local.end()) {
+        d = &parsed[it->second].second;
+      } else if (auto jt = c->stmts.find(stmt); jt != c->stmts.end()) {
+        d = &jt->second;
+      }
       if (d == nullptr) return false;
       const TxnControl k = ClassifyTxnControl(d->query);
       if (k == TxnControl::kOther || (kind != TxnControl::kOther && k != kind)) return false;
       kind = k;
+      text = d->query;
     } else if (u.type == 'E') {
       ++executes;
+      exec_text = text;
     } else if (u.type == 'D' || u.type == 'S' || u.type == 'H') {
       // answerable
     } else {
@@ -41,29 +58,22 @@ bool Proxy::Loop::AnswerHeldExtended(Client* c, size_t end) {
   }
   if (executes != 1 || kind == TxnControl::kOther) return false;
   if (kind != TxnControl::kBegin && c->held_begin.empty()) return false;
-  std::string begin_text;
+  size_t next_parse = 0;
   for (size_t i = 0; i <= end; ++i) {
     Msg u = std::move(c->pending.front());
     c->pending.pop_front();
-    wire::Reader r(u.body());
     switch (u.type) {
       case 'P': {
-        std::string name;
-        PreparedDef d = PreparedDef::FromParse(u.body(), &name);
-        begin_text = d.query;
+        auto& [name, d] = parsed[next_parse++];
         if (!name.empty()) c->stmts[name] = std::move(d);
         wire::AppendEmpty(&c->out, '1');
         break;
       }
-      case 'B': {
-        r.CString();
-        const PreparedDef* d = FindStatement(local, c->stmts, std::string(r.CString()));
-        begin_text = d != nullptr ? d->query : std::string();
+      case 'B':
         wire::AppendEmpty(&c->out, '2');
         break;
-      }
       case 'D': {
-        if (r.Byte() == 'S') {
+        if (wire::Reader(u.body()).Byte() == 'S') {
           std::string pd;
           size_t at = wire::BeginMessage(&pd, 't');
           wire::PutInt16(&pd, 0);
@@ -75,7 +85,7 @@ bool Proxy::Loop::AnswerHeldExtended(Client* c, size_t end) {
       }
       case 'E':
         if (kind == TxnControl::kBegin) {
-          if (c->held_begin.empty()) c->held_begin = begin_text;
+          if (c->held_begin.empty()) c->held_begin = exec_text;
           wire::AppendCommandComplete(&c->out, "BEGIN");
         } else {
           EndHeldTxn(c, kind);
@@ -88,6 +98,94 @@ bool Proxy::Loop::AnswerHeldExtended(Client* c, size_t end) {
         break;
     }
   }
+  MarkDirty(c);
+  return true;
+}
+
+std::string Proxy::Loop::DescribeKey(const Client* c, const PreparedDef& d) const {
+  const ParamMap& params = c->sess.current();
+  auto param = [&params](absl::string_view name) -> absl::string_view {
+    auto it = params.find(name);
+    return it == params.end() ? absl::string_view("\001default") : absl::string_view(it->second);
+  };
+  const absl::string_view nul("\0", 1);
+  return absl::StrCat(d.key, nul, c->user, nul, c->database, nul, param("search_path"), nul, param("role"), nul,
+                      param("session_authorization"));
+}
+
+void Proxy::Loop::CatalogChanged(Backend* b) {
+  describe_cache_.Invalidate();
+  stats_.describe_invalidations++;
+  b->catalog_dirty = true;
+  b->answer_key.clear();
+}
+
+bool Proxy::Loop::AnswerDescribeFromCache(Client* c, size_t end) {
+  const char last = c->pending[end].type;
+  if (end == 0 || (last != 'H' && last != 'S')) return false;
+  // Check first: every Parse and Describe-statement must be answerable.
+  std::vector<std::pair<std::string, PreparedDef>> parsed;
+  std::vector<const std::string*> answers;  // per Parse and per Describe, in order
+  for (size_t i = 0; i < end; ++i) {
+    const Msg& u = c->pending[i];
+    if (u.type == 'P') {
+      std::string name;
+      PreparedDef d = PreparedDef::FromParse(u.body(), &name);
+      // A named statement that exists already is the server's error to give.
+      if (d.may_change_session || (!name.empty() && c->stmts.contains(name))) return false;
+      for (const auto& p : parsed) {
+        if (!name.empty() && p.first == name) return false;
+      }
+      const std::string* a = describe_cache_.Find(DescribeKey(c, d));
+      if (a == nullptr) return false;
+      answers.push_back(a);
+      parsed.emplace_back(std::move(name), std::move(d));
+    } else if (u.type == 'D') {
+      wire::Reader r(u.body());
+      if (r.Byte() != 'S') return false;
+      const std::string name(r.CString());
+      const PreparedDef* d = nullptr;
+      for (const auto& p : parsed) {
+        if (p.first == name) d = &p.second;  // the latest Parse of that name
+      }
+      if (d == nullptr) {
+        auto it = c->stmts.find(name);
+        if (it == c->stmts.end() || it->second.may_change_session) return false;
+        d = &it->second;
+      }
+      const std::string* a = describe_cache_.Find(DescribeKey(c, *d));
+      if (a == nullptr) return false;
+      answers.push_back(a);
+    } else {
+      return false;
+    }
+  }
+  size_t next_parse = 0, next_answer = 0;
+  for (size_t i = 0; i <= end; ++i) {
+    Msg u = std::move(c->pending.front());
+    c->pending.pop_front();
+    if (u.type == 'P') {
+      auto& [name, d] = parsed[next_parse++];
+      const std::string* a = answers[next_answer++];
+      // The Router needs the types to read the Bind's binary values.
+      if (RouterOf(c).param_types().Find(d.key) == nullptr) {
+        wire::Frame f;
+        size_t used = 0;
+        if (wire::NextFrame(*a, a->size(), &f, &used).ok() && used > 0 && f.type == 't') {
+          RouterOf(c).LearnParamTypes(d.key, f.body);
+        }
+      }
+      d.answered = *a;
+      c->stmts[name] = std::move(d);
+      wire::AppendEmpty(&c->out, '1');
+    } else if (u.type == 'D') {
+      c->out.append(*answers[next_answer++]);
+    } else if (u.type == 'S') {
+      const char status = c->backend != nullptr ? c->backend->status : c->held_begin.empty() ? 'I' : 'T';
+      ClientReady(c, status);
+    }
+  }
+  stats_.describes_answered++;
   MarkDirty(c);
   return true;
 }
@@ -137,6 +235,7 @@ std::string Proxy::Loop::EnsurePrepared(Backend* b, const PreparedDef& d, bool c
   if (!msgs.empty()) {
     if (!client_parse) stats_.parses_injected++;
     Send(b, msgs);
+    if (!client_parse) CheckAnswered(b, d, name);
   }
   return name;
 }
@@ -148,6 +247,7 @@ bool Proxy::Loop::RefuseInDef(Client* c, PreparedDef* d) {
   d->query = refusal->AsSql();
   d->key = absl::StrCat(d->query, absl::string_view("\0", 1), d->types);
   d->may_change_session = StatementMayChangeSession(d->query);
+  d->may_change_catalog = StatementMayChangeCatalog(d->query);
   return true;
 }
 
@@ -161,6 +261,45 @@ void Proxy::Loop::DescribeForTypes(Backend* b, const std::string& key, const std
   Send(b, msg);
   open.describes.push_back(DescribeEntry{true, key});
   stats_.describes_injected++;
+}
+
+void Proxy::Loop::EnsureUnnamed(Backend* b, const PreparedDef& d) {
+  if (b->unnamed_key == d.key) return;
+  b->batches.back().parses.push_back(ParseEntry{true, ""});
+  std::string msg;
+  wire::AppendParse(&msg, "", d.query, d.types);
+  Send(b, msg);
+  b->unnamed_key = d.key;
+  stats_.parses_injected++;
+  CheckAnswered(b, d, "");
+}
+
+void Proxy::Loop::CheckAnswered(Backend* b, const PreparedDef& d, const std::string& backend_name) {
+  if (d.answered.empty()) return;
+  std::string msg;
+  AppendStatementMessage(&msg, 'D', backend_name);
+  Send(b, msg);
+  DescribeEntry e;
+  e.drop = true;
+  e.key = d.key;
+  e.expect = d.answered;
+  b->batches.back().describes.push_back(std::move(e));
+}
+
+void Proxy::Loop::AnswerStale(Client* c, Backend* b) {
+  // What PostgreSQL says of a prepared statement whose result type changed
+  // (asyncpg re-prepares and retries it outside a transaction).
+  wire::AppendError(&c->out, "ERROR", "0A000", "cached plan must not change result type", "",
+                    "RevalidateCachedQuery");
+  c->sess.OnError();
+  c->route.had_error = true;
+  char status = b->status;
+  if (status == 'T') {  // the statement ran: fail the transaction, as the server would have
+    SendInternal(b, "DO $$BEGIN RAISE EXCEPTION 'corral: a cached statement description went stale'; END$$");
+    status = 'E';
+  }
+  ClientReady(c, status);
+  MarkDirty(c);
 }
 
 void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool extract) {
@@ -180,9 +319,10 @@ void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool
     return;
   }
   const PreparedDef& d = it->second;
+  if (d.may_change_catalog) CatalogChanged(b);
   if (stmt.empty()) {
-    // Only when this backend holds the client's unnamed statement.
-    if (b->unnamed_key == d.key && RouterOf(c).NeedsParamTypes(d, body)) DescribeForTypes(b, d.key, "");
+    EnsureUnnamed(b, d);
+    if (RouterOf(c).NeedsParamTypes(d, body)) DescribeForTypes(b, d.key, "");
     if (extract) RouterOf(c).AddBind(d, body, &c->route);
     Send(b, raw);
     return;
@@ -191,14 +331,7 @@ void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool
   if (RouterOf(c).NeedsParamTypes(d, body)) DescribeForTypes(b, d.key, bname);
   if (extract) RouterOf(c).AddBind(d, body, &c->route);
   std::string msg;
-  size_t at = wire::BeginMessage(&msg, 'B');
-  msg.append(portal.data(), portal.size());
-  msg.push_back('\0');
-  msg.append(bname);
-  msg.push_back('\0');
-  absl::string_view rest = r.rest();
-  msg.append(rest.data(), rest.size());
-  wire::EndMessage(&msg, at);
+  wire::AppendBind(&msg, portal, bname, r.rest());
   Send(b, msg);
 }
 
@@ -216,6 +349,8 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       // Session state (session_params.h): SET ... noted, refused statements
       // replaced by the DO block that raises the refusal on the server.
       const absl::string_view sql = r.CString();
+      b->unnamed_key.clear();  // a simple Query drops the unnamed statement
+      if (StatementMayChangeCatalog(sql)) CatalogChanged(b);
       if (extract) RouterOf(c).AddQuery(sql, &c->route);
       const absl::optional<Refusal> refusal = c->sess.OnStatement(sql);  // pre-filters itself
       if (refusal) {
@@ -274,9 +409,18 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
       if (type == 'C') open.closes.push_back(false);
       auto it = what == 'S' ? c->stmts.find(name) : c->stmts.end();
       if (type == 'D' && what == 'S') {
-        // Its ParameterDescription teaches the statement's types.
-        const bool known = it != c->stmts.end() && (!name.empty() || b->unnamed_key == it->second.key);
-        open.describes.push_back(DescribeEntry{false, known ? it->second.key : std::string()});
+        if (name.empty() && it != c->stmts.end()) EnsureUnnamed(b, it->second);
+        // Its ParameterDescription teaches the statement's types, and the
+        // whole answer goes to the DescribeCache.
+        DescribeEntry e;
+        if (it != c->stmts.end()) {
+          e.key = it->second.key;
+          if (!it->second.may_change_session) {
+            e.answer_key = DescribeKey(c, it->second);
+            e.gen = describe_cache_.generation();
+          }
+        }
+        open.describes.push_back(std::move(e));
       }
       if (what != 'S' || name.empty()) {
         Send(b, raw);

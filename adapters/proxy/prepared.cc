@@ -1,5 +1,7 @@
 #include "adapters/proxy/prepared.h"
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "adapters/proxy/session_params.h"
 #include "adapters/proxy/wire.h"
@@ -15,6 +17,7 @@ PreparedDef PreparedDef::FromParse(absl::string_view parse_body, std::string* na
   d.types = std::string(r.rest());
   d.key = absl::StrCat(d.query, absl::string_view("\0", 1), d.types);
   d.may_change_session = StatementMayChangeSession(d.query);
+  d.may_change_catalog = StatementMayChangeCatalog(d.query);
   const int16_t n = r.Int16();
   for (int16_t i = 0; i < n && r.ok(); ++i) d.oids.push_back(static_cast<uint32_t>(r.Int32()));
   if (!r.ok()) d.oids.clear();
@@ -27,14 +30,39 @@ const PreparedDef* FindStatement(const StatementMap& local, const StatementMap& 
   return nullptr;
 }
 
-void ParamTypeCache::Put(const std::string& key, std::vector<uint32_t> oids) {
-  auto [it, added] = map_.insert_or_assign(key, std::move(oids));
-  if (!added) return;
-  order_.push_back(key);
-  while (map_.size() > capacity_ && !order_.empty()) {
-    map_.erase(order_.front());
-    order_.pop_front();
+bool StatementMayChangeCatalog(absl::string_view sql) {
+  static constexpr absl::string_view kWords[] = {"alter", "create", "drop",   "do",     "call",
+                                                 "grant", "revoke", "import", "discard"};
+  size_t i = 0;
+  while (i < sql.size()) {
+    // The start of a statement: skip blanks, parentheses and comments.
+    while (i < sql.size()) {
+      const char ch = sql[i];
+      if (absl::ascii_isspace(static_cast<unsigned char>(ch)) || ch == '(' || ch == ';') {
+        ++i;
+      } else if (sql.substr(i, 2) == "--") {
+        const size_t nl = sql.find('\n', i);
+        i = nl == absl::string_view::npos ? sql.size() : nl + 1;
+      } else if (sql.substr(i, 2) == "/*") {
+        const size_t close = sql.find("*/", i + 2);
+        i = close == absl::string_view::npos ? sql.size() : close + 2;
+      } else {
+        break;
+      }
+    }
+    size_t j = i;
+    while (j < sql.size() && absl::ascii_isalpha(static_cast<unsigned char>(sql[j]))) ++j;
+    const absl::string_view word = sql.substr(i, j - i);
+    for (absl::string_view w : kWords) {
+      if (absl::EqualsIgnoreCase(word, w)) return true;
+    }
+    // The next statement (a ';' inside a literal only makes this look at
+    // more words than needed).
+    const size_t semi = sql.find(';', j);
+    if (semi == absl::string_view::npos) break;
+    i = semi + 1;
   }
+  return false;
 }
 
 void AppendStatementMessage(std::string* out, char type, absl::string_view name) {

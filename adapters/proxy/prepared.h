@@ -20,6 +20,17 @@
 // ParameterDescription) are kept by statement in a ParamTypeCache, and a
 // Batch records which Describe-statement answers the client must not see.
 //
+// DescribeCache keeps the server's whole answer to a Describe of a statement
+// (ParameterDescription + RowDescription / NoData) by statement and session
+// context, so a Parse/Describe unit of a known statement (asyncpg with
+// statement_cache_size=0) can be answered without a backend:
+//
+//   DescribeCache answers(/*capacity=*/4096);
+//   uint64_t gen = answers.generation();   // when the Describe is sent
+//   answers.Learn(key, gen, t_and_T);      // its answer (dropped if DDL came between)
+//   const std::string* a = answers.Find(key);
+//   answers.Invalidate();                  // DDL seen (StatementMayChangeCatalog)
+//
 // Thread safety: not thread-safe; owned and used by the event loop thread.
 #ifndef CORRAL_ADAPTERS_PROXY_PREPARED_H_
 #define CORRAL_ADAPTERS_PROXY_PREPARED_H_
@@ -52,6 +63,11 @@ struct PreparedDef {
   // StatementMayChangeSession(query), worked out once per Parse rather than
   // per Bind; whoever replaces `query` sets it again.
   bool may_change_session = false;
+  // StatementMayChangeCatalog(query): running it invalidates DescribeCache.
+  bool may_change_catalog = false;
+  // The DescribeCache answer the proxy gave the client for it ("" when the
+  // server answered): checked where the statement is parsed for real.
+  std::string answered;
 
   // From a Parse message's body; the statement's name goes to *name.
   static PreparedDef FromParse(absl::string_view parse_body, std::string* name);
@@ -64,18 +80,25 @@ using StatementMap = absl::flat_hash_map<std::string, PreparedDef>;
 // client (`stmts`); null when neither.
 const PreparedDef* FindStatement(const StatementMap& local, const StatementMap& stmts, const std::string& name);
 
-// The parameter types the server resolved for statements (from its
-// ParameterDescription), by PreparedDef::key; bounded: once full, the oldest
-// entry makes room.
-class ParamTypeCache {
+// A bounded map whose oldest entry makes room once full (insertion order).
+template <typename V>
+class FifoCache {
  public:
-  explicit ParamTypeCache(size_t capacity) : capacity_(capacity) {}
+  explicit FifoCache(size_t capacity) : capacity_(capacity) {}
   // Null when not known.
-  const std::vector<uint32_t>* Find(const std::string& key) const {
+  const V* Find(const std::string& key) const {
     auto it = map_.find(key);
     return it == map_.end() ? nullptr : &it->second;
   }
-  void Put(const std::string& key, std::vector<uint32_t> oids);
+  void Put(const std::string& key, V value) {
+    auto [it, added] = map_.insert_or_assign(key, std::move(value));
+    if (!added) return;
+    order_.push_back(key);
+    while (map_.size() > capacity_ && !order_.empty()) {
+      map_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
   void Clear() {
     map_.clear();
     order_.clear();
@@ -84,8 +107,43 @@ class ParamTypeCache {
 
  private:
   size_t capacity_;
-  absl::flat_hash_map<std::string, std::vector<uint32_t>> map_;
+  absl::flat_hash_map<std::string, V> map_;
   std::deque<std::string> order_;  // insertion order, for eviction
+};
+
+// The parameter types the server resolved for statements (from its
+// ParameterDescription), by PreparedDef::key.
+using ParamTypeCache = FifoCache<std::vector<uint32_t>>;
+
+// Whether running `sql` may change what a Describe of another statement
+// answers (ALTER / CREATE / DROP / DO / CALL / GRANT / REVOKE / IMPORT /
+// DISCARD at the start of any of its statements). Cheap, may say true needlessly; DDL
+// hidden in a function a SELECT calls is not seen.
+bool StatementMayChangeCatalog(absl::string_view sql);
+
+// The server's answers to Describe-statement (ParameterDescription and
+// RowDescription / NoData, whole messages), by PreparedDef::key plus what
+// changes their meaning (see Proxy::Loop::DescribeKey). Invalidate() drops
+// everything and starts a new generation: an answer to a Describe sent
+// before it is not learned.
+class DescribeCache {
+ public:
+  explicit DescribeCache(size_t capacity) : map_(capacity) {}
+  const std::string* Find(const std::string& key) const { return map_.Find(key); }
+  // `gen`: generation() when the Describe was sent.
+  void Learn(const std::string& key, uint64_t gen, std::string answer) {
+    if (gen == gen_) map_.Put(key, std::move(answer));
+  }
+  void Invalidate() {
+    map_.Clear();
+    ++gen_;
+  }
+  uint64_t generation() const { return gen_; }
+  size_t size() const { return map_.size(); }
+
+ private:
+  FifoCache<std::string> map_;
+  uint64_t gen_ = 0;
 };
 
 struct ParseEntry {
@@ -98,6 +156,9 @@ struct ParseEntry {
 struct DescribeEntry {
   bool drop = false;  // injected by the proxy: the client must not see the answer
   std::string key;
+  std::string answer_key;  // DescribeCache key to learn the answer under, "" none
+  uint64_t gen = 0;        // DescribeCache::generation() when sent
+  std::string expect;      // the answer the client was given from the cache ("" none)
 };
 
 // The messages sent to a backend up to one Sync/Query (one ReadyForQuery).

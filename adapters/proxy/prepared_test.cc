@@ -81,6 +81,37 @@ TEST(ParamTypeCache, KeepsTheNewestUpToItsCapacity) {
   EXPECT_EQ(cache.Find("c"), nullptr);
 }
 
+TEST(Prepared, MayChangeCatalogFindsDdlAtAnyStatementStart) {
+  EXPECT_TRUE(StatementMayChangeCatalog("ALTER TABLE t ALTER COLUMN v TYPE text"));
+  EXPECT_TRUE(StatementMayChangeCatalog("  /* c */ -- x\n create table t (k int)"));
+  EXPECT_TRUE(StatementMayChangeCatalog("BEGIN; DROP TABLE t; COMMIT"));
+  EXPECT_TRUE(StatementMayChangeCatalog("DO $$BEGIN END$$"));
+  EXPECT_TRUE(StatementMayChangeCatalog("call p()"));
+  EXPECT_TRUE(StatementMayChangeCatalog("DISCARD TEMP"));
+  EXPECT_FALSE(StatementMayChangeCatalog("SELECT v FROM t WHERE k = $1"));
+  EXPECT_FALSE(StatementMayChangeCatalog("UPDATE altered SET dropped = 1; SELECT 'create'"));
+  EXPECT_FALSE(StatementMayChangeCatalog("BEGIN ISOLATION LEVEL SERIALIZABLE;"));
+  EXPECT_FALSE(StatementMayChangeCatalog(""));
+  std::string name;
+  EXPECT_TRUE(PreparedDef::FromParse(ParseBody("", "drop index i", {}), &name).may_change_catalog);
+  EXPECT_FALSE(PreparedDef::FromParse(ParseBody("", "SELECT 1", {}), &name).may_change_catalog);
+}
+
+TEST(DescribeCache, InvalidateDropsAndRefusesAnswersSentBefore) {
+  DescribeCache cache(8);
+  const uint64_t before = cache.generation();
+  cache.Learn("q", before, "answer");
+  ASSERT_NE(cache.Find("q"), nullptr);
+  EXPECT_EQ(*cache.Find("q"), "answer");
+  cache.Invalidate();
+  EXPECT_EQ(cache.Find("q"), nullptr);
+  cache.Learn("q", before, "stale");  // its Describe went out before the DDL
+  EXPECT_EQ(cache.Find("q"), nullptr);
+  cache.Learn("q", cache.generation(), "fresh");
+  ASSERT_NE(cache.Find("q"), nullptr);
+  EXPECT_EQ(*cache.Find("q"), "fresh");
+}
+
 TEST(StatementCache, PreparesOnceEvictsAndForgetsUnconfirmed) {
   StatementCache cache(2);
   std::string name;

@@ -146,6 +146,22 @@ struct Backend : Conn {
   bool front_errored = false;  // an ErrorResponse of the front batch went to the client
   bool drop_describe_tail = false;  // the RowDescription / NoData after a dropped ParameterDescription
   std::string unnamed_key;          // PreparedDef::key of the unnamed statement a client parsed here
+  // Its open transaction ran a statement that may change the catalog: its
+  // Describe answers are not learned, and the DescribeCache is invalidated
+  // again when the transaction ends (ReadyForQuery 'I').
+  bool catalog_dirty = false;
+  // A client's Describe-statement answer being learned: its
+  // ParameterDescription (whole) until the RowDescription / NoData comes.
+  std::string answer_t;
+  std::string answer_key;  // "" when none
+  uint64_t answer_gen = 0;
+  // Checking a cached answer the client got (DescribeEntry::expect): the
+  // expected bytes and the ParameterDescription received so far.
+  std::string expect, expect_t;
+  // The check failed: the rest of the front batch is not forwarded; its
+  // ReadyForQuery becomes PostgreSQL's "cached plan must not change result
+  // type" (0A000), and an open transaction is failed on the server.
+  bool stale_batch = false;
 
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
@@ -330,6 +346,10 @@ class Proxy::Loop : private AdminSource {
   // --- transactions (pump.cc)
   void Pump(Client* c);
   bool StartUnit(Client* c);  // detached: route the unit at the front; false: need more input
+  // Attached and between requests: a Parse/Describe unit at the front of
+  // c's messages answered from describe_cache_ (AnswerDescribeFromCache),
+  // saving the backend a round trip inside the transaction.
+  bool AnswerAttachedFromCache(Client* c, Backend* b);
   // Answers pending[0..end] with "the transaction was rolled back" when the
   // client's backend died while it was idle in a transaction.
   bool AnswerLostTxn(Client* c, size_t end);
@@ -390,6 +410,30 @@ class Proxy::Loop : private AdminSource {
   // --- extended protocol (extended.cc)
   bool AnswerHeldExtended(Client* c, size_t end);
   bool AnswerPrepareOnly(Client* c, size_t end);
+  // A client's unit of Parses and Describe-statements (up to Flush or Sync;
+  // detached, or attached between requests) whose every statement the server has described before in the
+  // same context (describe_cache_) is answered from that cache: no backend
+  // is taken, so a held BEGIN stays held until the Bind that carries the
+  // transaction's references (asyncpg with statement_cache_size=0). The
+  // statements are parsed for real where they run (EnsureUnnamed /
+  // EnsurePrepared), their answers swallowed.
+  bool AnswerDescribeFromCache(Client* c, size_t end);
+  // The DescribeCache key of statement `d` for client c: its key plus what
+  // changes a Describe's answer (user, database, search_path, role).
+  std::string DescribeKey(const Client* c, const PreparedDef& d) const;
+  // A statement that may change the catalog runs on b: forget every
+  // Describe answer (and again when b's transaction ends).
+  void CatalogChanged(Backend* b);
+  // Parses the client's unnamed statement `d` on b unless b holds it (it
+  // was parsed elsewhere or answered from describe_cache_); the
+  // ParseComplete is swallowed.
+  void EnsureUnnamed(Backend* b, const PreparedDef& d);
+  // After the Parse of a statement whose description the client got from
+  // describe_cache_: a Describe whose answer is compared with it, unseen
+  // (a mismatch, DDL the proxy did not see, makes the batch stale_batch).
+  void CheckAnswered(Backend* b, const PreparedDef& d, const std::string& backend_name);
+  // The ReadyForQuery of a stale_batch: the client's error and status.
+  void AnswerStale(Client* c, Backend* b);
   void Forward(Client* c, Backend* b, char type, absl::string_view raw);
   std::string EnsurePrepared(Backend* b, const PreparedDef& d, bool client_parse);
   // A statement the client prepares that must not run under transaction
@@ -464,6 +508,7 @@ class Proxy::Loop : private AdminSource {
   int64_t timers_at_ = 0;             // Timers' last full pass
   std::vector<std::unique_ptr<Conn>> graveyard_;
   std::vector<std::pair<std::string, std::string>> server_params_;
+  DescribeCache describe_cache_{4096};  // the server's Describe-statement answers
   uint64_t next_client_id_ = 1;
   std::atomic<int64_t> clients_now_{0};
   const bool trace_ = std::getenv("CORRAL_PROXY_TRACE") != nullptr;  // message trace on stderr

@@ -42,6 +42,21 @@ TEST(Wire, FramesSplitAndRejectBadLengths) {
   EXPECT_FALSE(wire::NextFrame(tiny, 1 << 20, &f, &used).ok());
 }
 
+TEST(Wire, AppendBindRenamesTheStatementAndKeepsTheRest) {
+  const std::string rest("\0\0\0\x01\0\0\0\x01" "7\0\0", 11);  // formats, one value "7", results
+  std::string buf;
+  wire::AppendBind(&buf, "p1", "corral_s3", rest);
+  wire::Frame f;
+  size_t used = 0;
+  ASSERT_TRUE(wire::NextFrame(buf, 1 << 20, &f, &used).ok());
+  EXPECT_EQ(used, buf.size());
+  EXPECT_EQ(f.type, 'B');
+  wire::Reader r(f.body);
+  EXPECT_EQ(r.CString(), "p1");
+  EXPECT_EQ(r.CString(), "corral_s3");
+  EXPECT_EQ(std::string(r.rest()), rest);
+}
+
 TEST(Wire, ErrorFieldsRoundTrip) {
   std::string buf;
   wire::AppendError(&buf, "ERROR", "40001", "could not serialize", "detail here");

@@ -45,6 +45,7 @@ void Proxy::Loop::Pump(Client* c) {
         return;
       }
       Backend* b = c->backend;
+      if (m.type == 'P' && AnswerAttachedFromCache(c, b)) continue;
       if (trace_) std::fprintf(stderr, "c%llu -> b%d %c\n", (unsigned long long)c->id, b->index, m.type);
       Forward(c, b, m.type, m.raw);
       c->pending.pop_front();
@@ -53,6 +54,16 @@ void Proxy::Loop::Pump(Client* c) {
     if (c->waiting) return;
     if (!StartUnit(c)) return;
   }
+}
+
+bool Proxy::Loop::AnswerAttachedFromCache(Client* c, Backend* b) {
+  // Only between the client's requests: nothing of it outstanding on b
+  // (answers stay in order), its transaction not failed, no DDL of its own.
+  if (!b->Idle() || b->status == 'E' || b->catalog_dirty || c->routed_ahead != 0) return false;
+  size_t end = 0;
+  while (end < c->pending.size() && c->pending[end].type != 'S' && c->pending[end].type != 'H') ++end;
+  if (end == c->pending.size()) return false;
+  return AnswerDescribeFromCache(c, end);
 }
 
 bool Proxy::Loop::AnswerLostTxn(Client* c, size_t end) {
@@ -142,6 +153,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
   if (AnswerLostTxn(c, end)) return true;
   if (AnswerHeldExtended(c, end)) return true;
   if (AnswerPrepareOnly(c, end)) return true;
+  if (AnswerDescribeFromCache(c, end)) return true;
   // References: every Bind's statement text with its parameters.
   c->route.ClearRefs();
   RouterOf(c).AddUnit(c->pending, end, c->stmts, &c->route);

@@ -37,6 +37,9 @@ struct Stats {
   std::atomic<int64_t> cancels{0};
   std::atomic<int64_t> parses_injected{0};
   std::atomic<int64_t> describes_injected{0};   // to learn a statement's parameter types
+  std::atomic<int64_t> describes_answered{0};   // Parse/Describe units answered from the DescribeCache
+  std::atomic<int64_t> describe_invalidations{0};  // DescribeCache dropped: a statement may change the catalog
+  std::atomic<int64_t> describes_stale{0};  // a cached answer the server no longer gives (0A000 to the client)
   std::atomic<int64_t> undecodable_params{0};   // Bind values that yielded no reference (type unknown)
   std::atomic<int64_t> client_rollbacks{0};  // client left mid-transaction
   std::atomic<int64_t> failed_logins{0};     // wrong password, unknown user, not allowed

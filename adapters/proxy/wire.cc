@@ -93,7 +93,7 @@ void PutCString(std::string* out, absl::string_view s) {
 }  // namespace
 
 void AppendError(std::string* out, absl::string_view severity, absl::string_view sqlstate,
-                 absl::string_view message, absl::string_view detail) {
+                 absl::string_view message, absl::string_view detail, absl::string_view routine) {
   const size_t at = BeginMessage(out, 'E');
   out->push_back('S');
   PutCString(out, severity);
@@ -106,6 +106,10 @@ void AppendError(std::string* out, absl::string_view severity, absl::string_view
   if (!detail.empty()) {
     out->push_back('D');
     PutCString(out, detail);
+  }
+  if (!routine.empty()) {
+    out->push_back('R');
+    PutCString(out, routine);
   }
   out->push_back('\0');
   EndMessage(out, at);
@@ -156,15 +160,26 @@ void AppendQuery(std::string* out, absl::string_view sql) {
   EndMessage(out, at);
 }
 
+namespace {
+// Parse and Bind: two C strings, then a raw tail.
+void AppendTwoNames(std::string* out, char type, absl::string_view first, absl::string_view second,
+                    absl::string_view tail) {
+  const size_t at = BeginMessage(out, type);
+  PutCString(out, first);
+  PutCString(out, second);
+  out->append(tail.data(), tail.size());
+  EndMessage(out, at);
+}
+}  // namespace
+
 void AppendParse(std::string* out, absl::string_view name, absl::string_view query,
                  absl::string_view types) {
-  const size_t at = BeginMessage(out, 'P');
-  out->append(name.data(), name.size());
-  out->push_back('\0');
-  out->append(query.data(), query.size());
-  out->push_back('\0');
-  out->append(types.data(), types.size());
-  EndMessage(out, at);
+  AppendTwoNames(out, 'P', name, query, types);
+}
+
+void AppendBind(std::string* out, absl::string_view portal, absl::string_view stmt,
+                absl::string_view rest) {
+  AppendTwoNames(out, 'B', portal, stmt, rest);
 }
 
 void AppendTextResult(std::string* out, const std::vector<std::string>& columns,

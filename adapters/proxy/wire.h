@@ -58,8 +58,10 @@ int16_t GetInt16(const char* p);
 size_t BeginMessage(std::string* out, char type);
 void EndMessage(std::string* out, size_t start);
 
+// `routine` (field R, the server function that raised it) only where a
+// client reads it (asyncpg: RevalidateCachedQuery).
 void AppendError(std::string* out, absl::string_view severity, absl::string_view sqlstate,
-                 absl::string_view message, absl::string_view detail = "");
+                 absl::string_view message, absl::string_view detail = "", absl::string_view routine = "");
 void AppendReadyForQuery(std::string* out, char status);
 void AppendCommandComplete(std::string* out, absl::string_view tag);
 void AppendParameterStatus(std::string* out, absl::string_view name, absl::string_view value);
@@ -71,6 +73,10 @@ void AppendEmpty(std::string* out, char type);  // ParseComplete '1', BindComple
 void AppendQuery(std::string* out, absl::string_view sql);
 void AppendParse(std::string* out, absl::string_view name, absl::string_view query,
                  absl::string_view types);
+// A Bind of portal `portal` to statement `stmt`; `rest` is the raw tail of a
+// client's Bind after its two names (formats, values, result formats).
+void AppendBind(std::string* out, absl::string_view portal, absl::string_view stmt,
+                absl::string_view rest);
 // RowDescription of text columns, then DataRows (a "" value is sent as is,
 // NULLs are not used), then CommandComplete "SELECT n".
 void AppendTextResult(std::string* out, const std::vector<std::string>& columns,

@@ -129,6 +129,57 @@ TEST_F(BinaryParamsTest, AsyncpgBinaryParamsTeachTheHistory) {
   EXPECT_GT(Stat(p_, "affine_transactions"), 0);  // learned from the binary-parameter abort
 }
 
+// statement_cache_size=0: each statement is Parse/Describe/Flush (no Bind),
+// then Bind/Execute/Sync. Once the server has described a statement, the
+// proxy answers that first unit itself (describes_answered), so a held BEGIN
+// is routed on the Bind's references: the History learns nk=5 from the
+// conflict and the later transactions on it are affine.
+TEST_F(BinaryParamsTest, AsyncpgWithoutStatementCacheRoutesOnTheBind) {
+  if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
+  Setup(
+      "DROP TABLE IF EXISTS bw_anc; CREATE TABLE bw_anc (nk int PRIMARY KEY, v int);"
+      "INSERT INTO bw_anc SELECT g, 0 FROM generate_series(1, 9) g;");
+  StartProxy();
+  auto [rc, out] = RunCommand(absl::StrCat("/usr/bin/python3 ", ClientPath("asyncpg_nocache.py"), " ", p_.port()));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("after: v of nk=5 is 4"), std::string::npos) << out;
+  const auto h = History(p_);
+  std::string seen;
+  for (const auto& [ref, n] : h) absl::StrAppend(&seen, ref, " ");
+  for (const auto& [k, v] : Admin(p_, "SHOW STATS")) absl::StrAppend(&seen, "\n", k, " ", v.at(0));
+  ASSERT_TRUE(h.count("nk=5")) << "nk=5 not in SHOW HISTORY: " << seen << "\n" << out;
+  EXPECT_EQ(h.at("nk=5").aborts, 1) << seen;
+  EXPECT_GE(h.at("nk=5").commits, 4) << seen;
+  // The SELECT of c2's transaction and the UPDATEs after the conflict.
+  EXPECT_GE(Stat(p_, "describes_answered"), 4) << seen;
+  EXPECT_EQ(Stat(p_, "conflict_aborts_40001"), 1);
+  EXPECT_GE(Stat(p_, "affine_transactions"), 3) << seen;  // routed on the Bind's nk=5
+}
+
+// A cached description is keyed by search_path and dropped by DDL that runs
+// through the proxy (ALTER TABLE ... TYPE, committed or rolled back); DDL the
+// proxy does not see is caught where the statement is parsed for real
+// (0A000, as PostgreSQL reports it): the client never decodes a row with a
+// stale RowDescription.
+TEST_F(BinaryParamsTest, AsyncpgCachedDescriptionFollowsSearchPathAndDdl) {
+  if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
+  Setup(
+      "DROP SCHEMA IF EXISTS bw_ds1 CASCADE; DROP SCHEMA IF EXISTS bw_ds2 CASCADE;"
+      "CREATE SCHEMA bw_ds1; CREATE SCHEMA bw_ds2;"
+      "CREATE TABLE bw_ds1.t (k int PRIMARY KEY, v int); INSERT INTO bw_ds1.t VALUES (1, 11);"
+      "CREATE TABLE bw_ds2.t (k int PRIMARY KEY, v text); INSERT INTO bw_ds2.t VALUES (1, 'two');");
+  StartProxy();
+  auto [rc, out] =
+      RunCommand(absl::StrCat("/usr/bin/python3 ", ClientPath("asyncpg_describe_stale.py"), " ", p_.port(), " ", server_.port));
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.find("FAIL"), std::string::npos) << out;
+  EXPECT_NE(out.find("ok bw_ds1 bigint after a rolled-back ALTER"), std::string::npos) << out;
+  EXPECT_NE(out.find("ok bw_ds1 int after the unseen ALTER"), std::string::npos) << out;
+  EXPECT_GE(Stat(p_, "describes_answered"), 3) << out;
+  EXPECT_GE(Stat(p_, "describe_invalidations"), 3) << out;
+  EXPECT_EQ(Stat(p_, "describes_stale"), 2) << out;
+}
+
 TEST_F(BinaryParamsTest, PsycopgBinaryParamsEqualTheTextPath) {
   if (!Have("/usr/bin/python3 -c 'import psycopg'")) GTEST_SKIP() << "no psycopg for /usr/bin/python3";
   Setup(
