@@ -9,17 +9,38 @@ namespace {
 constexpr auto kRelaxed = std::memory_order_relaxed;
 }  // namespace
 
-int SplitRule::Next(int k, const SplitSample& s) const {
+int SplitRule::Step(SplitState* st, const SplitSample& s) const {
   const int cap = std::max(1, std::min(max_k, HotSpots::kMaxSet));
-  k = std::max(1, std::min(k, cap));
+  st->k = std::max(1, std::min(st->k, cap));
+  while (static_cast<int>(st->steps.size()) > st->k - 1) st->steps.pop_back();
+  while (static_cast<int>(st->steps.size()) < st->k - 1) st->steps.push_back({});
   const double r = std::max(0.0, s.aborts_per_commit);
   const double a = std::max(0.0, s.attempt_ns);
-  const double w = std::max(0.0, s.wait_ns);
-  if (a <= 0) return k;  // nothing ran: no evidence
-  const double retry_cost = (1 + r) * a;
-  if (w > retry_cost) return std::min(cap, w > 4 * retry_cost ? 2 * k : k + 1);
-  if (k > 1 && r >= min_abort_rate && r * a > 2 * w) return k - 1;
-  return k;
+  const double w = s.wait_ns;
+  if (a <= 0) return st->k;  // nothing ran: no evidence
+  if (!st->steps.empty()) {
+    SplitState::Growth& last = st->steps.back();
+    if (st->measure_saving) {
+      last.saved_ns = std::max(0.0, st->wait_before_ns - w);
+    } else {
+      last.saved_ns *= saved_decay;
+    }
+  }
+  st->measure_saving = false;
+  if (w > (1 + r) * a && st->k < cap) {
+    st->steps.push_back({r, 0});
+    st->wait_before_ns = w;
+    st->measure_saving = true;
+    return ++st->k;
+  }
+  if (st->k > 1 && r >= min_abort_rate) {
+    const SplitState::Growth& last = st->steps.back();
+    if ((r - last.r_before) * a > last.saved_ns) {
+      st->steps.pop_back();
+      return --st->k;
+    }
+  }
+  return st->k;
 }
 
 HotSpots::HotSpots(int num_queues, int max_entries)

@@ -9,19 +9,25 @@
 // concurrent transactions of one reference conflict, a probability that
 // depends on k, the transaction mix and the protocol, which the model does
 // not have and which would itself have to be measured at every k. The rule
-// below measures the two sides of the trade directly on the current k and
-// steps k towards the side that costs more; it follows the load as it moves
-// without a fitted parameter):
-//   W = mean queue wait of the transactions on the reference's k queues,
+// below measures both sides of the trade on the current k, step by step,
+// and follows the load as it moves without a fitted parameter). Per window:
+//   W = excess queue wait: the mean wait on the reference's k queues minus
+//       the shortest mean wait among the other queues (what a transaction
+//       would save by running on the queue a growth would add; with more
+//       clients than queues every queue has some wait, which says nothing),
 //   A = mean execution time of one attempt there (a retry costs one more A),
 //   r = conflict aborts per commit there (expected retries per transaction).
-//   grow   (k + 1; k * 2 when W > 4 (1 + r) A) when W > (1 + r) A: a waiting
-//          transaction would finish sooner on another queue even if it paid
-//          the retries seen at the current k;
-//   shrink (k - 1) when r A > 2 W and r >= min_abort_rate: the retries cost
-//          more than twice the wait they save (aborts rose);
-//   else hold. The two conditions cannot hold together (W > (1+r)A > rA/2),
-//   and the band between them keeps k from flapping between two values.
+//   grow   (k + 1) when W > (1 + r) A: a waiting transaction would finish
+//          sooner on another queue even if it paid the current retries.
+//          The step remembers r before it (r0) and, one window later, the
+//          wait it saved (S = W before - W after; S then fades by
+//          `saved_decay` per window, so a saving measured for a load that
+//          has since moved expires).
+//   shrink (k - 1) when the retries the last step added cost more than the
+//          wait it saves: (r - r0) A > S, and r >= min_abort_rate.
+//   else hold. When S has faded, a step that adds retries is taken back; if
+//   it was still worth it, the wait it saved comes back and the next window
+//   grows again (a probe every few windows, cheap when it was right).
 //
 // HotSpots: the table the Schedule reads on every learned decision (a few
 // entries, lock-free reads): reference -> its queue set. A decision whose
@@ -35,7 +41,8 @@
 //   QueueId q;
 //   if (hs.Route(lead, &q)) ...                // q in {2, 5}, the shorter queue
 //   SplitRule rule;
-//   int k2 = rule.Next(1, SplitSample{.wait_ns = 900e3, .attempt_ns = 250e3, .aborts_per_commit = 0.1});  // 2
+//   SplitState st;                                // k = 1
+//   rule.Step(&st, SplitSample{.wait_ns = 900e3, .attempt_ns = 250e3, .aborts_per_commit = 0.1});  // k = 2
 //
 // Thread safety: SplitRule is a value (Next is const). HotSpots: Route,
 // NoteLead, DominantLead and Get from any thread; Set/Clear from one
@@ -56,16 +63,29 @@ namespace corral {
 namespace scheduler {
 
 struct SplitSample {
-  double wait_ns = 0;            // W
+  double wait_ns = 0;            // W (excess wait)
   double attempt_ns = 0;         // A
   double aborts_per_commit = 0;  // r
+};
+
+// One split reference's controller state.
+struct SplitState {
+  struct Growth {
+    double r_before = 0;  // r0: retries per commit before this step
+    double saved_ns = 0;  // S: wait this step saved (fading)
+  };
+  int k = 1;
+  std::vector<Growth> steps;  // one per growth, last = the latest
+  bool measure_saving = false;  // the window after a growth measures S
+  double wait_before_ns = 0;
 };
 
 struct SplitRule {
   int max_k = 4;                 // at most this many queues per reference
   double min_abort_rate = 0.02;  // shrink only above this many retries per commit
-  // The next k for a reference at `k` given the window's measurements.
-  int Next(int k, const SplitSample& s) const;
+  double saved_decay = 0.8;      // S fades by this per window
+  // Steps `st` by one window's measurements; returns the new k (st->k).
+  int Step(SplitState* st, const SplitSample& s) const;
 };
 
 class HotSpots {

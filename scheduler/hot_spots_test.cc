@@ -10,58 +10,63 @@ namespace {
 
 TEST(SplitRuleTest, GrowsWhenQueueWaitExceedsAbortAndRetryCost) {
   SplitRule rule;
-  rule.max_k = 4;
-  // Waiting 3 attempts' time with 10% retries: a retry is cheaper, spread.
-  EXPECT_EQ(rule.Next(1, {3000, 1000, 0.1}), 2);
-  // Waiting 5x: doubles.
-  EXPECT_EQ(rule.Next(2, {5000, 1000, 0.1}), 4);
-  // Never above max_k.
-  EXPECT_EQ(rule.Next(4, {50000, 1000, 0.1}), 4);
-  EXPECT_EQ(rule.Next(3, {50000, 1000, 0.1}), 4);
+  rule.max_k = 3;
+  SplitState st;
+  // Excess wait of 3 attempts with 10% retries: a retry is cheaper, spread.
+  EXPECT_EQ(rule.Step(&st, {3000, 1000, 0.1}), 2);
+  EXPECT_EQ(rule.Step(&st, {3000, 1000, 0.1}), 3);
+  EXPECT_EQ(rule.Step(&st, {50000, 1000, 0.1}), 3);  // never above max_k
   // Wait shorter than an attempt plus its retries: hold.
-  EXPECT_EQ(rule.Next(1, {1050, 1000, 0.1}), 1);
-  EXPECT_EQ(rule.Next(2, {900, 1000, 0.3}), 2);
-}
-
-TEST(SplitRuleTest, ShrinksBackWhenAbortsRise) {
-  SplitRule rule;
-  // Spread over 3 queues, almost no wait left, 60% retries per commit:
-  // retries cost 0.6 A, more than twice the 0.1 A wait they save.
-  EXPECT_EQ(rule.Next(3, {100, 1000, 0.6}), 2);
-  EXPECT_EQ(rule.Next(2, {100, 1000, 0.6}), 1);
-  EXPECT_EQ(rule.Next(1, {100, 1000, 0.6}), 1);  // 1 is the floor
-  // Few aborts: no reason to shrink even with no wait.
-  EXPECT_EQ(rule.Next(3, {0, 1000, 0.01}), 3);
+  SplitState fresh;
+  EXPECT_EQ(rule.Step(&fresh, {1050, 1000, 0.1}), 1);
+  EXPECT_EQ(rule.Step(&fresh, {-400, 1000, 0.0}), 1);
   // No attempts in the window: no evidence, hold.
-  EXPECT_EQ(rule.Next(3, {5000, 0, 0}), 3);
+  EXPECT_EQ(rule.Step(&fresh, {5000, 0, 0}), 1);
 }
 
-TEST(SplitRuleTest, ClosedLoopOnSyntheticLoadSettlesBetweenTheBounds) {
-  // A synthetic hot spot: the wait falls as k grows (load spread over k
-  // queues), the retries rise with k (k concurrent transactions of one row).
+TEST(SplitRuleTest, ShrinksBackWhenAbortsRiseAboveTheWaitSaved) {
+  SplitRule rule;
+  SplitState st;
+  ASSERT_EQ(rule.Step(&st, {4000, 1000, 0.05}), 2);  // r0 = 0.05, wait before 4000
+  // Split: the wait fell to 500 (saved 3500), retries rose to 0.5 (cost 450):
+  // worth it, hold.
+  EXPECT_EQ(rule.Step(&st, {500, 1000, 0.5}), 2);
+  EXPECT_EQ(rule.Step(&st, {500, 1000, 0.5}), 2);
+  // Retries rise to 3 per commit (cost 2950 > the 3500 saved once it has
+  // faded to 0.8 * 0.8 * 3500 = 2240): shrink back to 1.
+  EXPECT_EQ(rule.Step(&st, {500, 1000, 3.0}), 1);
+  EXPECT_TRUE(st.steps.empty());
+}
+
+TEST(SplitRuleTest, FollowsASyntheticHotSpotThatComesAndGoes) {
+  // A synthetic hot spot: the excess wait falls as k grows, the retries rise
+  // with k (k concurrent transactions of one row). Hot: grows to where the
+  // wait no longer pays for a retry and holds there, but for a rare probe
+  // one step back once the saving it measured has faded. Gone:
+  // the saved wait fades and the retries take k back to 1.
   SplitRule rule;
   rule.max_k = 8;
-  auto sample = [](int k) {
-    SplitSample s;
-    s.attempt_ns = 1000;
-    s.wait_ns = 6000.0 / k - 500;  // 5500 at k=1, 1000 at k=4, 250 at k=8
-    s.aborts_per_commit = 0.15 * (k - 1);
-    return s;
+  auto hot = [](int k) {
+    return SplitSample{6000.0 / k - 1000, 1000, 0.1 * (k - 1)};  // 5000, 2000, 1000, 500, ...
   };
-  int k = 1;
+  SplitState st;
   std::map<int, int> seen;
-  for (int w = 0; w < 50; ++w) {
-    k = rule.Next(k, sample(k));
-    if (w >= 10) ++seen[k];
+  for (int w = 0; w < 40; ++w) {
+    rule.Step(&st, hot(st.k));
+    if (w >= 10) ++seen[st.k];
   }
-  // It grows off 1 and does not run to max_k: it holds where W is between
-  // r A / 2 and (1 + r) A (k = 3 here: W = 1500, (1 + r) A = 1300 -> grow to 4;
-  // k = 4: W = 1000 < 1450 hold).
-  EXPECT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen.begin()->first, 4);
-  // Load moves away (no wait): aborts make it shrink back to 1.
-  for (int w = 0; w < 10; ++w) k = rule.Next(k, {0, 1000, 0.15 * (k - 1)});
-  EXPECT_EQ(k, 1);
+  // k=3: W 1000 < (1 + 0.2) 1000 = 1200: hold; k=4 never (no wait to save),
+  // k=2 only as a one-window probe.
+  EXPECT_EQ(seen.count(4), 0u);
+  EXPECT_EQ(seen.count(1), 0u);
+  EXPECT_GE(seen[3], 25) << seen[2];
+  int windows = 0;
+  while (st.k > 1 && windows < 100) {
+    rule.Step(&st, {0, 1000, 0.1 * (st.k - 1)});  // no excess wait any more
+    ++windows;
+  }
+  EXPECT_EQ(st.k, 1);
+  EXPECT_LE(windows, 40);
 }
 
 TEST(HotSpotsTest, RoutesASplitReferenceToItsShortestQueue) {

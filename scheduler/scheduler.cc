@@ -236,6 +236,24 @@ void Scheduler::SplitStep(int64_t now) {
   // Only learned decisions consult the split table; measurements under a
   // baseline say nothing about it.
   if (schedule_->policy().kind != PolicyKind::kLearned) return;
+  auto mean_wait = [&](int q) {
+    return d[q].started > 0 ? static_cast<double>(d[q].wait_ns) / static_cast<double>(d[q].started) : 0.0;
+  };
+  std::vector<bool> taken(n, false);
+  for (const SplitEntry& e : split_) {
+    for (int q : e.queues) taken[q] = true;
+  }
+  // The queues outside every set, least waiting first: where growth adds.
+  auto free_queues = [&] {
+    std::vector<int> free;
+    for (int q = 0; q < n; ++q) {
+      if (!taken[q]) free.push_back(q);
+    }
+    std::sort(free.begin(), free.end(), [&](int a, int b) {
+      return mean_wait(a) != mean_wait(b) ? mean_wait(a) < mean_wait(b) : a < b;
+    });
+    return free;
+  };
   auto sample_of = [&](const std::vector<int>& qs) {
     QueueLoad t;
     for (int q : qs) {
@@ -246,68 +264,65 @@ void Scheduler::SplitStep(int64_t now) {
       t.conflict_aborts += d[q].conflict_aborts;
       t.commits += d[q].commits;
     }
+    const std::vector<int> free = free_queues();
     SplitSample s;
     s.wait_ns = t.started > 0 ? static_cast<double>(t.wait_ns) / t.started : 0;
+    if (!free.empty()) s.wait_ns -= mean_wait(free[0]);  // excess over the best alternative
     s.attempt_ns = t.attempts > 0 ? static_cast<double>(t.exec_ns) / t.attempts : 0;
     s.aborts_per_commit = t.commits > 0 ? static_cast<double>(t.conflict_aborts) / t.commits
                                         : (t.conflict_aborts > 0 ? 1.0 : 0.0);
-    return std::make_pair(s, t.started);
+    return std::make_pair(s, static_cast<int64_t>(t.started));
   };
-  std::vector<bool> taken(n, false);
-  for (const auto& qs : split_order_) {
-    for (int q : qs) taken[q] = true;
-  }
-  // New candidates: a queue not in any set whose own wait says "grow", led
-  // by one reference.
+  // New candidates: a queue not in any set whose excess wait says "grow",
+  // led by one reference.
   for (int q = 0; q < n; ++q) {
     if (taken[q] || static_cast<int64_t>(d[q].started) < options_.split.min_started) continue;
+    if (static_cast<int>(split_.size()) >= options_.split.max_entries) break;
+    taken[q] = true;  // not its own alternative
     const auto [s, started] = sample_of({q});
-    if (options_.split.rule.Next(1, s) <= 1) continue;
+    SplitState probe;
+    if (options_.split.rule.Step(&probe, s) <= 1) {
+      taken[q] = false;
+      continue;
+    }
     int64_t weight = 0;
     const RefId lead = hot_spots_->DominantLead(q, &weight);
-    if (lead.value() == 0 || weight < 4) continue;
-    if (std::find(split_refs_.begin(), split_refs_.end(), lead) != split_refs_.end()) continue;
-    if (static_cast<int>(split_refs_.size()) >= options_.split.max_entries) break;
-    split_refs_.push_back(lead);
-    split_order_.push_back({q});
-    taken[q] = true;
+    bool known = false;
+    for (const SplitEntry& e : split_) known |= e.ref == lead;
+    if (lead.value() == 0 || weight < 4 || known) {
+      taken[q] = false;
+      continue;
+    }
+    split_.push_back(SplitEntry{lead, {q}, SplitState()});
   }
-  for (size_t i = 0; i < split_refs_.size();) {
-    std::vector<int>& qs = split_order_[i];
-    const auto [s, started] = sample_of(qs);
-    const int k = static_cast<int>(qs.size());
-    int next = k;
-    if (started >= options_.split.min_started) next = options_.split.rule.Next(k, s);
+  for (size_t i = 0; i < split_.size();) {
+    SplitEntry& e = split_[i];
+    const auto [s, started] = sample_of(e.queues);
+    const int k = static_cast<int>(e.queues.size());
+    e.state.k = k;
+    if (started >= options_.split.min_started) options_.split.rule.Step(&e.state, s);
+    const int next = e.state.k;
     if (next > k) {
-      // Add the queues with the shortest measured wait outside every set.
-      std::vector<int> free;
-      for (int q = 0; q < n; ++q) {
-        if (!taken[q]) free.push_back(q);
-      }
-      std::sort(free.begin(), free.end(), [&](int a, int b) {
-        const double wa = d[a].started ? static_cast<double>(d[a].wait_ns) / d[a].started : 0;
-        const double wb = d[b].started ? static_cast<double>(d[b].wait_ns) / d[b].started : 0;
-        return wa != wb ? wa < wb : a < b;
-      });
+      const std::vector<int> free = free_queues();
       for (int j = 0; j < next - k && j < static_cast<int>(free.size()); ++j) {
-        qs.push_back(free[j]);
+        e.queues.push_back(free[j]);
         taken[free[j]] = true;
       }
     } else if (next < k) {
       for (int j = 0; j < k - next; ++j) {
-        taken[qs.back()] = false;
-        qs.pop_back();
+        taken[e.queues.back()] = false;
+        e.queues.pop_back();
       }
     }
-    if (static_cast<int>(qs.size()) != k) {
-      Log(absl::StrFormat("split: ref %016x k %d -> %d (queue wait %.0f us, attempt %.0f us, retries/commit %.3f)",
-                          split_refs_[i].value(), k, static_cast<int>(qs.size()), s.wait_ns / 1e3,
+    if (static_cast<int>(e.queues.size()) != k) {
+      Log(absl::StrFormat("split: ref %016x k %d -> %d (excess queue wait %.0f us, attempt %.0f us, "
+                          "retries/commit %.3f)",
+                          e.ref.value(), k, static_cast<int>(e.queues.size()), s.wait_ns / 1e3,
                           s.attempt_ns / 1e3, s.aborts_per_commit));
     }
-    hot_spots_->Set(split_refs_[i], qs);
-    if (qs.size() <= 1) {
-      split_refs_.erase(split_refs_.begin() + static_cast<std::ptrdiff_t>(i));
-      split_order_.erase(split_order_.begin() + static_cast<std::ptrdiff_t>(i));
+    hot_spots_->Set(e.ref, e.queues);
+    if (e.queues.size() <= 1) {
+      split_.erase(split_.begin() + static_cast<std::ptrdiff_t>(i));
       continue;
     }
     ++i;

@@ -211,8 +211,12 @@ class Scheduler {
   bool auto_measuring_ = false;
   int64_t next_split_ns_ = 0;
   std::vector<QueueLoad> split_prev_;
-  std::vector<std::vector<int>> split_order_;  // per split ref, queues in add order
-  std::vector<RefId> split_refs_;
+  struct SplitEntry {
+    RefId ref;
+    std::vector<int> queues;  // in the order added (home queue first)
+    SplitState state;
+  };
+  std::vector<SplitEntry> split_;
 };
 
 }  // namespace scheduler
