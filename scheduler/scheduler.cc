@@ -275,16 +275,24 @@ void Scheduler::SplitStep(int64_t now) {
   };
   // New candidates: a queue not in any set whose excess wait says "grow",
   // led by one reference.
+  // (In a row: a start-up transient, before the State has spread the
+  // references over the queues, is not a hot spot.)
+  split_pending_.resize(static_cast<size_t>(n), 0);
   for (int q = 0; q < n; ++q) {
-    if (taken[q] || static_cast<int64_t>(d[q].started) < options_.split.min_started) continue;
+    if (taken[q] || static_cast<int64_t>(d[q].started) < options_.split.min_started) {
+      split_pending_[q] = 0;
+      continue;
+    }
     if (static_cast<int>(split_.size()) >= options_.split.max_entries) break;
     taken[q] = true;  // not its own alternative
     const auto [s, started] = sample_of({q});
     SplitState probe;
-    if (options_.split.rule.Step(&probe, s) <= 1) {
+    if (options_.split.rule.Step(&probe, s) <= 1 || ++split_pending_[q] < options_.split.candidate_windows) {
+      if (probe.k <= 1) split_pending_[q] = 0;
       taken[q] = false;
       continue;
     }
+    split_pending_[q] = 0;
     int64_t weight = 0;
     const RefId lead = hot_spots_->DominantLead(q, &weight);
     bool known = false;

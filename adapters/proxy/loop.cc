@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "adapters/proxy/config.h"
@@ -405,15 +406,21 @@ std::vector<AdminSource::HistoryRow> Proxy::Loop::TopByAborts(size_t k) const {
   return rows;
 }
 
-std::string Proxy::Loop::PolicyName() const { return corral::PolicyName(sched_.policy()); }
+std::string Proxy::Loop::PolicyName() const { return sched_.PolicyLabel(); }
 
 std::string Proxy::Loop::StealingName() const { return std::string(StealModeName(steal_mode())); }
 
 absl::Status Proxy::Loop::SetPolicy(const std::string& name) {
+  if (absl::AsciiStrToLower(name) == "auto") {
+    sched_.SetAuto(true);
+    opt_.auto_policy = true;
+    return absl::OkStatus();
+  }
   auto p = ParsePolicy(name);
   if (!p.ok()) return p.status();
-  sched_.SetPolicy(*p);
+  sched_.SetPolicy(*p);  // turns auto off
   opt_.policy = *p;
+  opt_.auto_policy = false;
   return absl::OkStatus();
 }
 
@@ -423,6 +430,7 @@ absl::Status Proxy::Loop::Reload() {
     if (absl::Status st = LoadConfigFile(opt_.config_path, &fresh); !st.ok()) return st;
     // Online-changeable keys only; the rest need a restart.
     opt_.policy = fresh.policy;
+    opt_.auto_policy = fresh.auto_policy;
     opt_.query_wait_timeout_ms = fresh.query_wait_timeout_ms;
     opt_.max_client_conn = fresh.max_client_conn;
     opt_.stealing = fresh.stealing;
@@ -432,6 +440,7 @@ absl::Status Proxy::Loop::Reload() {
     opt_.admin_users = fresh.admin_users;  // for logins from now on
     opt_.stats_users = fresh.stats_users;
     sched_.SetPolicy(opt_.policy);
+    if (opt_.auto_policy) sched_.SetAuto(true);
   }
   auto schema = LoadCatalogSchema(ServerConninfo(opt_));
   if (!schema.ok()) return schema.status();

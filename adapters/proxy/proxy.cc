@@ -80,6 +80,8 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Create(const Options& options) {
   scheduler::Scheduler::Options so;
   so.num_queues = options.pool_size;
   so.policy = options.policy;
+  so.autopolicy.enabled = options.auto_policy;
+  so.history.half_life_ns = static_cast<int64_t>(options.history_half_life_s * 1e9);
   so.stealing = options.stealing;
   auto s = scheduler::Scheduler::Create(so, {});
   if (!s.ok()) return s.status();
