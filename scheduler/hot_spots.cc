@@ -27,7 +27,10 @@ int SplitRule::Step(SplitState* st, const SplitSample& s) const {
     }
   }
   st->measure_saving = false;
-  if (w > (1 + r) * a && st->k < cap) {
+  const bool grow = w > (1 + r) * a && st->k < cap;
+  st->grow_streak = grow ? st->grow_streak + 1 : 0;
+  if (grow && st->grow_streak >= std::max(1, grow_windows)) {
+    st->grow_streak = 0;
     st->steps.push_back({r, 0});
     st->wait_before_ns = w;
     st->measure_saving = true;

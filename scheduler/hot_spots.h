@@ -12,13 +12,16 @@
 // below measures both sides of the trade on the current k, step by step,
 // and follows the load as it moves without a fitted parameter). Per window:
 //   W = excess queue wait: the mean wait on the reference's k queues minus
-//       the shortest mean wait among the other queues (what a transaction
-//       would save by running on the queue a growth would add; with more
-//       clients than queues every queue has some wait, which says nothing),
+//       the mean wait on the other queues (what a transaction would save by
+//       running elsewhere; with more clients than queues every queue has
+//       some wait, which says nothing),
 //   A = mean execution time of one attempt there (a retry costs one more A),
 //   r = conflict aborts per commit there (expected retries per transaction).
-//   grow   (k + 1) when W > (1 + r) A: a waiting transaction would finish
-//          sooner on another queue even if it paid the current retries.
+//   grow   (k + 1) when W > (1 + r) A in `grow_windows` windows in a row: a
+//          waiting transaction would finish sooner on another queue even if
+//          it paid the current retries (in a row: one noisy window, or the
+//          start of a run before the State has spread the references, is
+//          not a hot spot).
 //          The step remembers r before it (r0) and, one window later, the
 //          wait it saved (S = W before - W after; S then fades by
 //          `saved_decay` per window, so a saving measured for a load that
@@ -78,12 +81,14 @@ struct SplitState {
   std::vector<Growth> steps;  // one per growth, last = the latest
   bool measure_saving = false;  // the window after a growth measures S
   double wait_before_ns = 0;
+  int grow_streak = 0;          // windows in a row that said "grow"
 };
 
 struct SplitRule {
   int max_k = 4;                 // at most this many queues per reference
   double min_abort_rate = 0.02;  // shrink only above this many retries per commit
-  double saved_decay = 0.8;      // S fades by this per window
+  double saved_decay = 0.7;      // S fades by this per window
+  int grow_windows = 2;          // "grow" must hold this many windows in a row
   // Steps `st` by one window's measurements; returns the new k (st->k).
   int Step(SplitState* st, const SplitSample& s) const;
 };

@@ -12,13 +12,19 @@ TEST(SplitRuleTest, GrowsWhenQueueWaitExceedsAbortAndRetryCost) {
   SplitRule rule;
   rule.max_k = 3;
   SplitState st;
-  // Excess wait of 3 attempts with 10% retries: a retry is cheaper, spread.
+  // Excess wait of 3 attempts with 10% retries: a retry is cheaper, spread
+  // (once it held two windows in a row).
+  EXPECT_EQ(rule.Step(&st, {3000, 1000, 0.1}), 1);
+  EXPECT_EQ(rule.Step(&st, {3000, 1000, 0.1}), 2);
   EXPECT_EQ(rule.Step(&st, {3000, 1000, 0.1}), 2);
   EXPECT_EQ(rule.Step(&st, {3000, 1000, 0.1}), 3);
   EXPECT_EQ(rule.Step(&st, {50000, 1000, 0.1}), 3);  // never above max_k
-  // Wait shorter than an attempt plus its retries: hold.
+  // One window alone does not grow; wait shorter than an attempt plus its
+  // retries: hold.
   SplitState fresh;
+  EXPECT_EQ(rule.Step(&fresh, {3000, 1000, 0.1}), 1);
   EXPECT_EQ(rule.Step(&fresh, {1050, 1000, 0.1}), 1);
+  EXPECT_EQ(rule.Step(&fresh, {3000, 1000, 0.1}), 1);
   EXPECT_EQ(rule.Step(&fresh, {-400, 1000, 0.0}), 1);
   // No attempts in the window: no evidence, hold.
   EXPECT_EQ(rule.Step(&fresh, {5000, 0, 0}), 1);
@@ -26,6 +32,8 @@ TEST(SplitRuleTest, GrowsWhenQueueWaitExceedsAbortAndRetryCost) {
 
 TEST(SplitRuleTest, ShrinksBackWhenAbortsRiseAboveTheWaitSaved) {
   SplitRule rule;
+  rule.grow_windows = 1;
+  rule.saved_decay = 0.8;
   SplitState st;
   ASSERT_EQ(rule.Step(&st, {4000, 1000, 0.05}), 2);  // r0 = 0.05, wait before 4000
   // Split: the wait fell to 500 (saved 3500), retries rose to 0.5 (cost 450):
@@ -46,6 +54,8 @@ TEST(SplitRuleTest, FollowsASyntheticHotSpotThatComesAndGoes) {
   // the saved wait fades and the retries take k back to 1.
   SplitRule rule;
   rule.max_k = 8;
+  rule.grow_windows = 1;
+  rule.saved_decay = 0.8;
   auto hot = [](int k) {
     return SplitSample{6000.0 / k - 1000, 1000, 0.1 * (k - 1)};  // 5000, 2000, 1000, 500, ...
   };

@@ -23,16 +23,19 @@ PolicyBandit::Step PolicyBandit::Update(double reward) {
   const int cur = current_;
   reward = std::max(0.0, reward);
   std::string why_shift;
+  if (!played_[cur] || n_[cur] <= 0.5) deviating_ = 0;
   // A shift: this window is far from what the arm used to give.
   if (played_[cur] && n_[cur] > 0.5) {
     const double m = Mean(cur);
-    if (m > 0 && std::abs(reward - m) > options_.change * m) {
+    const int dir = m <= 0 || std::abs(reward - m) <= options_.change * m ? 0 : (reward > m ? 1 : -1);
+    deviating_ = dir == 0 ? 0 : ((deviating_ > 0) == (dir > 0) && deviating_ != 0 ? deviating_ + dir : dir);
+    if (std::abs(deviating_) >= std::max(1, options_.shift_windows)) {
+      deviating_ = 0;
+      // Every arm's past is stale, the current one's included.
       for (int i = 0; i < k; ++i) {
-        if (i != cur) n_[i] *= options_.forget, s_[i] *= options_.forget;
+        n_[i] *= options_.forget;
+        s_[i] *= options_.forget;
       }
-      // The current arm's own past is stale as well.
-      n_[cur] *= options_.forget;
-      s_[cur] *= options_.forget;
       why_shift = absl::StrFormat("shift: %.0f vs mean %.0f; ", reward, m);
     }
   }
@@ -77,6 +80,7 @@ PolicyBandit::Step PolicyBandit::Update(double reward) {
                                   exploit ? "best" : "explore", best, Mean(best), best_mean, n_[best]);
   }
   step.switched = step.arm != cur;
+  if (step.switched) deviating_ = 0;
   current_ = step.arm;
   return step;
 }

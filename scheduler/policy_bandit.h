@@ -9,10 +9,12 @@
 // never played, else the argmax of
 //   s_i / n_i / best_mean + explore * sqrt(2 ln(sum n) / n_i)
 // (rewards normalized by the best mean, so `explore` does not depend on the
-// throughput's scale). A change detector makes a shift visible at once: a
-// window whose reward differs from the current arm's mean by more than
-// `change` (relative) scales every other arm's n_i by `forget`, so their
-// bonuses grow and they are re-tried soon.
+// throughput's scale). A change detector makes a shift visible quickly:
+// `shift_windows` windows in a row whose reward differs from the current
+// arm's mean by more than `change` (relative), in the same direction, scale
+// every arm's n_i by `forget`, so the others' bonuses grow and they are
+// re-tried soon (in a row: one noisy window on a shared machine is not a
+// shift).
 //
 //   PolicyBandit b({.arms = 3});
 //   int arm = b.current();                  // 0 first
@@ -38,6 +40,7 @@ class PolicyBandit {
     double explore = 0.03;   // UCB bonus weight (small: a mean 20% below the best is re-tried about every 40 windows)
     double change = 0.25;    // relative reward change that counts as a shift
     double forget = 0.2;     // other arms' n_i are scaled by this on a shift
+    int shift_windows = 2;   // deviating windows in a row that make a shift
   };
   struct Step {
     int arm = 0;
@@ -60,6 +63,7 @@ class PolicyBandit {
   std::vector<double> n_, s_;
   std::vector<bool> played_;
   int current_ = 0;
+  int deviating_ = 0;  // windows in a row off the current arm's mean (signed)
 };
 
 }  // namespace scheduler

@@ -51,6 +51,23 @@ TEST(PolicyBanditTest, FollowsAShift) {
   EXPECT_LE(settled_at, 15);
 }
 
+TEST(PolicyBanditTest, OneNoisyWindowIsNotAShift) {
+  PolicyBandit b({.arms = 2});
+  b.Update(10000);
+  b.Update(5000);  // both tried; arm 0 is better
+  for (int w = 0; w < 30; ++w) b.Update(b.current() == 0 ? 10000 : 5000);
+  ASSERT_EQ(b.current(), 0);
+  const double plays_before = b.Plays(1);
+  // A single window at half the throughput: no shift, no re-exploration.
+  PolicyBandit::Step s = b.Update(5000);
+  EXPECT_EQ(s.reason.find("shift"), std::string::npos) << s.reason;
+  EXPECT_EQ(s.arm, 0);
+  // Two in a row: a shift (the log says so).
+  s = b.Update(5000);
+  EXPECT_NE(s.reason.find("shift"), std::string::npos) << s.reason;
+  EXPECT_LT(b.Plays(1), plays_before);
+}
+
 TEST(PolicyBanditTest, TriesEveryArmFirstAndSaysWhy) {
   PolicyBandit b({.arms = 3});
   EXPECT_EQ(b.current(), 0);

@@ -254,7 +254,7 @@ void Scheduler::SplitStep(int64_t now) {
     });
     return free;
   };
-  auto sample_of = [&](const std::vector<int>& qs) {
+  auto sum_of = [&](const std::vector<int>& qs) {
     QueueLoad t;
     for (int q : qs) {
       t.started += d[q].started;
@@ -264,35 +264,38 @@ void Scheduler::SplitStep(int64_t now) {
       t.conflict_aborts += d[q].conflict_aborts;
       t.commits += d[q].commits;
     }
-    const std::vector<int> free = free_queues();
+    return t;
+  };
+  auto sample_of = [&](const std::vector<int>& qs) {
+    const QueueLoad t = sum_of(qs);
+    const QueueLoad other = sum_of(free_queues());
     SplitSample s;
     s.wait_ns = t.started > 0 ? static_cast<double>(t.wait_ns) / t.started : 0;
-    if (!free.empty()) s.wait_ns -= mean_wait(free[0]);  // excess over the best alternative
+    // The excess over the other queues' mean wait.
+    if (other.started > 0) s.wait_ns -= static_cast<double>(other.wait_ns) / other.started;
     s.attempt_ns = t.attempts > 0 ? static_cast<double>(t.exec_ns) / t.attempts : 0;
     s.aborts_per_commit = t.commits > 0 ? static_cast<double>(t.conflict_aborts) / t.commits
                                         : (t.conflict_aborts > 0 ? 1.0 : 0.0);
     return std::make_pair(s, static_cast<int64_t>(t.started));
   };
-  // New candidates: a queue not in any set whose excess wait says "grow",
-  // led by one reference.
-  // (In a row: a start-up transient, before the State has spread the
-  // references over the queues, is not a hot spot.)
-  split_pending_.resize(static_cast<size_t>(n), 0);
+  // New candidates: a queue outside every set whose own rule (k = 1) says
+  // "grow", led by one reference.
+  split_probe_.resize(static_cast<size_t>(n));
   for (int q = 0; q < n; ++q) {
     if (taken[q] || static_cast<int64_t>(d[q].started) < options_.split.min_started) {
-      split_pending_[q] = 0;
+      split_probe_[q] = SplitState();
       continue;
     }
     if (static_cast<int>(split_.size()) >= options_.split.max_entries) break;
     taken[q] = true;  // not its own alternative
     const auto [s, started] = sample_of({q});
-    SplitState probe;
-    if (options_.split.rule.Step(&probe, s) <= 1 || ++split_pending_[q] < options_.split.candidate_windows) {
-      if (probe.k <= 1) split_pending_[q] = 0;
+    SplitState& probe = split_probe_[q];
+    probe.k = 1;
+    if (options_.split.rule.Step(&probe, s) <= 1) {
       taken[q] = false;
       continue;
     }
-    split_pending_[q] = 0;
+    probe = SplitState();
     int64_t weight = 0;
     const RefId lead = hot_spots_->DominantLead(q, &weight);
     bool known = false;
@@ -301,7 +304,11 @@ void Scheduler::SplitStep(int64_t now) {
       taken[q] = false;
       continue;
     }
-    split_.push_back(SplitEntry{lead, {q}, SplitState()});
+    // At k = 1 on its home queue, with the windows the probe saw: the loop
+    // below takes the growth step on this window's figures.
+    SplitState st;
+    st.grow_streak = options_.split.rule.grow_windows - 1;
+    split_.push_back(SplitEntry{lead, {q}, st});
   }
   for (size_t i = 0; i < split_.size();) {
     SplitEntry& e = split_[i];

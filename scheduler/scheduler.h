@@ -97,7 +97,6 @@ class Scheduler {
       int max_entries = 8;          // hot references split at once
       int64_t window_ns = 200000000;
       int64_t min_started = 20;     // a queue needs this many txns in a window to count
-      int candidate_windows = 2;    // windows in a row a queue must say "grow" to split its lead
     } split;
     struct Auto {
       bool enabled = false;
@@ -218,7 +217,7 @@ class Scheduler {
     SplitState state;
   };
   std::vector<SplitEntry> split_;
-  std::vector<int> split_pending_;  // per queue: consecutive windows saying "grow"
+  std::vector<SplitState> split_probe_;  // per queue outside every set: its own k=1 rule state
 };
 
 }  // namespace scheduler
