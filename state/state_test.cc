@@ -406,7 +406,6 @@ TEST(StateReinforceOnly, NonLeadRowsOnlyGrowOnTheirOwnQueue) {
   }
 }
 
-
 TEST(StateAgingTest, RowsAndTotalsDecayAndEmptyRowsGo) {
   FakeClock clock;
   State::Options o;
