@@ -28,7 +28,13 @@ ABSL_FLAG(std::string, workload, "tpcc", "tpcc | tpcc-np | smallbank | tatp | yc
 ABSL_FLAG(std::string, protocol, "occ",
           "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect | timestamp | mvcc | maat");
 ABSL_FLAG(std::string, policy, "count-max-canonical-single",
-          "one of the sixteen <count|fraction>-<sum|max>-<literal|canonical>-<single|all>, original, hard-partition");
+          "one of the sixteen <count|fraction>-<sum|max>-<literal|canonical>-<single|all>, original, hard-partition, "
+          "or auto (online choice by committed throughput)");
+ABSL_FLAG(double, history_half_life_s, -1,
+          "History/State aging half-life in seconds (0 = off; -1 = default: 1 s in online mode, off in phased)");
+ABSL_FLAG(int, split_max_k, -1,
+          "hot-spot splitting: at most this many queues per hot reference (1 = off; -1 = default: 4 online, "
+          "off phased)");
 ABSL_FLAG(int, queues, 4, "run queues = worker threads");
 ABSL_FLAG(int, clients, 0, "closed loop: transactions kept outstanding (0 = 2 x queues)");
 ABSL_FLAG(double, arrival_rate, 0, "> 0: open loop (throttled) at this many transactions/s, Poisson arrivals");
@@ -112,6 +118,8 @@ int RunBench(const std::vector<char*>& args) {
   c.ref_multiplicity = absl::GetFlag(FLAGS_ref_multiplicity);
   c.pg_seqscan = absl::GetFlag(FLAGS_pg_seqscan);
   c.txn_delay_us = absl::GetFlag(FLAGS_txn_delay_us);
+  c.history_half_life_s = absl::GetFlag(FLAGS_history_half_life_s);
+  c.split_max_k = absl::GetFlag(FLAGS_split_max_k);
   c.backend = absl::GetFlag(FLAGS_backend);
   c.conninfo = absl::GetFlag(FLAGS_conninfo);
   for (const auto& kv : std::vector<std::pair<const char*, std::string>>{

@@ -5,8 +5,10 @@
 namespace corral {
 namespace history {
 
-History::History(const Options& options)
+History::History(const Options& options, const Clock* clock)
     : options_(options),
+      clock_(clock != nullptr ? clock : Clock::Real()),
+      aging_(options.half_life_ns, options.age_period_ns, clock_->NowNanos()),
       index_(static_cast<size_t>(std::max<int64_t>(options.initial_capacity, 16)), sizeof(Node)),
       texts_(options.keep_texts ? 64 : 1) {}
 
@@ -150,6 +152,54 @@ void History::Regenerate() {
   index_.Clear();  // waits for readers of the old table to leave
   texts_.clear();
   regenerations_.fetch_add(1, std::memory_order_relaxed);
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+double History::MaybeAge() {
+  if (!aging_.enabled()) return 1.0;
+  const int64_t now = clock_->NowNanos();
+  if (frozen()) {
+    aging_.Skip(now);  // frozen time does not count
+    return 1.0;
+  }
+  const double f = aging_.Due(now);
+  if (f < 1.0) Age(f);
+  return f;
+}
+
+void History::Age(double factor) {
+  if (!(factor < 1.0)) return;
+  std::lock_guard<std::mutex> l(regen_mu_);
+  const uint64_t pass = static_cast<uint64_t>(aging_passes_.fetch_add(1, std::memory_order_relaxed));
+  std::vector<uint64_t> emptied;
+  {
+    ReaderDomain::Guard g(index_.domain());
+    index_.ForEach([&](RefNode* rn) {
+      Node* n = static_cast<Node*>(rn);
+      const uint64_t key = n->key.load(std::memory_order_relaxed);
+      const uint64_t salt = Mix64(key ^ (pass * 0x9e3779b97f4a7c15ULL));
+      bool zero = true;
+      for (std::atomic<uint64_t>* c : {&n->aborts, &n->commits}) {
+        const uint64_t old = c->load(std::memory_order_relaxed);
+        const uint64_t aged = DecayCount(old, factor, salt + (c == &n->aborts ? 0 : 1));
+        // A subtraction keeps records that land meanwhile.
+        if (aged < old) c->fetch_sub(old - aged, std::memory_order_relaxed);
+        zero &= aged == 0;
+      }
+      if (zero) emptied.push_back(RefIndex::IdOf(key));
+    });
+    // References with nothing left are dropped (still zero under the latch:
+    // a record that landed since keeps its entry).
+    for (uint64_t id : emptied) {
+      const bool erased = index_.Erase(id, [](RefNode* rn) {
+        const Node* n = static_cast<const Node*>(rn);
+        return n->aborts.load(std::memory_order_relaxed) == 0 &&
+               n->commits.load(std::memory_order_relaxed) == 0;
+      });
+      if (erased && options_.keep_texts) texts_.erase(RefId(id));
+    }
+  }
+  if (!emptied.empty()) index_.Reclaim();
   epoch_.fetch_add(1, std::memory_order_acq_rel);
 }
 

@@ -17,14 +17,22 @@
 // paper regenerates the History periodically to follow workload shifts and
 // reclaim memory); a maximum entry count bounds memory (when full, new
 // references are either not added, or the table regenerates: see OnFull).
+// Aging (Options::half_life_ns > 0, history/aging.h): MaybeAge() multiplies
+// every counter by 2^(-elapsed / half_life) once a period has passed on the
+// injected Clock, and drops references whose counters both reach 0, so a
+// hot spot that has moved stops steering transactions and references that
+// stopped recurring give their memory back. Nothing ages while frozen.
 //
 //   History h(History::Options{.max_entries = 1 << 20});
 //   h.Record(txn.refs, /*committed=*/false);      // a conflict abort
 //   History::Counts c;
 //   if (h.Get(RefId::Of("w_id=5"), &c)) use(c.aborts, c.commits);
 //   double w = h.Weight(r, Weighting::kFraction);  // 0 when unknown
+//   History aged(History::Options{.half_life_ns = 1000000000}, clock);
+//   double f = aged.MaybeAge();  // < 1 when a pass ran (callers age the State by f)
 //
-// Thread safety: all methods are thread-safe. Counters are never decremented.
+// Thread safety: all methods are thread-safe. Counters are decremented only
+// by aging passes (one at a time; a concurrent record is never lost).
 #ifndef CORRAL_HISTORY_HISTORY_H_
 #define CORRAL_HISTORY_HISTORY_H_
 
@@ -37,7 +45,9 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "common/clock.h"
 #include "common/ids.h"
+#include "history/aging.h"
 #include "history/ref_index.h"
 #include "history/ref_table.h"
 #include "libcuckoo/cuckoohash_map.hh"
@@ -67,6 +77,10 @@ class History {
     // Initial capacity hint (entries); the table also returns to this size
     // on Regenerate().
     int64_t initial_capacity = 1 << 12;
+    // Aging half-life on the injected clock (0 = counters never decay), and
+    // how often MaybeAge() runs a pass (0 = a quarter of the half-life).
+    int64_t half_life_ns = 0;
+    int64_t age_period_ns = 0;
   };
 
   struct Counts {
@@ -86,7 +100,8 @@ class History {
   using TextProvider = std::function<std::string(size_t i)>;
 
   History() : History(Options()) {}
-  explicit History(const Options& options);
+  // `clock` (default: the real one) times aging; it must outlive the History.
+  explicit History(const Options& options, const Clock* clock = nullptr);
   History(const History&) = delete;
   History& operator=(const History&) = delete;
 
@@ -136,6 +151,17 @@ class History {
   // a straggler can go unseen by a cached read.)
   int64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
 
+  // Aging: when a pass is due on the clock (and not frozen), multiplies every
+  // counter by the factor due (stochastic rounding, history/aging.h), drops
+  // references left with no count, and returns the factor; else returns 1.
+  // Cheap when nothing is due (a clock read and a load).
+  double MaybeAge();
+  // One aging pass by `factor` in (0, 1] now, whatever the clock (tests,
+  // callers with their own schedule). Ignores the freeze.
+  void Age(double factor);
+  int64_t aging_passes() const { return aging_passes_.load(std::memory_order_relaxed); }
+  int64_t half_life_ns() const { return options_.half_life_ns; }
+
   // Empties the table (counters and texts) and shrinks it back to its initial
   // capacity. Concurrent records and reads proceed (they briefly wait on the
   // table's locks); a record racing with it lands in the fresh table or is
@@ -164,6 +190,8 @@ class History {
   bool RecordOne(RefId ref, bool committed, const TextProvider* texts, size_t i);
 
   const Options options_;
+  const Clock* const clock_;
+  AgingClock aging_;
   RefIndex index_;
   TextMap texts_;
   std::atomic<bool> frozen_{false};
@@ -171,7 +199,8 @@ class History {
   std::atomic<int64_t> regenerations_{0};
   std::atomic<int64_t> ignored_frozen_{0};
   std::atomic<int64_t> dropped_full_{0};
-  std::mutex regen_mu_;
+  std::atomic<int64_t> aging_passes_{0};
+  std::mutex regen_mu_;  // regenerations and aging passes, one at a time
 };
 
 }  // namespace history

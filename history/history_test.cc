@@ -1,9 +1,11 @@
 #include "history/history.h"
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 #include <vector>
 
+#include "common/fake_clock.h"
 #include "gtest/gtest.h"
 
 namespace corral {
@@ -213,6 +215,128 @@ TEST(HistoryTest, RefTableHelpers) {
   int used = 0;
   for (int v : seen) used += v > 0 ? 1 : 0;
   EXPECT_GT(used, 32);
+}
+
+
+History::Options Aging(int64_t half_life_ns) {
+  History::Options o;
+  o.half_life_ns = half_life_ns;
+  return o;
+}
+
+TEST(HistoryAgingTest, CountHalvesAfterOneHalfLife) {
+  FakeClock clock;
+  History h(Aging(1000000000), &clock);
+  const RefId r = RefId::Of("w_id=1");
+  h.Add(r, 1000, 400);
+  EXPECT_EQ(h.MaybeAge(), 1.0);  // nothing due yet
+  clock.Advance(1000000000);
+  EXPECT_DOUBLE_EQ(h.MaybeAge(), 0.5);
+  History::Counts c;
+  ASSERT_TRUE(h.Get(r, &c));
+  EXPECT_EQ(c.aborts, 500u);
+  EXPECT_EQ(c.commits, 200u);
+  // Another half-life, in two quarter... halves: the same total decay.
+  clock.Advance(500000000);
+  h.MaybeAge();
+  clock.Advance(500000000);
+  h.MaybeAge();
+  ASSERT_TRUE(h.Get(r, &c));
+  EXPECT_NEAR(static_cast<double>(c.aborts), 250.0, 1.0);
+  EXPECT_NEAR(static_cast<double>(c.commits), 100.0, 1.0);
+  EXPECT_EQ(h.aging_passes(), 3);
+}
+
+TEST(HistoryAgingTest, NoPassBeforeThePeriodAndNoneWhileFrozen) {
+  FakeClock clock;
+  History h(Aging(1000000000), &clock);  // period: a quarter half-life
+  const RefId r = RefId::Of("w_id=1");
+  h.Add(r, 64, 0);
+  clock.Advance(200000000);
+  EXPECT_EQ(h.MaybeAge(), 1.0);
+  h.Freeze();
+  clock.Advance(5000000000);
+  EXPECT_EQ(h.MaybeAge(), 1.0);  // frozen time does not count
+  h.Unfreeze();
+  clock.Advance(250000000);
+  EXPECT_NEAR(h.MaybeAge(), std::exp2(-0.25), 1e-12);
+  History::Counts c;
+  ASSERT_TRUE(h.Get(r, &c));
+  EXPECT_NEAR(static_cast<double>(c.aborts), 64 * std::exp2(-0.25), 1.0);
+}
+
+TEST(HistoryAgingTest, OffByDefault) {
+  FakeClock clock;
+  History h(History::Options(), &clock);
+  h.Add(RefId::Of("a=1"), 10, 10);
+  clock.Advance(int64_t{1000} * 1000000000);
+  EXPECT_EQ(h.MaybeAge(), 1.0);
+  History::Counts c;
+  ASSERT_TRUE(h.Get(RefId::Of("a=1"), &c));
+  EXPECT_EQ(c.aborts, 10u);
+}
+
+TEST(HistoryAgingTest, ReferencesThatStopRecurringAreDropped) {
+  FakeClock clock;
+  History h(Aging(1000000000), &clock);
+  const RefId old_hot = RefId::Of("w_id=1"), new_hot = RefId::Of("w_id=2");
+  h.Add(old_hot, 300, 100);
+  for (int s = 0; s < 40; ++s) {  // 40 half-lives; the new hot spot keeps recording
+    for (int i = 0; i < 10; ++i) h.RecordAbort({new_hot});
+    clock.Advance(1000000000);
+    h.MaybeAge();
+  }
+  History::Counts c;
+  EXPECT_FALSE(h.Get(old_hot, &c));  // decayed to nothing: memory back
+  ASSERT_TRUE(h.Get(new_hot, &c));
+  EXPECT_GT(c.aborts, 5u);  // steady state ~ 10 per half-life * 1/(1 - 1/2) / 2
+  EXPECT_LT(c.aborts, 40u);
+  EXPECT_EQ(h.size(), 1);
+}
+
+TEST(HistoryAgingTest, DecayCountKeepsTheExpectation) {
+  // Stochastic rounding: the mean over many salts is c * f, and a count of 3
+  // decayed by 0.3 (0.9) becomes 1 nine times in ten and 0 otherwise (plain
+  // rounding would keep it at 1 for ever, floor would drop it at once).
+  double sum = 0;
+  int zeros = 0;
+  for (uint64_t salt = 0; salt < 20000; ++salt) {
+    const uint64_t v = DecayCount(3, 0.3, salt);
+    EXPECT_LE(v, 1u);
+    sum += static_cast<double>(v);
+    zeros += v == 0 ? 1 : 0;
+  }
+  EXPECT_NEAR(sum / 20000, 0.9, 0.02);
+  EXPECT_NEAR(zeros, 2000, 300);
+  EXPECT_EQ(DecayCount(1000, 0.5, 7), 500u);  // exact products are exact
+  EXPECT_EQ(DecayCount(7, 1.0, 7), 7u);
+  EXPECT_EQ(DecayCount(7, 0.0, 7), 0u);
+}
+
+TEST(HistoryAgingTest, RecordsDuringAgingAreNotLost) {
+  FakeClock clock;
+  History h(Aging(1000000000), &clock);
+  const RefId r = RefId::Of("w_id=1");
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> recorded{0};
+  std::thread rec([&] {
+    while (!stop.load()) {
+      h.RecordCommit({r});
+      recorded.fetch_add(1);
+    }
+  });
+  while (recorded.load() < 1000) std::this_thread::yield();
+  for (int i = 0; i < 200; ++i) h.Age(0.999999);  // rounds down only by chance
+  const int64_t floor_at_stop = recorded.load();
+  stop.store(true);
+  rec.join();
+  History::Counts c;
+  ASSERT_TRUE(h.Get(r, &c));
+  // Each pass may take back at most one count (0.999999 * c rounds to c - 1
+  // at most); every record otherwise survives.
+  EXPECT_GE(static_cast<int64_t>(c.commits), recorded.load() - 200);
+  EXPECT_LE(static_cast<int64_t>(c.commits), recorded.load());
+  EXPECT_GE(recorded.load(), floor_at_stop);
 }
 
 }  // namespace

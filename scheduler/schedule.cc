@@ -84,6 +84,7 @@ Schedule::Schedule(const history::History* history, state::State* state, const P
       state_scoring_only_(options.state_scoring_only),
       lead_seeds_rows_(options.lead_seeds_rows),
       ref_multiplicity_(options.ref_multiplicity),
+      hot_spots_(options.hot_spots),
       instance_(next_instance.fetch_add(1)),
       state_(state),
       num_queues_(state->num_queues()),
@@ -320,6 +321,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
   s.Fit(n);
   double* w = s.Weights(refs.size());
   const WeightSummary ws = Weights(p, refs, txn.ref_mult, w);
+  const RefId lead = ws.best > 0 && ws.lead < refs.size() ? refs[ws.lead] : RefId(0);
 
   // What the State records: every reference, or (scoring-only) those with a
   // weight > 0, the rest counted in the total only.
@@ -347,7 +349,10 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
   }
 
   QueueId q;
-  if (p.aggregation == Aggregation::kMax && ws.tied <= 1 && !rec.empty()) {
+  if (hot_spots_ != nullptr && ws.best > 0 && hot_spots_->Route(lead, &q)) {
+    // A split hot reference: one of its k queues, the State records it there.
+    state_->Record(rec, q, untracked);
+  } else if (p.aggregation == Aggregation::kMax && ws.tied <= 1 && !rec.empty()) {
     // One State operation on the lead reads its row, scores and records; no
     // reference scores when best == 0 (every queue ties at 0).
     const double best = ws.best;
@@ -388,6 +393,10 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
     state_->Record(rec, q, untracked);
   }
   last.queue = q.value();
+  if (hot_spots_ != nullptr && ws.best > 0) {
+    thread_local uint32_t vote_tick = 0;
+    if ((++vote_tick & 7) == 0) hot_spots_->NoteLead(q.value(), lead);
+  }
   return q;
 }
 

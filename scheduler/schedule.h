@@ -50,6 +50,14 @@
 // worked examples; each reference there is named once anyway). The History
 // and the State still count a transaction once per reference.
 //
+// Hot-spot splitting (`hot_spots`, learned policies): when the decision's lead
+// reference (top weight) has a split queue set (scheduler/hot_spots.h), the
+// transaction goes to that set's member with the shortest run queue instead
+// of the scored queue, and the State records it there (under reinforce_only
+// the lead's row keeps its home queue; the placement counts in the total).
+// One learned placement in 8 votes for its lead on its queue (HotSpots::
+// NoteLead), which is how the controller finds each queue's hot reference.
+//
 // Baselines: Original = uniform random queue (a seeded, thread-safe
 // generator: deterministic for a single deciding thread), Hard Partition =
 // Txn::partition_key mod queues. Baselines ignore History and State.
@@ -93,6 +101,7 @@
 #include "common/ids.h"
 #include "history/history.h"
 #include "policies/policy.h"
+#include "scheduler/hot_spots.h"
 #include "scheduler/txn.h"
 #include "state/state.h"
 
@@ -128,6 +137,8 @@ struct ScheduleOptions {
   bool lead_seeds_rows = false;
   // "Multiplicity" above.
   bool ref_multiplicity = false;
+  // "Hot-spot splitting" above (null = off). Must outlive the Schedule.
+  HotSpots* hot_spots = nullptr;
 
   // The three rules above on, no read cache: scheduler::Scheduler's default.
   static ScheduleOptions WithRules() {
@@ -217,6 +228,7 @@ class Schedule {
   const bool state_scoring_only_;
   const bool lead_seeds_rows_;
   const bool ref_multiplicity_;
+  HotSpots* const hot_spots_;
   const uint64_t instance_;  // identifies this Schedule in thread caches
   state::State* const state_;
   const int num_queues_;

@@ -1,6 +1,10 @@
 #include "scheduler/scheduler.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace corral {
 namespace scheduler {
@@ -16,6 +20,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
                                                    options.num_queues, " queues"));
   }
   std::unique_ptr<Scheduler> s(new Scheduler());
+  s->options_ = options;
   s->num_queues_ = options.num_queues;
   s->clock_ = clock;
   state::State::Options so = options.state;
@@ -24,9 +29,14 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
   auto st = state::State::Create(so, clock);
   if (!st.ok()) return st.status();
   s->state_ = std::move(st).value();
-  s->history_ = std::make_unique<history::History>(options.history);
+  s->history_ = std::make_unique<history::History>(options.history, clock);
+  ScheduleOptions sched = options.schedule;
+  if (options.split.enabled && !executors.empty()) {
+    s->hot_spots_ = std::make_unique<HotSpots>(options.num_queues, options.split.max_entries);
+    sched.hot_spots = s->hot_spots_.get();
+  }
   s->schedule_ = std::make_unique<Schedule>(s->history_.get(), s->state_.get(), options.policy,
-                                            options.seed, options.schedule);
+                                            options.seed, sched);
   if (!executors.empty()) {
     RunQueues::Options qo;
     qo.num_queues = options.num_queues;
@@ -39,7 +49,18 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
     s->pool_ = std::make_unique<WorkerPool>(s->queues_.get(), s->history_.get(),
                                             std::move(executors), options.workers,
                                             std::move(hook), clock);
+    if (s->hot_spots_ != nullptr) {
+      RunQueues* rq = s->queues_.get();
+      s->hot_spots_->SetQueueLength([rq](int q) { return rq->Size(QueueId(q)); });
+    }
   }
+  s->arms_ = options.autopolicy.arms.empty() ? DefaultAutoArms() : options.autopolicy.arms;
+  PolicyBandit::Options bo = options.autopolicy.bandit;
+  bo.arms = static_cast<int>(s->arms_.size());
+  s->bandit_ = std::make_unique<PolicyBandit>(bo);
+  s->next_tick_.store(clock->NowNanos() + options.tick_ns, std::memory_order_relaxed);
+  s->next_split_ns_ = clock->NowNanos() + options.split.window_ns;
+  if (options.autopolicy.enabled) s->SetAuto(true);
   return s;
 }
 
@@ -60,6 +81,7 @@ void Scheduler::SetStealing(bool on) {
 
 QueueId Scheduler::Route(Txn& txn) {
   if (txn.decision_start_ns == 0) txn.decision_start_ns = clock_->NowNanos();
+  MaybeTick(txn.decision_start_ns);
   return schedule_->Place(txn);
 }
 
@@ -88,6 +110,7 @@ absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
   if (txn == nullptr) return absl::InvalidArgumentError("null transaction");
   if (queues_->is_shutdown()) return absl::FailedPreconditionError("scheduler is stopped");
   if (txn->decision_start_ns == 0) txn->decision_start_ns = clock_->NowNanos();
+  MaybeTick(txn->decision_start_ns);
   bool recorded = false;
   const QueueId q = schedule_->Place(*txn, &recorded);
   txn->enqueue_ns = clock_->NowNanos();
@@ -100,10 +123,254 @@ absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
 
 void Scheduler::ReportOutcome(const Txn& txn, Outcome outcome) {
   if (outcome == Outcome::kCommitted) {
+    routed_commits_.fetch_add(1, std::memory_order_relaxed);
     history_->RecordCommit(txn.refs);
   } else if (outcome == Outcome::kConflictAbort) {
     history_->RecordAbort(txn.refs);
   }
+}
+
+std::vector<Policy> Scheduler::DefaultAutoArms() {
+  std::vector<Policy> arms;
+  for (const char* name : {"count-max-canonical-single", "fraction-max-canonical-single",
+                           "hard-partition", "original"}) {
+    arms.push_back(*ParsePolicy(name));
+  }
+  return arms;
+}
+
+void Scheduler::SetPolicy(const Policy& p) {
+  std::lock_guard<std::mutex> l(tick_mu_);  // not overwritten by a tick in flight
+  auto_on_.store(false, std::memory_order_release);
+  schedule_->SetPolicy(p);
+}
+
+void Scheduler::SetAuto(bool on) {
+  std::lock_guard<std::mutex> l(tick_mu_);
+  const bool was = auto_on_.exchange(on, std::memory_order_acq_rel);
+  if (!on || was) return;
+  // Starts on the bandit's current arm, measured after settling.
+  const Policy next = arms_[bandit_->current()];
+  const std::string from = PolicyName(schedule_->policy());
+  schedule_->SetPolicy(next);
+  auto_measuring_ = false;
+  auto_measure_from_ns_ = clock_->NowNanos() + options_.autopolicy.settle_ns;
+  const std::string to = PolicyName(next);
+  if (from != to) {
+    const std::string reason = "auto on: start with arm " + std::to_string(bandit_->current());
+    {
+      std::lock_guard<std::mutex> sl(switches_mu_);
+      switches_.push_back(SwitchEvent{clock_->NowNanos(), from, to, reason});
+    }
+    switch_count_.fetch_add(1, std::memory_order_relaxed);
+    Log(absl::StrCat("auto: ", from, " -> ", to, " (", reason, ")"));
+  }
+}
+
+std::string Scheduler::PolicyLabel() const {
+  const std::string name = PolicyName(schedule_->policy());
+  return auto_policy() ? absl::StrCat("auto (", name, ")") : name;
+}
+
+std::vector<Scheduler::SwitchEvent> Scheduler::Switches() const {
+  std::lock_guard<std::mutex> l(switches_mu_);
+  return switches_;
+}
+
+void Scheduler::Log(const std::string& line) const {
+  if (options_.log) {
+    options_.log(line);
+  } else {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+uint64_t Scheduler::CommitsSoFar() const {
+  if (pool_ == nullptr) return routed_commits_.load(std::memory_order_relaxed);
+  uint64_t n = 0;
+  for (int w = 0; w < pool_->num_workers(); ++w) n += pool_->Load(w).commits;
+  return n;
+}
+
+void Scheduler::Tick() {
+  next_tick_.store(0, std::memory_order_relaxed);
+  MaybeTick(clock_->NowNanos());
+}
+
+void Scheduler::MaybeTick(int64_t now) {
+  if (now < next_tick_.load(std::memory_order_relaxed)) return;
+  std::unique_lock<std::mutex> l(tick_mu_, std::try_to_lock);
+  if (!l.owns_lock()) return;
+  next_tick_.store(now + options_.tick_ns, std::memory_order_relaxed);
+  // Aging: the State follows the History.
+  const double f = history_->MaybeAge();
+  if (f < 1.0) state_->Age(f);
+  if (hot_spots_ != nullptr && now >= next_split_ns_) {
+    SplitStep(now);
+    next_split_ns_ = now + options_.split.window_ns;
+  }
+  if (auto_on_.load(std::memory_order_acquire)) AutoStep(now);
+}
+
+void Scheduler::SplitStep(int64_t now) {
+  (void)now;
+  const int n = num_queues_;
+  std::vector<QueueLoad> cur(n), d(n);
+  for (int q = 0; q < n; ++q) cur[q] = pool_->Load(q);
+  const bool first = split_prev_.empty();
+  if (first) split_prev_.assign(n, QueueLoad());
+  for (int q = 0; q < n; ++q) {
+    d[q].started = cur[q].started - split_prev_[q].started;
+    d[q].wait_ns = cur[q].wait_ns - split_prev_[q].wait_ns;
+    d[q].exec_ns = cur[q].exec_ns - split_prev_[q].exec_ns;
+    d[q].attempts = cur[q].attempts - split_prev_[q].attempts;
+    d[q].conflict_aborts = cur[q].conflict_aborts - split_prev_[q].conflict_aborts;
+    d[q].commits = cur[q].commits - split_prev_[q].commits;
+  }
+  split_prev_ = cur;
+  if (first) return;
+  // Only learned decisions consult the split table; measurements under a
+  // baseline say nothing about it.
+  if (schedule_->policy().kind != PolicyKind::kLearned) return;
+  auto mean_wait = [&](int q) {
+    return d[q].started > 0 ? static_cast<double>(d[q].wait_ns) / static_cast<double>(d[q].started) : 0.0;
+  };
+  std::vector<bool> taken(n, false);
+  for (const SplitEntry& e : split_) {
+    for (int q : e.queues) taken[q] = true;
+  }
+  // The queues outside every set, least waiting first: where growth adds.
+  auto free_queues = [&] {
+    std::vector<int> free;
+    for (int q = 0; q < n; ++q) {
+      if (!taken[q]) free.push_back(q);
+    }
+    std::sort(free.begin(), free.end(), [&](int a, int b) {
+      return mean_wait(a) != mean_wait(b) ? mean_wait(a) < mean_wait(b) : a < b;
+    });
+    return free;
+  };
+  auto sum_of = [&](const std::vector<int>& qs) {
+    QueueLoad t;
+    for (int q : qs) {
+      t.started += d[q].started;
+      t.wait_ns += d[q].wait_ns;
+      t.exec_ns += d[q].exec_ns;
+      t.attempts += d[q].attempts;
+      t.conflict_aborts += d[q].conflict_aborts;
+      t.commits += d[q].commits;
+    }
+    return t;
+  };
+  auto sample_of = [&](const std::vector<int>& qs) {
+    const QueueLoad t = sum_of(qs);
+    const QueueLoad other = sum_of(free_queues());
+    SplitSample s;
+    s.wait_ns = t.started > 0 ? static_cast<double>(t.wait_ns) / t.started : 0;
+    // The excess over the other queues' mean wait.
+    if (other.started > 0) s.wait_ns -= static_cast<double>(other.wait_ns) / other.started;
+    s.attempt_ns = t.attempts > 0 ? static_cast<double>(t.exec_ns) / t.attempts : 0;
+    s.aborts_per_commit = t.commits > 0 ? static_cast<double>(t.conflict_aborts) / t.commits
+                                        : (t.conflict_aborts > 0 ? 1.0 : 0.0);
+    return std::make_pair(s, static_cast<int64_t>(t.started));
+  };
+  // New candidates: a queue outside every set whose own rule (k = 1) says
+  // "grow", led by one reference.
+  split_probe_.resize(static_cast<size_t>(n));
+  for (int q = 0; q < n; ++q) {
+    if (taken[q] || static_cast<int64_t>(d[q].started) < options_.split.min_started) {
+      split_probe_[q] = SplitState();
+      continue;
+    }
+    if (static_cast<int>(split_.size()) >= options_.split.max_entries) break;
+    taken[q] = true;  // not its own alternative
+    const auto [s, started] = sample_of({q});
+    SplitState& probe = split_probe_[q];
+    probe.k = 1;
+    if (options_.split.rule.Step(&probe, s) <= 1) {
+      taken[q] = false;
+      continue;
+    }
+    probe = SplitState();
+    int64_t weight = 0;
+    const RefId lead = hot_spots_->DominantLead(q, &weight);
+    bool known = false;
+    for (const SplitEntry& e : split_) known |= e.ref == lead;
+    if (lead.value() == 0 || weight < 4 || known) {
+      taken[q] = false;
+      continue;
+    }
+    // At k = 1 on its home queue, with the windows the probe saw: the loop
+    // below takes the growth step on this window's figures.
+    SplitState st;
+    st.grow_streak = options_.split.rule.grow_windows - 1;
+    split_.push_back(SplitEntry{lead, {q}, st});
+  }
+  for (size_t i = 0; i < split_.size();) {
+    SplitEntry& e = split_[i];
+    const auto [s, started] = sample_of(e.queues);
+    const int k = static_cast<int>(e.queues.size());
+    e.state.k = k;
+    if (started >= options_.split.min_started) options_.split.rule.Step(&e.state, s);
+    const int next = e.state.k;
+    if (next > k) {
+      const std::vector<int> free = free_queues();
+      for (int j = 0; j < next - k && j < static_cast<int>(free.size()); ++j) {
+        e.queues.push_back(free[j]);
+        taken[free[j]] = true;
+      }
+    } else if (next < k) {
+      for (int j = 0; j < k - next; ++j) {
+        taken[e.queues.back()] = false;
+        e.queues.pop_back();
+      }
+    }
+    if (static_cast<int>(e.queues.size()) != k) {
+      Log(absl::StrFormat("split: ref %016x k %d -> %d (excess queue wait %.0f us, attempt %.0f us, "
+                          "retries/commit %.3f)",
+                          e.ref.value(), k, static_cast<int>(e.queues.size()), s.wait_ns / 1e3,
+                          s.attempt_ns / 1e3, s.aborts_per_commit));
+    }
+    hot_spots_->Set(e.ref, e.queues);
+    if (e.queues.size() <= 1) {
+      split_.erase(split_.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    ++i;
+  }
+}
+
+void Scheduler::AutoStep(int64_t now) {
+  if (!auto_measuring_) {
+    if (now < auto_measure_from_ns_) return;  // settling after a switch
+    auto_measuring_ = true;
+    auto_measure_from_ns_ = now;
+    auto_commits0_ = CommitsSoFar();
+    return;
+  }
+  if (now - auto_measure_from_ns_ < options_.autopolicy.window_ns) return;
+  const uint64_t commits = CommitsSoFar();
+  const double reward = static_cast<double>(commits - auto_commits0_) * 1e9 /
+                        static_cast<double>(now - auto_measure_from_ns_);
+  const int from_arm = bandit_->current();
+  const PolicyBandit::Step step = bandit_->Update(reward);
+  if (!step.switched) {
+    auto_measure_from_ns_ = now;  // the next window starts at once
+    auto_commits0_ = commits;
+    return;
+  }
+  const std::string from = PolicyName(arms_[from_arm]);
+  const std::string to = PolicyName(arms_[step.arm]);
+  schedule_->SetPolicy(arms_[step.arm]);
+  const std::string reason = absl::StrFormat("window %.0f tps; %s", reward, step.reason);
+  {
+    std::lock_guard<std::mutex> sl(switches_mu_);
+    switches_.push_back(SwitchEvent{now, from, to, reason});
+  }
+  switch_count_.fetch_add(1, std::memory_order_relaxed);
+  Log(absl::StrCat("auto: ", from, " -> ", to, " (", reason, ")"));
+  auto_measuring_ = false;
+  auto_measure_from_ns_ = now + options_.autopolicy.settle_ns;
 }
 
 WorkerStats Scheduler::Stats() const {

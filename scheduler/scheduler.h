@@ -20,12 +20,33 @@
 //   s->history().Freeze();                  // Phase II
 //   s->Stop();
 //
-// Thread safety: Submit, Route, ReportOutcome, SetPolicy, the accessors and
-// Stats are thread-safe; Start/Stop from one controlling thread.
+// Online tuning (issue #16), run by whichever deciding thread finds a tick
+// due (every tick_ns, on the injected clock; one thread at a time, others
+// go on; Tick() runs one by hand):
+//   - Aging: History::MaybeAge() (Options::history.half_life_ns) and the
+//     State aged by the same factor.
+//   - Hot-spot splitting (Options::split, needs executors: it measures queue
+//     wait): every split.window_ns, per queue, the queue wait, attempt time
+//     and retries per commit of the window; for each split reference (and
+//     each queue whose wait says "grow" with a dominant lead reference)
+//     SplitRule gives the next k; queues are added by the shortest measured
+//     wait, removed last-added first (scheduler/hot_spots.h).
+//   - --policy=auto (Options::autopolicy): a PolicyBandit over the arms,
+//     reward = commits per second over a window (after `settle_ns` following
+//     a switch); each switch is logged with its reason (Options::log) and
+//     kept (Switches()); PolicyLabel() names the current choice.
+//
+// Thread safety: Submit, Route, ReportOutcome, SetPolicy, SetAuto, Tick,
+// the accessors and Stats are thread-safe; Start/Stop from one controlling
+// thread.
 #ifndef CORRAL_SCHEDULER_SCHEDULER_H_
 #define CORRAL_SCHEDULER_SCHEDULER_H_
 
+#include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -33,6 +54,8 @@
 #include "common/clock.h"
 #include "history/history.h"
 #include "policies/policy.h"
+#include "scheduler/hot_spots.h"
+#include "scheduler/policy_bandit.h"
 #include "scheduler/run_queues.h"
 #include "scheduler/schedule.h"
 #include "scheduler/txn.h"
@@ -57,6 +80,34 @@ class Scheduler {
     bool stealing = true;
     size_t queue_capacity = 0;  // per queue, 0 = unbounded (see RunQueues)
     WorkerPool::Options workers;
+    // Online tuning (see above). Ticks at most every tick_ns.
+    int64_t tick_ns = 50000000;
+    struct Split {
+      bool enabled = false;
+      SplitRule rule;
+      int max_entries = 8;          // hot references split at once
+      int64_t window_ns = 200000000;
+      int64_t min_started = 20;     // a queue needs this many txns in a window to count
+    } split;
+    struct Auto {
+      bool enabled = false;
+      std::vector<Policy> arms;     // empty: DefaultAutoArms()
+      int64_t window_ns = 300000000;
+      int64_t settle_ns = 60000000;  // not measured after a switch
+      PolicyBandit::Options bandit;  // .arms is set from `arms`
+    } autopolicy;
+    // Where switch and split decisions are reported (null: stderr).
+    std::function<void(const std::string&)> log;
+  };
+
+  // The arms `auto` uses by default: the learned policy of the paper's best
+  // TPC-C result and its Fraction twin, and the two baselines (auto chooses
+  // by measured throughput; where a baseline wins a phase, it takes it).
+  static std::vector<Policy> DefaultAutoArms();
+
+  struct SwitchEvent {
+    int64_t t_ns = 0;
+    std::string from, to, reason;
   };
 
   // `executors` is empty (routing only) or has num_queues entries, which must
@@ -91,8 +142,21 @@ class Scheduler {
   // commits, conflict abort -> aborts, others ignored (user errors).
   void ReportOutcome(const Txn& txn, Outcome outcome);
 
-  void SetPolicy(const Policy& p) { schedule_->SetPolicy(p); }
+  // A fixed policy (turns auto off).
+  void SetPolicy(const Policy& p);
   Policy policy() const { return schedule_->policy(); }
+  // --policy=auto on or off (off keeps the current choice).
+  void SetAuto(bool on);
+  bool auto_policy() const { return auto_on_.load(std::memory_order_acquire); }
+  // "auto (count-max-canonical-single)" while auto, else the policy's name.
+  std::string PolicyLabel() const;
+  std::vector<SwitchEvent> Switches() const;
+  int64_t switch_count() const { return switch_count_.load(std::memory_order_relaxed); }
+  // Online tuning step now if one is due (see above).
+  void Tick();
+  // The largest k of a split hot reference (1 when none is split).
+  int HotQueues() const { return hot_spots_ == nullptr ? 1 : hot_spots_->MaxK(); }
+  HotSpots* hot_spots() { return hot_spots_.get(); }
   void SetStealing(bool on);
 
   history::History& history() { return *history_; }
@@ -106,7 +170,13 @@ class Scheduler {
 
  private:
   Scheduler() = default;
+  void MaybeTick(int64_t now);
+  void SplitStep(int64_t now);
+  void AutoStep(int64_t now);
+  uint64_t CommitsSoFar() const;
+  void Log(const std::string& line) const;
 
+  Options options_;
   int num_queues_ = 0;
   const Clock* clock_ = nullptr;
   std::unique_ptr<history::History> history_;
@@ -114,6 +184,31 @@ class Scheduler {
   std::unique_ptr<Schedule> schedule_;
   std::unique_ptr<RunQueues> queues_;
   std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<HotSpots> hot_spots_;
+
+  // Online tuning.
+  std::atomic<int64_t> next_tick_{0};
+  std::mutex tick_mu_;  // one tick at a time (try_lock: others skip)
+  std::atomic<uint64_t> routed_commits_{0};  // routing-only: ReportOutcome commits
+  std::atomic<bool> auto_on_{false};
+  std::atomic<int64_t> switch_count_{0};
+  mutable std::mutex switches_mu_;
+  std::vector<SwitchEvent> switches_;  // guarded by switches_mu_
+  // Under tick_mu_:
+  std::vector<Policy> arms_;
+  std::unique_ptr<PolicyBandit> bandit_;
+  int64_t auto_measure_from_ns_ = 0;  // window start (after settling)
+  uint64_t auto_commits0_ = 0;
+  bool auto_measuring_ = false;
+  int64_t next_split_ns_ = 0;
+  std::vector<QueueLoad> split_prev_;
+  struct SplitEntry {
+    RefId ref;
+    std::vector<int> queues;  // in the order added (home queue first)
+    SplitState state;
+  };
+  std::vector<SplitEntry> split_;
+  std::vector<SplitState> split_probe_;  // per queue outside every set: its own k=1 rule state
 };
 
 }  // namespace scheduler

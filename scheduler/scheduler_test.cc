@@ -1,9 +1,12 @@
 #include "scheduler/scheduler.h"
 
+#include <algorithm>
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "common/fake_clock.h"
 #include "common/tsan_visible_mutex.h"
 #include "gtest/gtest.h"
 
@@ -270,6 +273,80 @@ TEST(SchedulerTest, RefusedSubmitLeavesNoStateCounts) {
   EXPECT_EQ(s->state().Total(QueueId(0)), 2);
   EXPECT_EQ(s->state().Total(QueueId(1)), 2);
   EXPECT_EQ(s->run_queues()->TotalSize(), 2);
+}
+
+
+TEST(SchedulerOnlineTest, AgingDecaysHistoryAndStateTogether) {
+  FakeClock clock;
+  Scheduler::Options o;
+  o.num_queues = 4;
+  o.history.half_life_ns = 1000000000;
+  auto s = Scheduler::Create(o, {}, nullptr, &clock).value();
+  const RefId hot = RefId::Of("w_id=1");
+  s->history().Add(hot, 400, 0);
+  for (int i = 0; i < 64; ++i) {
+    Txn t;
+    t.refs = {hot};
+    s->Route(t);
+  }
+  uint64_t row[4];
+  ASSERT_TRUE(s->state().ReadRow(hot, row));
+  const int home = static_cast<int>(std::max_element(row, row + 4) - row);
+  EXPECT_EQ(row[home], 64u);
+  clock.Advance(1000000000);
+  s->Tick();
+  history::History::Counts c;
+  ASSERT_TRUE(s->history().Get(hot, &c));
+  EXPECT_EQ(c.aborts, 200u);
+  ASSERT_TRUE(s->state().ReadRow(hot, row));
+  EXPECT_EQ(row[home], 32u);
+  EXPECT_EQ(s->state().Total(QueueId(home)), 32);
+}
+
+TEST(SchedulerOnlineTest, AutoPicksTheArmWithMoreCommitsAndLogsWhy) {
+  FakeClock clock;
+  Scheduler::Options o;
+  o.num_queues = 4;
+  o.autopolicy.enabled = true;
+  o.autopolicy.arms = {ParsePolicy("original").value(), ParsePolicy("hard-partition").value()};
+  o.autopolicy.window_ns = 200000000;
+  o.autopolicy.settle_ns = 50000000;
+  std::vector<std::string> logged;
+  o.log = [&logged](const std::string& line) { logged.push_back(line); };
+  auto s = Scheduler::Create(o, {}, nullptr, &clock).value();
+  EXPECT_TRUE(s->auto_policy());
+  EXPECT_EQ(s->PolicyLabel(), "auto (original)");
+  // Synthetic throughput: hard-partition commits twice as much per tick.
+  for (int tick = 0; tick < 400; ++tick) {
+    const int commits = s->policy().kind == PolicyKind::kHardPartition ? 20 : 10;
+    for (int i = 0; i < commits; ++i) {
+      Txn t;
+      t.refs = {RefId(1 + i)};
+      t.partition_key = i;
+      s->Route(t);
+      s->ReportOutcome(t, Outcome::kCommitted);
+    }
+    clock.Advance(50000000);
+  }
+  EXPECT_EQ(s->PolicyLabel(), "auto (hard-partition)");
+  const auto switches = s->Switches();
+  // The first switch is auto's start (from the Options' policy to arm 0).
+  ASSERT_GE(switches.size(), 2u);
+  EXPECT_EQ(s->switch_count(), static_cast<int64_t>(switches.size()));
+  EXPECT_EQ(switches[0].from, "count-max-canonical-single");
+  EXPECT_EQ(switches[0].to, "original");
+  EXPECT_EQ(switches[1].from, "original");
+  EXPECT_EQ(switches[1].to, "hard-partition");
+  for (const auto& e : switches) EXPECT_FALSE(e.reason.empty());
+  ASSERT_EQ(logged.size(), switches.size());
+  EXPECT_NE(logged[1].find("auto: original -> hard-partition"), std::string::npos) << logged[1];
+  // Having tried both, it stays on the better one (exploration of the worse
+  // arm is rare: at most a few of the 400 ticks' windows).
+  EXPECT_LE(switches.size(), 8u);
+  // A fixed policy turns auto off.
+  s->SetPolicy(ParsePolicy("count-max-canonical-single").value());
+  EXPECT_FALSE(s->auto_policy());
+  EXPECT_EQ(s->PolicyLabel(), "count-max-canonical-single");
 }
 
 }  // namespace

@@ -81,6 +81,7 @@ void WorkerPool::Run(int w) {
 void WorkerPool::RunTxn(int w, std::unique_ptr<Txn> txn, bool stolen) {
   Worker& me = workers_[w];
   Executor& exec = *executors_[w];
+  const int64_t started = clock_->NowNanos();
   // Counted locally, published once per transaction.
   uint64_t attempts = 0, conflicts = 0;
   std::array<uint64_t, static_cast<size_t>(AbortCause::kCount)> by_cause{};
@@ -112,6 +113,16 @@ void WorkerPool::RunTxn(int w, std::unique_ptr<Txn> txn, bool stolen) {
     }
   }
   const int64_t now = clock_->NowNanos();
+  {
+    constexpr auto kRelaxed = std::memory_order_relaxed;
+    auto add = [](std::atomic<uint64_t>& a, uint64_t v) { a.store(a.load(kRelaxed) + v, kRelaxed); };
+    add(me.started, 1);
+    if (txn->enqueue_ns > 0 && started > txn->enqueue_ns) add(me.wait_ns, static_cast<uint64_t>(started - txn->enqueue_ns));
+    if (now > started) add(me.exec_ns, static_cast<uint64_t>(now - started));
+    add(me.attempts, attempts);
+    add(me.aborts, conflicts);
+    if (result.outcome == Outcome::kCommitted) add(me.commits, 1);
+  }
   {
     TsanVisibleMutexLock l(&me.mu);
     WorkerStats& s = me.stats;
@@ -150,6 +161,19 @@ void WorkerPool::RunTxn(int w, std::unique_ptr<Txn> txn, bool stolen) {
 WorkerStats WorkerPool::Stats(int worker) const {
   TsanVisibleMutexLock l(&workers_[worker].mu);
   return workers_[worker].stats;
+}
+
+QueueLoad WorkerPool::Load(int worker) const {
+  const Worker& me = workers_[worker];
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  QueueLoad l;
+  l.started = me.started.load(kRelaxed);
+  l.wait_ns = me.wait_ns.load(kRelaxed);
+  l.exec_ns = me.exec_ns.load(kRelaxed);
+  l.attempts = me.attempts.load(kRelaxed);
+  l.conflict_aborts = me.aborts.load(kRelaxed);
+  l.commits = me.commits.load(kRelaxed);
+  return l;
 }
 
 WorkerStats WorkerPool::TotalStats() const {

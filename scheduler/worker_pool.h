@@ -13,7 +13,10 @@
 // Per-worker statistics: transactions, attempts, commits, conflict aborts by
 // AbortCause, user aborts, failures, steals, response-time histogram (from
 // Txn::decision_start_ns to commit, retries included; commits only) and
-// per-TxnTypeId counts. Stats() returns merged snapshots.
+// per-TxnTypeId counts. Stats() returns merged snapshots. Load(w) is a
+// lighter read for online controllers (hot-spot splitting, --policy=auto):
+// per-queue sums of queue wait (enqueue to start), execution time, attempts,
+// conflict aborts and commits, as relaxed atomics.
 //
 //   WorkerPool pool(queues.get(), &history, executors, {}, hook, Clock::Real());
 //   pool.Start();
@@ -72,6 +75,16 @@ struct WorkerStats {
   double AbortRate() const;
 };
 
+// Cumulative per-queue load counters (WorkerPool::Load).
+struct QueueLoad {
+  uint64_t started = 0;          // transactions taken off the queue
+  uint64_t wait_ns = 0;          // sum of their queue waits
+  uint64_t exec_ns = 0;          // sum of their execution times (all attempts)
+  uint64_t attempts = 0;
+  uint64_t conflict_aborts = 0;
+  uint64_t commits = 0;
+};
+
 // Called once per finished transaction with its final result (a commit, a
 // user abort, a failure, or the last conflict abort when it gave up).
 using CompletionHook =
@@ -101,12 +114,15 @@ class WorkerPool {
   int num_workers() const { return static_cast<int>(executors_.size()); }
   WorkerStats Stats(int worker) const;
   WorkerStats TotalStats() const;
+  QueueLoad Load(int worker) const;
 
  private:
   struct alignas(64) Worker {
     mutable TsanVisibleMutex mu;
     WorkerStats stats ABSL_GUARDED_BY(mu);
     uint64_t rng = 0;  // backoff jitter, worker thread only
+    // Load(): written by the worker thread only, read by anyone.
+    std::atomic<uint64_t> started{0}, wait_ns{0}, exec_ns{0}, attempts{0}, aborts{0}, commits{0};
   };
 
   void Run(int w);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "history/aging.h"
 
 namespace corral {
 namespace state {
@@ -366,6 +367,62 @@ int64_t State::BytesPerEntry() const {
 }
 
 int64_t State::ApproxBytes() const { return index_.ApproxBytes(); }
+
+void State::Age(double factor) {
+  if (!(factor < 1.0)) return;
+  // One pass at a time, and not beside an eviction pass (both walk the table).
+  TsanVisibleMutexLock l(&evict_mu_);
+  const uint64_t pass = static_cast<uint64_t>(aging_passes_.fetch_add(1, kRelaxed));
+  std::vector<int64_t> before(num_queues_, 0), after(num_queues_, 0);
+  std::vector<uint64_t> emptied;
+  {
+    history::ReaderDomain::Guard g(index_.domain());
+    index_.ForEach([&](history::RefNode* rn) {
+      Node* e = static_cast<Node*>(rn);
+      const uint64_t key = e->key.load(kRelaxed);
+      const uint64_t salt = Mix64(key ^ (pass * 0x9e3779b97f4a7c15ULL));
+      LockNode(e);
+      std::atomic<uint32_t>* counts = e->counts();
+      int32_t mq = -1;
+      uint64_t sum = 0;
+      for (int q = 0; q < num_queues_; ++q) {
+        const uint32_t c = counts[q].load(kRelaxed);
+        const uint32_t d = static_cast<uint32_t>(history::DecayCount(c, factor, salt + q));
+        counts[q].store(d, kRelaxed);
+        before[q] += c;
+        after[q] += d;
+        sum += d;
+        if (d > 0 && (mq < 0 || d > counts[mq].load(kRelaxed))) mq = q;
+      }
+      e->total.store(history::DecayCount(e->total.load(kRelaxed), factor, ~salt), kRelaxed);
+      e->max_queue.store(mq, kRelaxed);
+      UnlockNode(e);
+      if (sum == 0) emptied.push_back(history::RefIndex::IdOf(key));
+    });
+    for (uint64_t id : emptied) {
+      index_.Erase(id, [&](history::RefNode* rn) {
+        Node* e = static_cast<Node*>(rn);
+        LockNode(e);
+        // Still empty under the latch (a record may have landed since).
+        bool empty = true;
+        for (int q = 0; q < num_queues_ && empty; ++q) empty = e->counts()[q].load(kRelaxed) == 0;
+        if (empty) e->dead.store(1, kRelaxed);
+        UnlockNode(e);
+        return empty;
+      });
+    }
+  }
+  if (!emptied.empty()) index_.Reclaim();
+  for (int q = 0; q < num_queues_; ++q) {
+    // totals = held rows + untracked placements: the rows' part by what they
+    // lost, the untracked part decayed as one count.
+    const int64_t total = totals_[q].load(kRelaxed);
+    const int64_t untracked = std::max<int64_t>(0, total - before[q]);
+    const int64_t untracked_aged = static_cast<int64_t>(
+        history::DecayCount(static_cast<uint64_t>(untracked), factor, Mix64(pass + q)));
+    totals_[q].fetch_sub((before[q] - after[q]) + (untracked - untracked_aged), kRelaxed);
+  }
+}
 
 void State::MaybeEvict() {
   if (!evict_mu_.TryLock()) return;  // another thread is evicting

@@ -186,6 +186,15 @@ class State {
   // totals[q] for every queue into `out` (num_queues values).
   void ReadTotals(int64_t* out) const;
 
+  // Aging (history/aging.h; the Scheduler calls it with the History's
+  // factor, so the State follows the History): every per-queue count and T
+  // multiplied by `factor` in (0, 1] (stochastic rounding), Q recomputed;
+  // the per-queue totals decay by the same factor (held rows exactly, the
+  // untracked part as one count per queue). Rows left all zero are erased.
+  // R is a rate and keeps its own smoothing.
+  void Age(double factor);
+  int64_t aging_passes() const { return aging_passes_.load(std::memory_order_relaxed); }
+
   // Runs one eviction pass now if the table is over `target` entries (tests,
   // admin). Returns the number of entries evicted.
   int64_t EvictTo(int64_t target);
@@ -256,6 +265,7 @@ class State {
   std::atomic<int64_t> evictions_{0};
   std::atomic<int64_t> forced_evictions_{0};
   std::atomic<int64_t> passes_{0};
+  std::atomic<int64_t> aging_passes_{0};
 
   struct Candidate {
     RefId ref;

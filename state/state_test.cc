@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/fake_clock.h"
 #include "gtest/gtest.h"
 
 namespace corral {
@@ -15,15 +16,6 @@ constexpr int64_t kStreamRefs = 50000;  // sanitizers are ~10-30x slower
 #else
 constexpr int64_t kStreamRefs = 2000000;
 #endif
-
-class FakeClock : public Clock {
- public:
-  int64_t NowNanos() const override { return now_.load(std::memory_order_relaxed); }
-  void Advance(int64_t ns) { now_.fetch_add(ns, std::memory_order_relaxed); }
-
- private:
-  std::atomic<int64_t> now_{1000000000000};
-};
 
 std::unique_ptr<State> Make(State::Options o, const Clock* c) {
   auto s = State::Create(o, c);
@@ -412,6 +404,38 @@ TEST(StateReinforceOnly, NonLeadRowsOnlyGrowOnTheirOwnQueue) {
     ASSERT_TRUE(st->ReadRow(home, row));
     EXPECT_EQ(row[1], 4u);
   }
+}
+
+TEST(StateAgingTest, RowsAndTotalsDecayAndEmptyRowsGo) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 4;
+  auto st = Make(o, &clock);
+  const RefId hot = RefId::Of("w_id=1"), cold = RefId::Of("w_id=2");
+  st->Set(hot, {400, 0, 40, 0});
+  st->Set(cold, {0, 1, 0, 0});
+  st->Record({}, QueueId(3), /*untracked=*/100);  // totals only
+  st->Age(0.5);
+  State::Info info;
+  ASSERT_TRUE(st->Get(hot, &info));
+  EXPECT_EQ(info.counts[0], 200u);
+  EXPECT_EQ(info.counts[2], 20u);
+  EXPECT_EQ(info.total, 220u);
+  EXPECT_EQ(info.max_queue, QueueId(0));
+  EXPECT_EQ(st->Total(QueueId(0)), 200);
+  EXPECT_EQ(st->Total(QueueId(2)), 20);
+  EXPECT_EQ(st->Total(QueueId(3)), 50);  // untracked placements decay too
+  // The cold row (1 * 0.5) either survives as 1 or is gone with its total.
+  for (int i = 0; i < 8; ++i) st->Age(0.5);
+  EXPECT_FALSE(st->Contains(cold));
+  EXPECT_EQ(st->Total(QueueId(1)), 0);
+  ASSERT_TRUE(st->Get(hot, &info));
+  EXPECT_EQ(info.max_queue, QueueId(0));
+  EXPECT_LE(info.counts[0], 2u);
+  EXPECT_EQ(st->aging_passes(), 9);
+  int64_t sum_rows = 0;
+  for (int q = 0; q < 3; ++q) sum_rows += st->Total(QueueId(q));
+  EXPECT_EQ(sum_rows, static_cast<int64_t>(info.counts[0] + info.counts[1] + info.counts[2]));
 }
 
 }  // namespace

@@ -27,6 +27,11 @@ absl::StatusOr<std::shared_ptr<const Schema>> LoadCatalogSchema(const std::strin
   if (!conn_or.ok()) return conn_or.status();
   adapters::PgConnection& conn = **conn_or;
   SchemaBuilder b;
+  // One snapshot for the three reads: a table created or dropped between
+  // them (another application's DDL) must not leave a key without its
+  // table. The connection is closed at the end, which ends the transaction.
+  adapters::PgResult begin = conn.Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  if (!begin.ok()) return begin.ToStatus("starting the catalog read");
 
   adapters::PgResult cols = conn.Exec(absl::StrCat(
       "SELECT c.relname, a.attname, t.typname FROM pg_class c "

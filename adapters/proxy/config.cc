@@ -181,9 +181,14 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     if (auto st = Int(key, value, 1, 100000, &n); !st.ok()) return st;
     o->max_fallback_databases = static_cast<int>(n);
   } else if (key == "policy") {
-    auto p = ParsePolicy(value);
+    o->auto_policy = absl::AsciiStrToLower(value) == "auto";
+    auto p = o->auto_policy ? absl::StatusOr<Policy>(scheduler::Scheduler::DefaultAutoArms()[0]) : ParsePolicy(value);
     if (!p.ok()) return p.status();
     o->policy = *p;
+  } else if (key == "history_half_life_s") {
+    if (!absl::SimpleAtod(value, &o->history_half_life_s) || o->history_half_life_s < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("history_half_life_s must be a number >= 0, not '", value, "'"));
+    }
   } else if (key == "stealing") {
     const std::string v = absl::AsciiStrToLower(value);
     o->steal_inflight = false;

@@ -9,7 +9,8 @@
 //   auth_type = trust | md5        auth_file = userlist.txt
 //   server_host / server_port / server_user / server_password / server_dbname
 //   server_conninfo = host=... port=... user=... dbname=... password=...
-//   policy = count-max-canonical-single      stealing = on | affinity | any | off
+//   policy = count-max-canonical-single | auto   stealing = on | affinity | any | off
+//   history_half_life_s = 2        (aging of the learned counts; 0 = off)
 //   steal_after_ms = 50            (affinity: affine transactions stealable after it; 0 never)
 //   metrics_port = 9127 (-1 off)   max_packet_size = 67108864
 //   max_prepared_statements = 512  admin_dbname = corral

@@ -37,11 +37,7 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
     db->sched = &sched_;  // Proxy::scheduler(); its catalog was read at Start
     schema = opt_.schema;
   } else {
-    scheduler::Scheduler::Options so;
-    so.num_queues = e.pool_size;
-    so.policy = opt_.policy;
-    so.stealing = opt_.stealing;
-    auto s = scheduler::Scheduler::Create(so, {});
+    auto s = scheduler::Scheduler::Create(SchedulerOptionsFor(opt_, e.pool_size), {});
     if (!s.ok()) return s.status();
     db->own_sched = std::move(*s);
     db->sched = db->own_sched.get();

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "adapters/proxy/config.h"
@@ -461,15 +462,21 @@ AdminSource::LearnedSizes Proxy::Loop::Learned() const {
   return l;
 }
 
-std::string Proxy::Loop::PolicyName() const { return corral::PolicyName(sched_.policy()); }
+std::string Proxy::Loop::PolicyName() const { return sched_.PolicyLabel(); }
 
 std::string Proxy::Loop::StealingName() const { return std::string(StealModeName(steal_mode())); }
 
 absl::Status Proxy::Loop::SetPolicy(const std::string& name) {
+  if (absl::AsciiStrToLower(name) == "auto") {
+    for (auto& [name, db] : dbs_) db->sched->SetAuto(true);
+    opt_.auto_policy = true;
+    return absl::OkStatus();
+  }
   auto p = ParsePolicy(name);
   if (!p.ok()) return p.status();
-  for (auto& [name, db] : dbs_) db->sched->SetPolicy(*p);
+  for (auto& [name, db] : dbs_) db->sched->SetPolicy(*p);  // turns auto off
   opt_.policy = *p;
+  opt_.auto_policy = false;
   return absl::OkStatus();
 }
 
@@ -479,6 +486,7 @@ absl::Status Proxy::Loop::Reload() {
     if (absl::Status st = LoadConfigFile(opt_.config_path, &fresh); !st.ok()) return st;
     // Online-changeable keys only; the rest need a restart.
     opt_.policy = fresh.policy;
+    opt_.auto_policy = fresh.auto_policy;
     opt_.query_wait_timeout_ms = fresh.query_wait_timeout_ms;
     opt_.max_client_conn = fresh.max_client_conn;
     opt_.stealing = fresh.stealing;
@@ -489,7 +497,10 @@ absl::Status Proxy::Loop::Reload() {
     opt_.stats_users = fresh.stats_users;
     opt_.user_pool_size = fresh.user_pool_size;  // for pools made from now on
     opt_.auth_query = fresh.auth_query;
-    for (auto& [name, db] : dbs_) db->sched->SetPolicy(opt_.policy);
+    for (auto& [name, db] : dbs_) {
+      db->sched->SetPolicy(opt_.policy);
+      if (opt_.auto_policy) db->sched->SetAuto(true);
+    }
   }
   // Every database's catalog, as its entry's login (else server_user).
   for (auto& [name, db] : dbs_) {

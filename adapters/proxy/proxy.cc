@@ -37,6 +37,16 @@ std::string ServerConninfo(const Options& o, const DatabaseEntry& e, const std::
   return s;
 }
 
+scheduler::Scheduler::Options SchedulerOptionsFor(const Options& o, int pool_size) {
+  scheduler::Scheduler::Options so;
+  so.num_queues = pool_size;
+  so.policy = o.policy;
+  so.autopolicy.enabled = o.auto_policy;
+  so.history.half_life_ns = static_cast<int64_t>(o.history_half_life_s * 1e9);
+  so.stealing = o.stealing;
+  return so;
+}
+
 std::string CatalogConninfo(const Options& o, const DatabaseEntry& e) {
   const bool forced = !e.user.empty();
   return ServerConninfo(o, e, forced ? e.user : o.server_user, forced ? e.password : o.server_password);
@@ -99,11 +109,7 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Create(const Options& options) {
   }
   auto def = FindDatabase(options, DefaultDatabase(options));
   if (!def.ok()) return def.status();
-  scheduler::Scheduler::Options so;
-  so.num_queues = def->pool_size;
-  so.policy = options.policy;
-  so.stealing = options.stealing;
-  auto s = scheduler::Scheduler::Create(so, {});
+  auto s = scheduler::Scheduler::Create(SchedulerOptionsFor(options, def->pool_size), {});
   if (!s.ok()) return s.status();
   p->scheduler_ = std::move(*s);
   return p;

@@ -114,6 +114,11 @@ struct Options {
   // unless this is set.
   bool allow_trust_on_network = false;
   Policy policy;                       // default count-max-canonical-single
+  // `policy = auto` (scheduler.h: a bandit over Scheduler::DefaultAutoArms by
+  // committed throughput); `policy` then holds auto's starting arm.
+  bool auto_policy = false;
+  // History/State aging half-life (history/aging.h), seconds; 0 = off.
+  double history_half_life_s = 2;
   // Idle backends take waiting transactions of other queues (steal.h):
   // stealing on = affinity- and in-flight-aware (steal_inflight: only
   // transactions placed without learned affinity, or whose references no

@@ -75,6 +75,10 @@ std::string ServerConninfo(const Options& o, const DatabaseEntry& e, const std::
 // else server_user / server_password.
 std::string CatalogConninfo(const Options& o, const DatabaseEntry& e);
 
+// A database's routing-only Scheduler options: its pool size as queues, and
+// the configured policy (or auto), stealing and History aging.
+scheduler::Scheduler::Options SchedulerOptionsFor(const Options& o, int pool_size);
+
 // auth_query (with $1 = user) on a libpq connection: the password column
 // (second) of its first row; NotFound when no row or NULL.
 absl::StatusOr<std::string> LookupPassword(const std::string& conninfo, const std::string& query,

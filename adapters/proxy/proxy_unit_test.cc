@@ -370,6 +370,25 @@ TEST(Steal, RouteReportsLearnedAffinity) {
   EXPECT_TRUE(affinity);
 }
 
+// Issue 16: `policy = auto` and the aging half-life are config keys; the
+// scheduler a proxy builds from them runs auto and ages its History.
+TEST(Config, PolicyAutoAndHistoryHalfLife) {
+  Options o;
+  EXPECT_EQ(o.history_half_life_s, 2);
+  ASSERT_TRUE(ParseConfigText("policy = auto\nhistory_half_life_s = 0.5\n", "t.ini", &o).ok());
+  EXPECT_TRUE(o.auto_policy);
+  EXPECT_EQ(o.history_half_life_s, 0.5);
+  auto p = Proxy::Create(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE((*p)->scheduler().auto_policy());
+  EXPECT_EQ((*p)->scheduler().history().half_life_ns(), 500000000);
+  EXPECT_NE((*p)->scheduler().PolicyLabel().find("auto ("), std::string::npos);
+  ASSERT_TRUE(ApplyConfigLine("policy", "original", &o).ok());
+  EXPECT_FALSE(o.auto_policy);
+  EXPECT_FALSE(ApplyConfigLine("history_half_life_s", "-1", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("history_half_life_s", "soon", &o).ok());
+}
+
 // Safe defaults (issue 26): trust on a non-loopback listen_addr does not
 // start unless allow_trust_on_network says so; the error names the key.
 TEST(Config, TrustOnNetworkIsRefusedUnlessAllowed) {

@@ -189,7 +189,7 @@ run_driver() {  # path workload
         postgres $DB "$CLIENTS" "$DUR" "$HOT_ROWS" "$MAX_TRIES" 2>&1) || true ;;
     hot-row-jdbc)
       [ "$path" = pgbouncer ] && threshold=0
-      out=$(PGSSLMODE=$ssl java -cp "${JDBC_JAR:-/usr/share/java/postgresql.jar}" bench/proxy/clients/HotRowJdbc.java \
+      out=$(PGSSLMODE=$ssl java -XX:-UsePerfData -cp "${JDBC_JAR:-/usr/share/java/postgresql.jar}" bench/proxy/clients/HotRowJdbc.java \
         127.0.0.1 "${PORT[$path]}" postgres $DB "$CLIENTS" "$DUR" "$HOT_ROWS" "$MAX_TRIES" $threshold 2>&1) || true ;;
   esac
   line=$(echo "$out" | grep '^driver=' | tail -1) || true

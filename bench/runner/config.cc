@@ -43,11 +43,23 @@ const std::vector<std::string>& SettingKeys() {
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
-      "pg_seqscan"};
+      "pg_seqscan", "history_half_life_s", "split_max_k"};
   return k;
 }
 
 int EffectiveClients(const BenchConfig& c) { return c.clients > 0 ? c.clients : 2 * c.queues; }
+
+bool IsAutoPolicy(const BenchConfig& c) { return c.policy == "auto"; }
+
+double EffectiveHalfLifeS(const BenchConfig& c) {
+  if (c.history_half_life_s >= 0) return c.history_half_life_s;
+  return c.mode == RunMode::kOnline ? 1.0 : 0.0;
+}
+
+int EffectiveSplitMaxK(const BenchConfig& c) {
+  if (c.split_max_k >= 1) return c.split_max_k;
+  return c.mode == RunMode::kOnline ? 4 : 1;
+}
 
 absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string_view value_in) {
   std::string key = absl::AsciiStrToLower(absl::StripAsciiWhitespace(key_in));
@@ -57,6 +69,10 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
   if (key == "workload") { c->workload = absl::AsciiStrToLower(v); return absl::OkStatus(); }
   if (key == "protocol") { c->protocol = absl::AsciiStrToLower(v); return absl::OkStatus(); }
   if (key == "policy") {
+    if (absl::AsciiStrToLower(v) == "auto") {
+      c->policy = "auto";
+      return absl::OkStatus();
+    }
     if (!ParsePolicy(v).ok()) return ParsePolicy(v).status();
     c->policy = PolicyName(*ParsePolicy(v));
     return absl::OkStatus();
@@ -85,6 +101,8 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
     return absl::OkStatus();
   }
   if (key == "txn_delay_us") return Dbl(key, v, &c->txn_delay_us);
+  if (key == "history_half_life_s") return Dbl(key, v, &c->history_half_life_s);
+  if (key == "split_max_k") return Num(key, v, &c->split_max_k);
   if (key == "show_learned") return Num(key, v, &c->show_learned);
   if (key == "retry_wait_us") return Dbl(key, v, &c->retry_wait_us);
   if (key == "ref_multiplicity") return Bool(key, v, &c->ref_multiplicity);
@@ -119,7 +137,7 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
 }
 
 absl::Status Validate(const BenchConfig& c) {
-  if (!ParsePolicy(c.policy).ok()) return ParsePolicy(c.policy).status();
+  if (!IsAutoPolicy(c) && !ParsePolicy(c.policy).ok()) return ParsePolicy(c.policy).status();
   if (c.backend == "engine") {
     bool known = false;
     for (const auto& p : engine::ProtocolNames()) known |= p == c.protocol;

@@ -29,7 +29,9 @@ struct BenchConfig {
   std::string conninfo;            // for backend=postgres
   std::string workload = "tpcc";   // tpcc, tpcc-np, smallbank, tatp, ycsb
   std::string protocol = "occ";    // occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat
-  std::string policy = "count-max-canonical-single";  // 16 learned, original, hard-partition
+  // 16 learned, original, hard-partition, or "auto" (scheduler/scheduler.h:
+  // a bandit over DefaultAutoArms by committed throughput, online).
+  std::string policy = "count-max-canonical-single";
   int queues = 4;                  // run queues = workers
   int clients = 0;                 // closed loop: transactions outstanding (0 = 2 * queues)
   double arrival_rate = 0;         // > 0: open loop at this many txn/s (Poisson arrivals)
@@ -71,6 +73,15 @@ struct BenchConfig {
   // other transaction an rw-conflict: two warehouses' transactions on two
   // connections then fail each other with 40001 although they share no row.
   bool pg_seqscan = false;
+  // History (and State) aging half-life in seconds (history/aging.h); 0 = off;
+  // negative = the default: 1 s in online mode (a hot spot that moved stops
+  // steering within about a second; a 5 s phase keeps ~3 half-lives of its
+  // own evidence), off in phased mode (Phase II's History is frozen anyway).
+  double history_half_life_s = -1;
+  // Hot-spot splitting (scheduler/hot_spots.h): at most this many queues per
+  // hot reference; 1 = off (serialize, as the paper); negative = the
+  // default: 4 in online mode, off in phased mode. Learned policies only.
+  int split_max_k = -1;
   // Set by ExpandCells: the cell's values of the experiment's sweep
   // dimensions other than policy and protocol ("txn_delay_us=300"), so cells
   // that differ only there get tables, CSV rows and Phase I Histories of
@@ -93,6 +104,11 @@ absl::Status Validate(const BenchConfig& c);
 const std::vector<std::string>& SettingKeys();
 // Effective number of closed-loop clients.
 int EffectiveClients(const BenchConfig& c);
+// The policy is "auto".
+bool IsAutoPolicy(const BenchConfig& c);
+// history_half_life_s and split_max_k with their defaults resolved.
+double EffectiveHalfLifeS(const BenchConfig& c);
+int EffectiveSplitMaxK(const BenchConfig& c);
 
 }  // namespace bench
 }  // namespace corral

@@ -277,7 +277,7 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
 
   std::string runs_csv = CsvHeader();
   std::string timeline = "cell,workload,protocol,policy,queues,run,t_s,tps,abort_rate,phase,history_entries,history_bytes,"
-             "state_entries,state_bytes\n";
+             "state_entries,state_bytes,chosen,hot_queues,switches\n";
   const double t_start = NowSeconds();
   double last_round_s = 0;
   for (int round = 1; round <= max_reps; ++round) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include <time.h>
@@ -223,6 +224,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   const bool closed = c.arrival_rate <= 0;
   scheduler::Scheduler* sched = nullptr;
   BackendInstance* instp = inst.get();
+  const bool auto_policy = IsAutoPolicy(c);
 
   auto generate = [&](GenCtx& g) {
     std::unique_ptr<workloads::WorkloadTxn> t = w.Next(g.rng);
@@ -238,7 +240,9 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
       g.bound.clear();
       t->AppendBound(&g.bound);
       g.statements += static_cast<int64_t>(g.bound.size());
-      g.extract_errors += sql_refs->Extract(g.bound, spec.extraction, &g.sql_refs, &t->refs,
+      // auto: the extraction half of the policy routing now.
+      const ExtractionPolicy& ext = auto_policy ? sched->policy().extraction : spec.extraction;
+      g.extract_errors += sql_refs->Extract(g.bound, ext, &g.sql_refs, &t->refs,
                                             c.ref_multiplicity ? &t->ref_mult : nullptr);
     }
     const int64_t t1 = clock->NowNanos();
@@ -277,6 +281,23 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   so.stealing = c.stealing;
   so.schedule.ref_multiplicity = c.ref_multiplicity;
   so.workers.max_attempts = c.max_attempts;
+  // Online tuning (scheduler.h): aging, hot-spot splitting, auto.
+  so.history.half_life_ns = static_cast<int64_t>(EffectiveHalfLifeS(c) * 1e9);
+  const int split_k = EffectiveSplitMaxK(c);
+  so.split.enabled = split_k > 1 && (auto_policy || spec.sched_policy.kind == PolicyKind::kLearned);
+  so.split.rule.max_k = split_k;
+  so.autopolicy.enabled = auto_policy;
+  std::mutex log_mu;
+  std::vector<std::string> switch_log;
+  const int64_t run_start = clock->NowNanos();
+  so.log = [&](const std::string& line) {
+    const std::string stamped = absl::StrFormat("%.2fs %s", (clock->NowNanos() - run_start) / 1e9, line);
+    if (c.progress_s > 0) std::fprintf(stderr, "[%s %s] %s\n", spec.label, c.protocol.c_str(), stamped.c_str());
+    if (line.rfind("auto:", 0) == 0) {
+      std::lock_guard<std::mutex> l(log_mu);
+      switch_log.push_back(stamped);
+    }
+  };
   auto s_or = scheduler::Scheduler::Create(so, inst->Executors(), hook, clock);
   if (!s_or.ok()) return s_or.status();
   std::unique_ptr<scheduler::Scheduler> s = std::move(*s_or);
@@ -354,6 +375,9 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
       smp.history_bytes = s->history().ApproxBytes();
       smp.state_entries = s->state().size();
       smp.state_bytes = s->state().ApproxBytes();
+      smp.chosen = PolicyName(s->policy());
+      smp.hot_queues = s->HotQueues();
+      smp.switches = s->switch_count();
       m.timeline.push_back(smp);
       last_tps = smp.tps;
       last_ar = smp.abort_rate;
@@ -361,10 +385,10 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
       prev_t = now;
       next_sample += sample_ns;
       if (c.progress_s > 0 && now >= next_progress) {
-        std::fprintf(stderr, "[%s %s %s q=%d] %6.1fs  %9.0f tps  abort %.3f  hist %lld refs  state %lld refs\n",
-                     spec.label, c.protocol.c_str(), PolicyName(spec.sched_policy).c_str(), nq, smp.t_s,
+        std::fprintf(stderr, "[%s %s %s q=%d] %6.1fs  %9.0f tps  abort %.3f  hist %lld refs  state %lld refs  hot k %d\n",
+                     spec.label, c.protocol.c_str(), s->PolicyLabel().c_str(), nq, smp.t_s,
                      last_tps, last_ar, static_cast<long long>(smp.history_entries),
-                     static_cast<long long>(smp.state_entries));
+                     static_cast<long long>(smp.state_entries), smp.hot_queues);
         next_progress = now + static_cast<int64_t>(c.progress_s * 1e9);
       }
     }
@@ -382,6 +406,10 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   stop.store(true);
   if (generator.joinable()) generator.join();
   s->Stop();
+  {
+    std::lock_guard<std::mutex> l(log_mu);
+    m.switch_log = switch_log;
+  }
 
   m.seconds = (t_measure1 - t_measure0) / 1e9;
   SubtractInto(snap0, snap1, names, &m);
@@ -482,7 +510,9 @@ absl::StatusOr<BenchResult> Runner::Run(const BenchConfig& c, const LearnedHisto
                                         LearnedHistory* learned_out, int first_rep) {
   absl::Status st = Validate(c);
   if (!st.ok()) return st;
-  auto pol = ParsePolicy(c.policy);
+  // auto starts on its first arm (the Scheduler switches from there).
+  auto pol = IsAutoPolicy(c) ? absl::StatusOr<Policy>(scheduler::Scheduler::DefaultAutoArms()[0])
+                             : ParsePolicy(c.policy);
   if (!pol.ok()) return pol.status();
   BenchResult r;
   r.config = c;
@@ -644,6 +674,10 @@ void PrintReport(const BenchResult& r, std::FILE* out) {
     std::fprintf(out, "  memory: history %lld refs / %lld B, state %lld refs / %lld B\n",
                  (long long)m.history_entries, (long long)m.history_bytes, (long long)m.state_entries,
                  (long long)m.state_bytes);
+    if (!m.switch_log.empty()) {
+      std::fprintf(out, "  auto: %zu policy switches\n", m.switch_log.size());
+      for (const std::string& line : m.switch_log) std::fprintf(out, "    %s\n", line.c_str());
+    }
     std::fprintf(out, "  consistency check: %s\n", m.check.ok() ? "OK" : std::string(m.check.message()).c_str());
   }
   std::fprintf(out, "mean over %d run(s): %.0f tps (+-%.0f)  abort rate %.4f (+-%.4f)  p50 %.1f us  p99 %.1f us  sched cost %.0f ns\n",
@@ -687,11 +721,14 @@ std::string CsvRows(const BenchResult& r) {
 }
 
 std::string TimelineCsv(const BenchResult& r) {
-  std::string out = "run,t_s,tps,abort_rate,phase,history_entries,history_bytes,state_entries,state_bytes\n";
+  std::string out =
+      "run,t_s,tps,abort_rate,phase,history_entries,history_bytes,state_entries,state_bytes,chosen,hot_queues,"
+      "switches\n";
   for (size_t i = 0; i < r.runs.size(); ++i) {
     for (const Sample& s : r.runs[i].timeline) {
       absl::StrAppend(&out, i + 1, ",", absl::StrFormat("%.3f,%.1f,%.5f", s.t_s, s.tps, s.abort_rate), ",", s.phase,
-                      ",", s.history_entries, ",", s.history_bytes, ",", s.state_entries, ",", s.state_bytes, "\n");
+                      ",", s.history_entries, ",", s.history_bytes, ",", s.state_entries, ",", s.state_bytes, ",",
+                      s.chosen, ",", s.hot_queues, ",", s.switches, "\n");
     }
   }
   return out;

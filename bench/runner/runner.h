@@ -99,6 +99,9 @@ struct Sample {
   int phase = -1;          // workload skew phase
   int64_t history_entries = 0, history_bytes = 0;
   int64_t state_entries = 0, state_bytes = 0;
+  std::string chosen;      // the policy routing now (auto: its current arm)
+  int hot_queues = 1;      // queues given to the hottest split reference
+  int64_t switches = 0;    // auto's policy switches so far
 };
 
 struct TypeResult {
@@ -137,6 +140,8 @@ struct RunMetrics {
   std::vector<TypeResult> per_type;
   absl::Status check;            // workload consistency after the run
   std::vector<Sample> timeline;
+  // --policy=auto: every switch, "t_s from -> to (reason)".
+  std::vector<std::string> switch_log;
   int64_t history_entries = 0, history_bytes = 0, state_entries = 0, state_bytes = 0;
   // Whole-run totals (warmup and drain included) vs. the executors' own counts.
   uint64_t total_commits = 0, total_conflict_aborts = 0;
@@ -219,7 +224,8 @@ void PrintReport(const BenchResult& r, std::FILE* out);
 std::string CsvHeader();
 std::string CsvRows(const BenchResult& r);
 std::string ToJson(const BenchResult& r);
-// Timeline CSV (t_s, tps, abort_rate, phase, history/state entries and bytes).
+// Timeline CSV (t_s, tps, abort_rate, phase, history/state entries and
+// bytes, the policy chosen, the hottest reference's queues, auto switches).
 std::string TimelineCsv(const BenchResult& r);
 
 }  // namespace bench

@@ -121,6 +121,28 @@ TEST(Runner, OnlineModeKeepsLearning) {
   EXPECT_GT(res->runs[0].history_counts_end, 0u);
 }
 
+TEST(Runner, OnlineAutoRecordsItsChoiceInTheTimeline) {
+  Runner r(MakeEngineBackend(), TinyFactory());
+  BenchConfig c = Short("occ", "count-max-canonical-single");
+  ASSERT_TRUE(ApplySetting(&c, "policy", "auto").ok());
+  c.mode = RunMode::kOnline;
+  c.duration_s = 1;
+  c.sample_s = 0.1;
+  auto res = r.Run(c);
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->runs.size(), 1u);
+  ExpectAccounting(res->runs[0]);
+  const std::string tl = TimelineCsv(*res);
+  EXPECT_NE(tl.find(",chosen,hot_queues,switches"), std::string::npos);
+  // Every sample names a policy; auto starts on its first arm and, 300 ms
+  // windows in a 1 s run, has tried another by the end.
+  ASSERT_FALSE(res->runs[0].timeline.empty());
+  for (const Sample& smp : res->runs[0].timeline) EXPECT_FALSE(smp.chosen.empty());
+  EXPECT_GE(res->runs[0].timeline.back().switches, 1);
+  EXPECT_FALSE(res->runs[0].switch_log.empty());
+  EXPECT_GT(res->runs[0].history_counts_end, 0u);
+}
+
 TEST(Runner, BaselinesAndOpenLoop) {
   Runner r(MakeEngineBackend(), TinyFactory());
   BenchConfig c = Short("2pl-waitdie", "hard-partition");

@@ -157,6 +157,24 @@ TEST(Config, ApplyAndValidate) {
   EXPECT_FALSE(ApplySetting(&c, "seed", "-x").ok());
 }
 
+TEST(Config, OnlineTuningKeysAndDefaults) {
+  BenchConfig c;
+  ASSERT_TRUE(ApplySetting(&c, "policy", "AUTO").ok());
+  EXPECT_TRUE(IsAutoPolicy(c));
+  EXPECT_TRUE(Validate(c).ok());
+  // Defaults: off in phased mode, 1 s / 4 queues online.
+  EXPECT_EQ(EffectiveHalfLifeS(c), 0.0);
+  EXPECT_EQ(EffectiveSplitMaxK(c), 1);
+  ASSERT_TRUE(ApplySetting(&c, "mode", "online").ok());
+  EXPECT_EQ(EffectiveHalfLifeS(c), 1.0);
+  EXPECT_EQ(EffectiveSplitMaxK(c), 4);
+  ASSERT_TRUE(ApplySetting(&c, "history_half_life_s", "0").ok());
+  ASSERT_TRUE(ApplySetting(&c, "split_max_k", "1").ok());
+  EXPECT_EQ(EffectiveHalfLifeS(c), 0.0);
+  EXPECT_EQ(EffectiveSplitMaxK(c), 1);
+  EXPECT_FALSE(ApplySetting(&c, "split_max_k", "many").ok());
+}
+
 TEST(Config, BooleanKeysTakeOnOffAndNameTheKeyOnABadValue) {
   BenchConfig c;
   EXPECT_FALSE(c.pg_seqscan);

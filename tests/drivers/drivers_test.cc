@@ -37,7 +37,7 @@ constexpr char kJdbcJar[] = "/usr/share/java/postgresql.jar";
 constexpr char kPython[] = "/usr/bin/python3";
 // Single-file source launch. C1 only and the serial collector halve the CPU
 // a short client spends starting and compiling its source.
-constexpr char kJava[] = "java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp /usr/share/java/postgresql.jar";
+constexpr char kJava[] = "java -XX:-UsePerfData -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp /usr/share/java/postgresql.jar";
 
 enum class Transport { kPlain, kTls };
 
@@ -133,7 +133,8 @@ class DriverMatrix : public ::testing::TestWithParam<Transport> {
   std::string SslMode() const { return GetParam() == Transport::kTls ? "require" : "disable"; }
   // A table name of this test process and instance.
   std::string Table(const std::string& scenario) const {
-    return absl::StrCat("drv_", scenario, "_", getpid(), GetParam() == Transport::kTls ? "_tls" : "_plain");
+    static const std::string tag = PgUniqueName("drv");  // one per process
+    return absl::StrCat(tag, "_", scenario, GetParam() == Transport::kTls ? "_tls" : "_plain");
   }
   // The client programs' common arguments: HOST PORT USER DBNAME SSLMODE.
   std::string ClientArgs() const {
@@ -156,7 +157,7 @@ class DriverMatrix : public ::testing::TestWithParam<Transport> {
     if (Shell(absl::StrCat(kPython, " -c 'import ", module, "'"), &why_) != 0) {
       GTEST_SKIP() << module << " is not installed for /usr/bin/python3 (" << package << "): " << why_;
     }
-    ASSERT_TRUE(StartProxy().ok());
+    ASSERT_TRUE(IsOk(StartProxy()));
     ExpectClient(absl::StrCat(kPython, " ", Runfile(absl::StrCat("tests/drivers/clients/", module, "_client.py")), " ",
                               ClientArgs(), " ", Table(scenario), " ", scenario),
                  want);
@@ -169,7 +170,7 @@ class DriverMatrix : public ::testing::TestWithParam<Transport> {
   }
   void Jdbc(const std::string& scenario, const std::string& want) {
     if (!HaveJdbc()) GTEST_SKIP() << kNoJdbc;
-    ASSERT_TRUE(StartProxy().ok());
+    ASSERT_TRUE(IsOk(StartProxy()));
     ExpectClient(absl::StrCat(kJava, " ", Runfile("tests/drivers/clients/JdbcClient.java"), " ",
                               ClientArgs(), " ", Table(scenario), " ", scenario),
                  want);
@@ -188,7 +189,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, DriverMatrix, ::testing::Values(Transport::
 // rolled-back and a committed transaction, COPY TO STDOUT.
 TEST_P(DriverMatrix, PsqlScriptCopyMultiStatement) {
   if (access("/usr/bin/psql", X_OK) != 0) GTEST_SKIP() << "psql is not installed (postgresql-client)";
-  ASSERT_TRUE(StartProxy().ok());
+  ASSERT_TRUE(IsOk(StartProxy()));
   const std::string script = absl::StrCat(ScratchDir(), "/", Table("psql"), ".sql");
   std::ofstream(script) << absl::StrReplaceAll(ReadFile(Runfile("tests/drivers/clients/psql_session.sql")),
                                                {{"TBL", Table("psql")}, {"DIR", ScratchDir()}});
@@ -315,7 +316,7 @@ absl::Status LoadTinyTpcc(const ServerInfo& server, const std::string& db, int w
 }
 
 TEST_F(JdbcTpccHistory, ShowHistoryListsWarehouseAndDistrictAborts) {
-  const std::string db = absl::StrCat("drv_tpcc_", getpid());
+  const std::string db = PgUniqueName("drv_tpcc");
   ASSERT_TRUE(RecreateDatabase(server_, db).ok());
   ASSERT_TRUE(LoadTinyTpcc(server_, db, 2).ok());
   {
@@ -323,7 +324,7 @@ TEST_F(JdbcTpccHistory, ShowHistoryListsWarehouseAndDistrictAborts) {
     Options o;
     o.pool_size = 4;
     o.server_dbname = db;  // the proxy reads the TPC-C schema from the catalog (d_w_id -> w_id, ...)
-    ASSERT_TRUE(p.Start(server_, o).ok());
+    ASSERT_TRUE(IsOk(p.Start(server_, o)));
     std::string out;
     ASSERT_EQ(Shell(absl::StrCat("timeout 120 ", kJava, " ", Runfile("tests/drivers/clients/TpccClient.java"),
                                  " 127.0.0.1 ", p.port(), " ", server_.user, " ", db, " disable 2 8 25 2"),

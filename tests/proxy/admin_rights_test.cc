@@ -50,7 +50,7 @@ TEST_F(AdminRightsTest, OnlyAdminUsersChangeTheSchedule) {
   o.pool_size = 1;
   o.admin_users = {"alice"};
   o.stats_users = {"monitor"};
-  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   // bob is in neither list: refused at login, counted as a failed login.
   PGconn* bob = PQconnectdb(Conninfo("bob", "corral").c_str());
   EXPECT_NE(PQstatus(bob), CONNECTION_OK);
@@ -80,7 +80,7 @@ TEST_F(AdminRightsTest, WrongPasswordsAreCountedAndExported) {
   o.users = {{"alice", "s3cret"}, {"monitor", "m0n"}};
   o.admin_users = {"alice"};
   o.stats_users = {"monitor"};
-  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   EXPECT_EQ(Stat("monitor", "m0n", "failed_logins"), "0");
   const int kWrong = 7;
   for (int i = 0; i < kWrong; ++i) {

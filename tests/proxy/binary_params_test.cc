@@ -96,7 +96,7 @@ class BinaryParamsTest : public ::testing::Test {
   void StartProxy() {
     Options o;
     o.pool_size = 2;
-    ASSERT_TRUE(p_.Start(server_, o).ok());
+    ASSERT_TRUE(IsOk(p_.Start(server_, o)));
   }
   // Skips the test when `probe` (a command) fails: the driver is missing.
   bool Have(const std::string& probe) { return RunCommand(probe).first == 0; }
@@ -209,7 +209,7 @@ TEST_F(BinaryParamsTest, JdbcTypedParamsEqualTheTextPath) {
       "INSERT INTO bw_jdbc SELECT g, 0, g, 's' || g, NULL, g FROM generate_series(1, 9) g;"
       "UPDATE bw_jdbc SET ju = '12345678-9abc-def0-1234-56789abcdef0' WHERE jk = 4;");
   StartProxy();
-  auto [rc, out] = RunCommand(absl::StrCat("java -cp /usr/share/java/postgresql.jar ", ClientPath("JdbcBinary.java"),
+  auto [rc, out] = RunCommand(absl::StrCat("java -XX:-UsePerfData -cp /usr/share/java/postgresql.jar ", ClientPath("JdbcBinary.java"),
                                     " ", p_.port()));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("typed jk = ANY(?) x6 and text jk IN (1, 2)"), std::string::npos) << out;

@@ -164,7 +164,7 @@ TEST_F(DatabasesTest, ClientsRunAsThemselvesInTheirDatabase) {
   Options o;  // the userlist as Options::users (what auth_file fills)
   ASSERT_TRUE(ParseConfigText(TwoDatabases("auth_type = scram-sha-256"), "t", &o).ok());
   o.users = {{kAlice, "alice-pw"}, {kBob, "bob-pw"}};
-  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   EXPECT_EQ(WhoAmI(kAlice, "db_a", "alice-pw"), absl::StrCat(kAlice, " ", kDbA));
   EXPECT_EQ(WhoAmI(kBob, "db_a", "bob-pw"), absl::StrCat(kBob, " ", kDbA));
   EXPECT_EQ(WhoAmI(kAlice, "db_b", "alice-pw"), absl::StrCat(kBob, " ", kDbB));  // forced login
@@ -202,7 +202,7 @@ TEST_F(DatabasesTest, ScramSecretPassesTheClientsKeyThrough) {
   Options f;
   f.auth_type = "scram-sha-256";
   f.users = {{"corral_dbu_carol", secret}};
-  ASSERT_TRUE(front.Start(server_, f).ok());
+  ASSERT_TRUE(IsOk(front.Start(server_, f)));
   Options o;
   ASSERT_TRUE(ParseConfigText(absl::StrCat("auth_type = scram-sha-256\npool_size = 2\n[databases]\nvia = host=127.0.0.1 port=",
                                            front.port(), " dbname=", server_.dbname, "\n"),
@@ -212,7 +212,7 @@ TEST_F(DatabasesTest, ScramSecretPassesTheClientsKeyThrough) {
   auto empty = SchemaBuilder().Build();  // the catalog through the front proxy needs a password
   ASSERT_TRUE(empty.ok());
   o.schema = *empty;
-  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   // The front proxy logs in to PostgreSQL as server_user (its old keys).
   EXPECT_EQ(WhoAmI("corral_dbu_carol", "via", "pencil"), absl::StrCat(server_.user, " ", server_.dbname));
   const std::string wrong = WhoAmI("corral_dbu_carol", "via", "pen");
@@ -291,7 +291,7 @@ TEST_F(DatabasesTest, RealClientsLogInAsThemselves) {
   Options o;
   ASSERT_TRUE(ParseConfigText(TwoDatabases("auth_type = scram-sha-256"), "t", &o).ok());
   o.users = {{kAlice, "alice-pw"}, {kBob, "bob-pw"}};
-  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   const std::string port = std::to_string(proxy_.port());
   const std::string want_a = absl::StrCat(kAlice, " ", kDbA);
   const std::string want_b = absl::StrCat(kBob, " ", kDbB);
@@ -337,7 +337,7 @@ TEST_F(DatabasesTest, RealClientsLogInAsThemselves) {
       std::system("java -version >/dev/null 2>&1") == 0) {
     ++ran;
     const std::string cmd = absl::StrCat(
-        "java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp /usr/share/java/postgresql.jar ", java,
+        "java -XX:-UsePerfData -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp /usr/share/java/postgresql.jar ", java,
         " jdbc:postgresql://127.0.0.1:", port, "/");
     EXPECT_EQ(LastLine(absl::StrCat(cmd, "db_a ", kAlice, " alice-pw 2>&1"), &rc), want_a);
     const std::string bad = LastLine(absl::StrCat(cmd, "nosuchdb ", kAlice, " alice-pw 2>&1"), &rc);

@@ -299,7 +299,7 @@ class ProxyFaultsTest : public ScratchTableTest {};
 TEST_F(ProxyFaultsTest, OneResultForCommitAfterBackendTerminated) {
   Options o;
   o.pool_size = 1;
-  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   RawClient c;
   ASSERT_TRUE(c.Connect(proxy_.port(), server_.user, server_.dbname).ok());
   std::vector<RawMessage> msgs;
@@ -332,7 +332,7 @@ TEST_F(ProxyFaultsTest, RandomInterleavingsKeepTheProtocol) {
   Options o;
   o.pool_size = 2;
   o.query_wait_timeout_ms = 0;
-  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   const char* seed_env = std::getenv("CORRAL_FAULTS_SEED");
   const uint64_t seed = seed_env ? std::strtoull(seed_env, nullptr, 10) : 20261124;
   std::mt19937_64 rng(seed);

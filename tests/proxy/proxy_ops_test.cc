@@ -39,7 +39,7 @@ TEST_F(ProxyOpsTest, SlowClientLargeResultStaysBounded) {
   Options o;
   o.pool_size = 1;
   o.client_output_limit_bytes = 1u << 20;
-  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   // A small receive window: the proxy sees the slowness.
   const int fd = ConnectLoopback(proxy_.port(), 64 * 1024);
   ASSERT_GE(fd, 0);
@@ -134,7 +134,7 @@ std::string ResultOf(PGconn* c) {
 TEST_F(ProxyOpsTest, PauseLetsRunningTransactionsFinishAndHoldsNewOnes) {
   Options o;
   o.pool_size = 1;
-  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   PGconn* a = PQconnectdb(proxy_.ClientConninfo().c_str());
   PGconn* b = PQconnectdb(proxy_.ClientConninfo().c_str());
   ASSERT_EQ(PQstatus(a), CONNECTION_OK);
@@ -177,7 +177,7 @@ TEST_F(ProxyOpsTest, PauseLetsRunningTransactionsFinishAndHoldsNewOnes) {
 TEST_F(ProxyOpsTest, DrainFinishesRunningTransactionsAndRefusesNewOnes) {
   Options o;
   o.pool_size = 1;
-  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   PGconn* a = PQconnectdb(proxy_.ClientConninfo().c_str());
   PGconn* idle = PQconnectdb(proxy_.ClientConninfo().c_str());
   RawClient queued;  // raw: every message visible
@@ -210,7 +210,7 @@ TEST_F(ProxyOpsTest, DrainFinishesRunningTransactionsAndRefusesNewOnes) {
 TEST_F(ProxyOpsTest, AdminShutdownEndsTheLoop) {
   Options o;
   o.pool_size = 1;
-  ASSERT_TRUE(proxy_.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   RawClient admin;
   ASSERT_TRUE(admin.Connect(proxy_.port(), server_.user, "corral").ok());
   ASSERT_TRUE(admin.SendRaw(RawClient::Query("SHUTDOWN")).ok());

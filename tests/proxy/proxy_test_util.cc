@@ -169,7 +169,7 @@ std::string ExecValue(PGconn* c, const std::string& sql) {
 void ScratchTableTest::SetUp() {
   std::string why;
   if (!TestServer(&server_, &why)) GTEST_SKIP() << why;
-  table_ = absl::StrCat("scratch_t_", getpid(), "_", std::random_device{}() % 1000000);
+  table_ = PgUniqueName("scratch_t");
   server_conn_ = PQconnectdb(server_.conninfo.c_str());
   ExecValue(server_conn_, absl::StrCat("CREATE TABLE ", table_, " (k int PRIMARY KEY, v int NOT NULL)"));
   ExecValue(server_conn_, absl::StrCat("INSERT INTO ", table_, " SELECT g, 0 FROM generate_series(0, 10) g"));

@@ -4,7 +4,7 @@
 // messages).
 //
 //   ProxyUnderTest p;
-//   ASSERT_TRUE(p.Start(2).ok());
+//   ASSERT_TRUE(IsOk(p.Start(server, options)));
 //   PGconn* c = PQconnectdb(p.ClientConninfo().c_str());
 //   RawClient raw;
 //   ASSERT_TRUE(raw.Connect(p.port()).ok());
@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "libpq-fe.h"
+#include "adapters/pg_test_server.h"
 #include "adapters/proxy/proxy.h"
 #include "gtest/gtest.h"
 
@@ -26,6 +27,16 @@ typedef struct pg_conn PGconn;
 
 namespace corral {
 namespace proxy {
+
+// A name no other test process uses (sandboxes share pids):
+// "<prefix>_<pid>_<random hex>_<n>", for tables, databases and files.
+using adapters::PgUniqueName;
+
+// For ASSERT_TRUE(IsOk(p.Start(...))): a failure prints the status.
+inline ::testing::AssertionResult IsOk(const absl::Status& st) {
+  if (st.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << st;
+}
 
 // The first value of `sql`'s last result ("" when none), or "ERROR <sqlstate>".
 std::string Exec1(PGconn* c, const std::string& sql);

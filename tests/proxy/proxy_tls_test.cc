@@ -118,7 +118,7 @@ class ProxyTlsTest : public ::testing::Test {
 
 TEST_F(ProxyTlsTest, RequireServesTlsAndRefusesPlainClients) {
   ProxyUnderTest p;
-  ASSERT_TRUE(p.Start(server_, TlsOptions("require")).ok());
+  ASSERT_TRUE(IsOk(p.Start(server_, TlsOptions("require"))));
   bool ssl = false;
   std::string answer;
   EXPECT_EQ(Connect(p, "sslmode=require", &ssl, &answer), "");
@@ -131,7 +131,7 @@ TEST_F(ProxyTlsTest, RequireServesTlsAndRefusesPlainClients) {
 
 TEST_F(ProxyTlsTest, VerifyFullWithTheTestCaAndNotAnother) {
   ProxyUnderTest p;
-  ASSERT_TRUE(p.Start(server_, TlsOptions("prefer")).ok());
+  ASSERT_TRUE(IsOk(p.Start(server_, TlsOptions("prefer"))));
   bool ssl = false;
   std::string answer;
   // host=localhost for the name check, hostaddr for the proxy's IPv4 socket.
@@ -151,7 +151,7 @@ TEST_F(ProxyTlsTest, VerifyFullWithTheTestCaAndNotAnother) {
 
 TEST_F(ProxyTlsTest, PreferServesPlainAndTlsClients) {
   ProxyUnderTest p;
-  ASSERT_TRUE(p.Start(server_, TlsOptions("prefer")).ok());
+  ASSERT_TRUE(IsOk(p.Start(server_, TlsOptions("prefer"))));
   bool ssl = true;
   std::string answer;
   EXPECT_EQ(Connect(p, "sslmode=disable", &ssl, &answer), "");
@@ -198,7 +198,7 @@ void RawExchange(int port, const std::string& bytes, std::string* answer) {
 
 TEST_F(ProxyTlsTest, SslRequestEdgeCases) {
   ProxyUnderTest p;
-  ASSERT_TRUE(p.Start(server_, TlsOptions("prefer")).ok());
+  ASSERT_TRUE(IsOk(p.Start(server_, TlsOptions("prefer"))));
   const std::string ssl_request("\0\0\0\x08\x04\xd2\x16\x2f", 8);
   const std::string gss_request("\0\0\0\x08\x04\xd2\x16\x30", 8);
   std::string answer;
@@ -228,7 +228,7 @@ TEST_F(ProxyTlsTest, SslRequestEdgeCases) {
 
 TEST_F(ProxyTlsTest, VerifyCaNeedsAClientCertificateFromTheCa) {
   ProxyUnderTest p;
-  ASSERT_TRUE(p.Start(server_, TlsOptions("verify-ca")).ok());
+  ASSERT_TRUE(IsOk(p.Start(server_, TlsOptions("verify-ca"))));
   bool ssl = false;
   EXPECT_EQ(Connect(p, absl::StrCat("sslmode=require sslcert=", TestCerts().client_cert(),
                                     " sslkey=", TestCerts().client_key()),
@@ -243,7 +243,7 @@ TEST_F(ProxyTlsTest, LargeResultsAndMessagesCrossTls) {
   // Many TLS records each way: a 4 MB query text in and ~8 MB of rows out,
   // through partial writes and records OpenSSL holds between reads.
   ProxyUnderTest p;
-  ASSERT_TRUE(p.Start(server_, TlsOptions("require")).ok());
+  ASSERT_TRUE(IsOk(p.Start(server_, TlsOptions("require"))));
   PGconn* c = PQconnectdb(absl::StrCat(p.ClientConninfo(), " sslmode=require").c_str());
   ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
   const std::string big(4 << 20, 'x');
@@ -264,7 +264,7 @@ TEST_F(ProxyTlsTest, ScramPlusOnlyOverTls) {
   Options o = TlsOptions("prefer");
   o.auth_type = "scram-sha-256";
   o.users[server_.user] = "s3cret";
-  ASSERT_TRUE(p.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(p.Start(server_, o)));
   bool ssl = false;
   EXPECT_EQ(Connect(p, "sslmode=require channel_binding=require password=s3cret", &ssl), "");
   EXPECT_TRUE(ssl);
@@ -280,7 +280,7 @@ TEST_F(ProxyTlsTest, PsqlAndPgbenchOverTls) {
     GTEST_SKIP() << "psql/pgbench not installed";
   }
   ProxyUnderTest p;
-  ASSERT_TRUE(p.Start(server_, TlsOptions("require")).ok());
+  ASSERT_TRUE(IsOk(p.Start(server_, TlsOptions("require"))));
   std::string out;
   const std::string target = absl::StrCat("host=localhost hostaddr=127.0.0.1 port=", p.port(), " user=", server_.user,
                                           " dbname=", server_.dbname, " sslmode=verify-full sslrootcert=",
@@ -366,7 +366,7 @@ TEST_F(ServerTlsTest, BackendsUseTlsVerifiedAgainstTheCa) {
   o.pool_size = 2;
   o.server_tls_sslmode = "verify-full";  // server_host 127.0.0.1: the certificate's IP name
   o.server_tls_ca_file = TestCerts().ca();
-  ASSERT_TRUE(p.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(p.Start(server_, o)));
   PGconn* c = PQconnectdb(p.ClientConninfo().c_str());
   ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
   for (int i = 0; i < 4; ++i) {  // both backends, whichever the transaction lands on
@@ -393,7 +393,7 @@ TEST_F(ServerTlsTest, BackendsUseTlsVerifiedAgainstTheCa) {
   o.server_tls_sslmode = "require";
   o.server_tls_ca_file.clear();
   ProxyUnderTest req;
-  ASSERT_TRUE(req.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(req.Start(server_, o)));
 }
 
 }  // namespace

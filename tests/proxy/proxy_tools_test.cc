@@ -30,7 +30,7 @@ TEST_F(ProxyToolsTest, PsqlScriptedSessions) {
   ProxyUnderTest p;
   Options o;
   o.pool_size = 2;
-  ASSERT_TRUE(p.Start(server_, o).ok());
+  ASSERT_TRUE(IsOk(p.Start(server_, o)));
   const std::string psql = absl::StrCat("/usr/bin/psql -X -h 127.0.0.1 -p ", p.port(), " -U ", server_.user);
   std::string out;
   ASSERT_EQ(Shell(absl::StrCat(psql, " -d ", server_.dbname, " -At -c 'SELECT 1 + 1' -c 'SELECT 3; SELECT 4'"),
@@ -39,7 +39,7 @@ TEST_F(ProxyToolsTest, PsqlScriptedSessions) {
       << out;
   EXPECT_EQ(out, "2\n3\n4\n");
   // A script with a transaction, an error stopping it (ON_ERROR_STOP), and \gset.
-  const std::string t = absl::StrCat("psql_t_", getpid());
+  const std::string t = PgUniqueName("psql_t");
   ASSERT_EQ(Shell(absl::StrCat("printf '%s' \"CREATE TABLE ", t, " (k int primary key, v text);\n"
                              "BEGIN;\nINSERT INTO ", t, " VALUES (1, 'a'), (2, 'b');\nCOMMIT;\n"
                              "SELECT count(*) AS n FROM ", t, " \\\\gset\n\\\\echo rows=:n\n"

@@ -43,7 +43,7 @@ class SessionTest : public ::testing::Test {
     o.stealing = true;
     o.steal_any = true;
     o.steal_inflight = false;
-    ASSERT_TRUE(proxy_.Start(server_, o).ok());
+    ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   }
   PGconn* Connect(const std::string& extra = "") {
     PGconn* c = PQconnectdb((proxy_.ClientConninfo() + " " + extra).c_str());
@@ -111,7 +111,7 @@ TEST_F(SessionTest, DefaultTransactionIsolationSetFollowsTheClient) {
 // COMMITTED (the level a lost SET leaves) both commit.
 TEST_F(SessionTest, WriteSkewBetweenSerializableClientsIsRefused) {
   StartProxy(4);
-  const std::string t = absl::StrCat("skew_", getpid());
+  const std::string t = PgUniqueName("skew");
   PGconn* direct = PQconnectdb(server_.conninfo.c_str());
   ASSERT_TRUE(ExecOk(direct, absl::StrCat("DROP TABLE IF EXISTS ", t, "; CREATE TABLE ", t,
                                           " (id int PRIMARY KEY, v int NOT NULL); INSERT INTO ", t,
@@ -163,7 +163,7 @@ TEST_F(SessionTest, JdbcSetTransactionIsolationFollowsTheClient) {
       PQfinish(c);
     });
   }
-  const std::string cmd = absl::StrCat("java -cp /usr/share/java/postgresql.jar ", client,
+  const std::string cmd = absl::StrCat("java -XX:-UsePerfData -cp /usr/share/java/postgresql.jar ", client,
                                        " 'jdbc:postgresql://127.0.0.1:", proxy_.port(), "/", server_.dbname,
                                        "?user=", server_.user, "' 60 2>&1");
   FILE* f = popen(cmd.c_str(), "r");

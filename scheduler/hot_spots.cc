@@ -1,0 +1,194 @@
+#include "scheduler/hot_spots.h"
+
+#include <algorithm>
+
+namespace corral {
+namespace scheduler {
+
+namespace {
+constexpr auto kRelaxed = std::memory_order_relaxed;
+}  // namespace
+
+int SplitRule::Step(SplitState* st, const SplitSample& s) const {
+  const int cap = std::max(1, std::min(max_k, HotSpots::kMaxSet));
+  st->k = std::max(1, std::min(st->k, cap));
+  while (static_cast<int>(st->steps.size()) > st->k - 1) st->steps.pop_back();
+  while (static_cast<int>(st->steps.size()) < st->k - 1) st->steps.push_back({});
+  const double r = std::max(0.0, s.aborts_per_commit);
+  const double a = std::max(0.0, s.attempt_ns);
+  const double w = s.wait_ns;
+  if (a <= 0) return st->k;  // nothing ran: no evidence
+  if (!st->steps.empty()) {
+    SplitState::Growth& last = st->steps.back();
+    if (st->measure_saving) {
+      last.saved_ns = std::max(0.0, st->wait_before_ns - w);
+    } else {
+      last.saved_ns *= saved_decay;
+    }
+  }
+  st->measure_saving = false;
+  const bool grow = w > (1 + r) * a && st->k < cap;
+  st->grow_streak = grow ? st->grow_streak + 1 : 0;
+  if (grow && st->grow_streak >= std::max(1, grow_windows)) {
+    st->grow_streak = 0;
+    st->steps.push_back({r, 0});
+    st->wait_before_ns = w;
+    st->measure_saving = true;
+    return ++st->k;
+  }
+  if (st->k > 1 && r >= min_abort_rate) {
+    const SplitState::Growth& last = st->steps.back();
+    if ((r - last.r_before) * a > last.saved_ns) {
+      st->steps.pop_back();
+      return --st->k;
+    }
+  }
+  return st->k;
+}
+
+HotSpots::HotSpots(int num_queues, int max_entries)
+    : num_queues_(num_queues),
+      max_entries_(std::max(1, max_entries)),
+      entries_(new Entry[static_cast<size_t>(std::max(1, max_entries))]),
+      votes_(new Vote[static_cast<size_t>(std::max(1, num_queues))]) {}
+
+bool HotSpots::Set(RefId ref, const std::vector<int>& queues_in) {
+  std::vector<int> queues;
+  for (int q : queues_in) {
+    if (q >= 0 && q < num_queues_ && std::find(queues.begin(), queues.end(), q) == queues.end()) {
+      queues.push_back(q);
+    }
+  }
+  if (queues.size() > static_cast<size_t>(kMaxSet)) queues.resize(kMaxSet);
+  const uint64_t key = ref.value();
+  Entry* slot = nullptr;
+  Entry* free_slot = nullptr;
+  for (int i = 0; i < max_entries_; ++i) {
+    Entry& e = entries_[i];
+    const uint64_t r = e.ref.load(kRelaxed);
+    if (r == key) slot = &e;
+    if (r == 0 && free_slot == nullptr) free_slot = &e;
+  }
+  if (queues.size() <= 1) {
+    if (slot != nullptr) {
+      slot->gen.fetch_add(1, std::memory_order_acq_rel);
+      slot->ref.store(0, std::memory_order_release);
+      slot->k.store(0, kRelaxed);
+      slot->gen.fetch_add(1, std::memory_order_release);
+      active_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    return true;
+  }
+  const bool fresh = slot == nullptr;
+  if (fresh) slot = free_slot;
+  if (slot == nullptr) return false;
+  slot->gen.fetch_add(1, std::memory_order_acq_rel);  // odd: readers retry
+  for (size_t i = 0; i < queues.size(); ++i) slot->queues[i].store(queues[i], kRelaxed);
+  slot->k.store(static_cast<int32_t>(queues.size()), kRelaxed);
+  slot->ref.store(key, std::memory_order_release);
+  slot->gen.fetch_add(1, std::memory_order_release);
+  if (fresh) active_.fetch_add(1, std::memory_order_acq_rel);
+  return true;
+}
+
+void HotSpots::Clear() {
+  for (int i = 0; i < max_entries_; ++i) {
+    if (entries_[i].ref.load(kRelaxed) != 0) Set(RefId(entries_[i].ref.load(kRelaxed)), {});
+  }
+}
+
+std::vector<int> HotSpots::Get(RefId ref) const {
+  for (int i = 0; i < max_entries_; ++i) {
+    const Entry& e = entries_[i];
+    if (e.ref.load(std::memory_order_acquire) != ref.value()) continue;
+    std::vector<int> out;
+    for (;;) {
+      const uint32_t g = e.gen.load(std::memory_order_acquire);
+      if (g & 1) continue;
+      out.clear();
+      const int k = e.k.load(kRelaxed);
+      for (int j = 0; j < k; ++j) out.push_back(e.queues[j].load(kRelaxed));
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (e.gen.load(kRelaxed) == g) break;
+    }
+    if (e.ref.load(std::memory_order_acquire) != ref.value()) return {};
+    return out;
+  }
+  return {};
+}
+
+bool HotSpots::Route(RefId lead, QueueId* q) const {
+  if (empty()) return false;
+  const uint64_t key = lead.value();
+  for (int i = 0; i < max_entries_; ++i) {
+    const Entry& e = entries_[i];
+    if (e.ref.load(std::memory_order_acquire) != key) continue;
+    int set[kMaxSet];
+    int k = 0;
+    for (;;) {
+      const uint32_t g = e.gen.load(std::memory_order_acquire);
+      if (g & 1) continue;
+      k = std::min<int>(e.k.load(kRelaxed), kMaxSet);
+      for (int j = 0; j < k; ++j) set[j] = e.queues[j].load(kRelaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (e.gen.load(kRelaxed) == g) break;
+    }
+    if (k < 2 || e.ref.load(std::memory_order_acquire) != key) return false;
+    // Round-robin start, then the shortest run queue from there.
+    const int start = static_cast<int>(e.cursor.fetch_add(1, kRelaxed) % static_cast<uint32_t>(k));
+    int best = set[start];
+    if (probe_) {
+      int64_t best_len = probe_(best);
+      for (int j = 1; j < k; ++j) {
+        const int cand = set[(start + j) % k];
+        const int64_t len = probe_(cand);
+        if (len < best_len) {
+          best = cand;
+          best_len = len;
+        }
+      }
+    }
+    *q = QueueId(best);
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::pair<RefId, int>> HotSpots::Entries() const {
+  std::vector<std::pair<RefId, int>> out;
+  for (int i = 0; i < max_entries_; ++i) {
+    const uint64_t r = entries_[i].ref.load(std::memory_order_acquire);
+    const int k = entries_[i].k.load(kRelaxed);
+    if (r != 0 && k > 1) out.emplace_back(RefId(r), k);
+  }
+  return out;
+}
+
+int HotSpots::MaxK() const {
+  int k = 1;
+  for (const auto& e : Entries()) k = std::max(k, e.second);
+  return k;
+}
+
+void HotSpots::NoteLead(int q, RefId lead) {
+  if (q < 0 || q >= num_queues_ || lead.value() == 0) return;
+  Vote& v = votes_[q];
+  // Boyer-Moore majority vote; races only blur the vote.
+  if (v.ref.load(kRelaxed) == lead.value()) {
+    // Capped, so that a moved hot spot takes over within ~64 samples.
+    if (v.weight.load(kRelaxed) < 64) v.weight.fetch_add(1, kRelaxed);
+  } else if (v.weight.fetch_sub(1, kRelaxed) <= 1) {
+    v.ref.store(lead.value(), kRelaxed);
+    v.weight.store(1, kRelaxed);
+  }
+}
+
+RefId HotSpots::DominantLead(int q, int64_t* weight) const {
+  if (q < 0 || q >= num_queues_) return RefId(0);
+  const Vote& v = votes_[q];
+  if (weight != nullptr) *weight = std::max<int64_t>(0, v.weight.load(kRelaxed));
+  return RefId(v.ref.load(kRelaxed));
+}
+
+}  // namespace scheduler
+}  // namespace corral

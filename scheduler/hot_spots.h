@@ -1,0 +1,152 @@
+// Hot-spot splitting: for each hot reference, how many run queues may run its
+// transactions at once (k = 1: serialize on its queue, as the paper does;
+// k > 1: spread over a set of k queues, accepting some conflict aborts), and
+// the feedback rule that grows and shrinks k from what is measured online.
+//
+// SplitRule (why a measured rule and not policies/model/: that model predicts
+// the throughput of partitioned execution schemes from per-transaction times
+// and a multi-partition fraction; the split trade-off turns on how often k
+// concurrent transactions of one reference conflict, a probability that
+// depends on k, the transaction mix and the protocol, which the model does
+// not have and which would itself have to be measured at every k. The rule
+// below measures both sides of the trade on the current k, step by step,
+// and follows the load as it moves without a fitted parameter). Per window:
+//   W = excess queue wait: the mean wait on the reference's k queues minus
+//       the mean wait on the other queues (what a transaction would save by
+//       running elsewhere; with more clients than queues every queue has
+//       some wait, which says nothing),
+//   A = mean execution time of one attempt there (a retry costs one more A),
+//   r = conflict aborts per commit there (expected retries per transaction).
+//   grow   (k + 1) when W > (1 + r) A in `grow_windows` windows in a row: a
+//          waiting transaction would finish sooner on another queue even if
+//          it paid the current retries (in a row: one noisy window, or the
+//          start of a run before the State has spread the references, is
+//          not a hot spot).
+//          The step remembers r before it (r0) and, one window later, the
+//          wait it saved (S = W before - W after; S then fades by
+//          `saved_decay` per window, so a saving measured for a load that
+//          has since moved expires).
+//   shrink (k - 1) when the retries the last step added cost more than the
+//          wait it saves: (r - r0) A > S, and r >= min_abort_rate.
+//   else hold. When S has faded, a step that adds retries is taken back; if
+//   it was still worth it, the wait it saved comes back and the next window
+//   grows again (a probe every few windows, cheap when it was right).
+//
+// HotSpots: the table the Schedule reads on every learned decision (a few
+// entries, lock-free reads): reference -> its queue set. A decision whose
+// lead reference is split goes to the member of the set with the shortest
+// run queue (an injected probe; without one, round-robin). The table also
+// keeps, per queue, the reference that most often led decisions there (a
+// sampled majority vote), from which the controller picks candidates.
+//
+//   HotSpots hs(/*num_queues=*/8, /*max_entries=*/8);
+//   hs.Set(RefId::Of("w_id=1"), {2, 5});       // w_id=1 may run on queues 2 and 5
+//   QueueId q;
+//   if (hs.Route(lead, &q)) ...                // q in {2, 5}, the shorter queue
+//   SplitRule rule;
+//   SplitState st;                                // k = 1
+//   rule.Step(&st, SplitSample{.wait_ns = 900e3, .attempt_ns = 250e3, .aborts_per_commit = 0.1});  // k = 2
+//
+// Thread safety: SplitRule is a value (Next is const). HotSpots: Route,
+// NoteLead, DominantLead and Get from any thread; Set/Clear from one
+// controlling thread at a time (a decision racing with Set uses the old or
+// the new set).
+#ifndef CORRAL_SCHEDULER_HOT_SPOTS_H_
+#define CORRAL_SCHEDULER_HOT_SPOTS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/ids.h"
+
+namespace corral {
+namespace scheduler {
+
+struct SplitSample {
+  double wait_ns = 0;            // W (excess wait)
+  double attempt_ns = 0;         // A
+  double aborts_per_commit = 0;  // r
+};
+
+// One split reference's controller state.
+struct SplitState {
+  struct Growth {
+    double r_before = 0;  // r0: retries per commit before this step
+    double saved_ns = 0;  // S: wait this step saved (fading)
+  };
+  int k = 1;
+  std::vector<Growth> steps;  // one per growth, last = the latest
+  bool measure_saving = false;  // the window after a growth measures S
+  double wait_before_ns = 0;
+  int grow_streak = 0;          // windows in a row that said "grow"
+};
+
+struct SplitRule {
+  int max_k = 4;                 // at most this many queues per reference
+  double min_abort_rate = 0.02;  // shrink only above this many retries per commit
+  double saved_decay = 0.7;      // S fades by this per window
+  int grow_windows = 2;          // "grow" must hold this many windows in a row
+  // Steps `st` by one window's measurements; returns the new k (st->k).
+  int Step(SplitState* st, const SplitSample& s) const;
+};
+
+class HotSpots {
+ public:
+  static constexpr int kMaxSet = 16;  // queues per reference at most
+
+  HotSpots(int num_queues, int max_entries);
+  HotSpots(const HotSpots&) = delete;
+  HotSpots& operator=(const HotSpots&) = delete;
+
+  // Run-queue length probe for Route (queue -> waiting transactions).
+  void SetQueueLength(std::function<int64_t(int)> probe) { probe_ = std::move(probe); }
+
+  // Sets `ref`'s queue set (at most kMaxSet queues; one queue or none
+  // removes the entry). False when the table is full.
+  bool Set(RefId ref, const std::vector<int>& queues);
+  void Clear();
+  // ref's queue set (empty when not split).
+  std::vector<int> Get(RefId ref) const;
+  // If `lead` is split: the member of its set with the shortest run queue
+  // (ties and no probe: round-robin), true. Else false. Lock-free.
+  bool Route(RefId lead, QueueId* q) const;
+  bool empty() const { return active_.load(std::memory_order_acquire) == 0; }
+  // The split references and their k, for displays.
+  std::vector<std::pair<RefId, int>> Entries() const;
+  int MaxK() const;
+
+  // Majority vote of the references leading decisions on queue q (callers
+  // sample: a call per few decisions).
+  void NoteLead(int q, RefId lead);
+  // The reference that led most sampled decisions on q lately (RefId(0) with
+  // weight 0 when none); `weight` = its vote margin.
+  RefId DominantLead(int q, int64_t* weight = nullptr) const;
+
+ private:
+  struct alignas(64) Entry {
+    std::atomic<uint64_t> ref{0};     // 0 = free
+    std::atomic<uint32_t> gen{0};     // odd while being written (seqlock)
+    std::atomic<int32_t> k{0};
+    std::atomic<int32_t> queues[kMaxSet];
+    mutable std::atomic<uint32_t> cursor{0};
+  };
+  struct alignas(64) Vote {
+    std::atomic<uint64_t> ref{0};
+    std::atomic<int64_t> weight{0};
+  };
+
+  const int num_queues_;
+  const int max_entries_;
+  std::unique_ptr<Entry[]> entries_;
+  std::unique_ptr<Vote[]> votes_;
+  std::atomic<int> active_{0};
+  std::function<int64_t(int)> probe_;
+};
+
+}  // namespace scheduler
+}  // namespace corral
+
+#endif  // CORRAL_SCHEDULER_HOT_SPOTS_H_

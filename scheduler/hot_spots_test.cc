@@ -1,0 +1,140 @@
+#include "scheduler/hot_spots.h"
+
+#include <map>
+
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace scheduler {
+namespace {
+
+TEST(SplitRuleTest, GrowsWhenQueueWaitExceedsAbortAndRetryCost) {
+  SplitRule rule;
+  rule.max_k = 3;
+  SplitState st;
+  // Excess wait of 3 attempts with 10% retries: a retry is cheaper, spread
+  // (once it held two windows in a row).
+  EXPECT_EQ(rule.Step(&st, {3000, 1000, 0.1}), 1);
+  EXPECT_EQ(rule.Step(&st, {3000, 1000, 0.1}), 2);
+  EXPECT_EQ(rule.Step(&st, {3000, 1000, 0.1}), 2);
+  EXPECT_EQ(rule.Step(&st, {3000, 1000, 0.1}), 3);
+  EXPECT_EQ(rule.Step(&st, {50000, 1000, 0.1}), 3);  // never above max_k
+  // One window alone does not grow; wait shorter than an attempt plus its
+  // retries: hold.
+  SplitState fresh;
+  EXPECT_EQ(rule.Step(&fresh, {3000, 1000, 0.1}), 1);
+  EXPECT_EQ(rule.Step(&fresh, {1050, 1000, 0.1}), 1);
+  EXPECT_EQ(rule.Step(&fresh, {3000, 1000, 0.1}), 1);
+  EXPECT_EQ(rule.Step(&fresh, {-400, 1000, 0.0}), 1);
+  // No attempts in the window: no evidence, hold.
+  EXPECT_EQ(rule.Step(&fresh, {5000, 0, 0}), 1);
+}
+
+TEST(SplitRuleTest, ShrinksBackWhenAbortsRiseAboveTheWaitSaved) {
+  SplitRule rule;
+  rule.grow_windows = 1;
+  rule.saved_decay = 0.8;
+  SplitState st;
+  ASSERT_EQ(rule.Step(&st, {4000, 1000, 0.05}), 2);  // r0 = 0.05, wait before 4000
+  // Split: the wait fell to 500 (saved 3500), retries rose to 0.5 (cost 450):
+  // worth it, hold.
+  EXPECT_EQ(rule.Step(&st, {500, 1000, 0.5}), 2);
+  EXPECT_EQ(rule.Step(&st, {500, 1000, 0.5}), 2);
+  // Retries rise to 3 per commit (cost 2950 > the 3500 saved once it has
+  // faded to 0.8 * 0.8 * 3500 = 2240): shrink back to 1.
+  EXPECT_EQ(rule.Step(&st, {500, 1000, 3.0}), 1);
+  EXPECT_TRUE(st.steps.empty());
+}
+
+TEST(SplitRuleTest, FollowsASyntheticHotSpotThatComesAndGoes) {
+  // A synthetic hot spot: the excess wait falls as k grows, the retries rise
+  // with k (k concurrent transactions of one row). Hot: grows to where the
+  // wait no longer pays for a retry and holds there, but for a rare probe
+  // one step back once the saving it measured has faded. Gone:
+  // the saved wait fades and the retries take k back to 1.
+  SplitRule rule;
+  rule.max_k = 8;
+  rule.grow_windows = 1;
+  rule.saved_decay = 0.8;
+  auto hot = [](int k) {
+    return SplitSample{6000.0 / k - 1000, 1000, 0.1 * (k - 1)};  // 5000, 2000, 1000, 500, ...
+  };
+  SplitState st;
+  std::map<int, int> seen;
+  for (int w = 0; w < 40; ++w) {
+    rule.Step(&st, hot(st.k));
+    if (w >= 10) ++seen[st.k];
+  }
+  // k=3: W 1000 < (1 + 0.2) 1000 = 1200: hold; k=4 never (no wait to save),
+  // k=2 only as a one-window probe.
+  EXPECT_EQ(seen.count(4), 0u);
+  EXPECT_EQ(seen.count(1), 0u);
+  EXPECT_GE(seen[3], 25) << seen[2];
+  int windows = 0;
+  while (st.k > 1 && windows < 100) {
+    rule.Step(&st, {0, 1000, 0.1 * (st.k - 1)});  // no excess wait any more
+    ++windows;
+  }
+  EXPECT_EQ(st.k, 1);
+  EXPECT_LE(windows, 40);
+}
+
+TEST(HotSpotsTest, RoutesASplitReferenceToItsShortestQueue) {
+  HotSpots hs(8, 4);
+  const RefId hot = RefId::Of("w_id=1");
+  QueueId q;
+  EXPECT_TRUE(hs.empty());
+  EXPECT_FALSE(hs.Route(hot, &q));
+  ASSERT_TRUE(hs.Set(hot, {2, 5, 7}));
+  EXPECT_EQ(hs.MaxK(), 3);
+  EXPECT_EQ(hs.Get(hot), (std::vector<int>{2, 5, 7}));
+  // Without a probe: round-robin over the set.
+  std::map<int, int> hits;
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(hs.Route(hot, &q));
+    ++hits[q.value()];
+  }
+  EXPECT_EQ(hits, (std::map<int, int>{{2, 10}, {5, 10}, {7, 10}}));
+  // With a probe: the shortest run queue.
+  hs.SetQueueLength([](int queue) -> int64_t { return queue == 5 ? 0 : 9; });
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(hs.Route(hot, &q));
+    EXPECT_EQ(q.value(), 5);
+  }
+  EXPECT_FALSE(hs.Route(RefId::Of("w_id=2"), &q));
+  // Back to one queue: no longer split.
+  ASSERT_TRUE(hs.Set(hot, {2}));
+  EXPECT_FALSE(hs.Route(hot, &q));
+  EXPECT_TRUE(hs.empty());
+  EXPECT_EQ(hs.MaxK(), 1);
+}
+
+TEST(HotSpotsTest, TableIsBounded) {
+  HotSpots hs(8, 2);
+  EXPECT_TRUE(hs.Set(RefId(1), {0, 1}));
+  EXPECT_TRUE(hs.Set(RefId(2), {2, 3}));
+  EXPECT_FALSE(hs.Set(RefId(3), {4, 5}));
+  EXPECT_TRUE(hs.Set(RefId(1), {0, 1, 2}));  // an update fits
+  hs.Clear();
+  EXPECT_TRUE(hs.Set(RefId(3), {4, 5}));
+}
+
+TEST(HotSpotsTest, DominantLeadFollowsTheMajority) {
+  HotSpots hs(2, 1);
+  const RefId a = RefId::Of("w_id=1"), b = RefId::Of("w_id=2");
+  for (int i = 0; i < 30; ++i) {
+    hs.NoteLead(0, a);
+    if (i % 3 == 0) hs.NoteLead(0, b);
+  }
+  EXPECT_EQ(hs.DominantLead(0), a);
+  // The hot spot moves: b takes over.
+  for (int i = 0; i < 200; ++i) hs.NoteLead(0, b);
+  int64_t w = 0;
+  EXPECT_EQ(hs.DominantLead(0, &w), b);
+  EXPECT_GT(w, 0);
+  EXPECT_EQ(hs.DominantLead(1), RefId(0));
+}
+
+}  // namespace
+}  // namespace scheduler
+}  // namespace corral

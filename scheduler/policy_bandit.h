@@ -1,0 +1,72 @@
+// PolicyBandit: `--policy=auto`'s choice among candidate policies (arms) by
+// measured committed throughput, a discounted-UCB bandit over short windows.
+//
+// The caller runs the current arm for one window, feeds the window's reward
+// (commits per second) to Update(), and runs the arm it returns next. Each
+// arm keeps discounted sums (every window multiplies all of them by
+// `discount`, so old windows fade and the choice follows a shifting
+// workload): n_i (windows played) and s_i (reward). The next arm is an arm
+// never played, else the argmax of
+//   s_i / n_i / best_mean + explore * sqrt(2 ln(sum n) / n_i)
+// (rewards normalized by the best mean, so `explore` does not depend on the
+// throughput's scale). A change detector makes a shift visible quickly:
+// `shift_windows` windows in a row whose reward differs from the current
+// arm's mean by more than `change` (relative), in the same direction, scale
+// every arm's n_i by `forget`, so the others' bonuses grow and they are
+// re-tried soon (in a row: one noisy window on a shared machine is not a
+// shift).
+//
+//   PolicyBandit b({.arms = 3});
+//   int arm = b.current();                  // 0 first
+//   PolicyBandit::Step s = b.Update(reward_of_window);
+//   if (s.switched) log(s.reason);          // "explore: arm 2 not tried yet"
+//   arm = s.arm;
+//
+// Thread safety: thread-compatible (one controlling thread).
+#ifndef CORRAL_SCHEDULER_POLICY_BANDIT_H_
+#define CORRAL_SCHEDULER_POLICY_BANDIT_H_
+
+#include <string>
+#include <vector>
+
+namespace corral {
+namespace scheduler {
+
+class PolicyBandit {
+ public:
+  struct Options {
+    int arms = 1;
+    double discount = 0.95;  // per window
+    double explore = 0.03;   // UCB bonus weight (small: a mean 20% below the best is re-tried about every 40 windows)
+    double change = 0.25;    // relative reward change that counts as a shift
+    double forget = 0.2;     // other arms' n_i are scaled by this on a shift
+    int shift_windows = 2;   // deviating windows in a row that make a shift
+  };
+  struct Step {
+    int arm = 0;
+    bool switched = false;
+    std::string reason;  // why this arm (for the switch log)
+  };
+
+  explicit PolicyBandit(const Options& options);
+
+  int current() const { return current_; }
+  int arms() const { return static_cast<int>(n_.size()); }
+  // The reward of the window just run on current(); returns the next arm.
+  Step Update(double reward);
+  // Discounted mean reward of an arm (0 when never played).
+  double Mean(int arm) const;
+  double Plays(int arm) const { return n_[arm]; }
+
+ private:
+  const Options options_;
+  std::vector<double> n_, s_;
+  std::vector<bool> played_;
+  int current_ = 0;
+  int deviating_ = 0;  // windows in a row off the current arm's mean (signed)
+};
+
+}  // namespace scheduler
+}  // namespace corral
+
+#endif  // CORRAL_SCHEDULER_POLICY_BANDIT_H_

@@ -1,0 +1,86 @@
+#include "scheduler/policy_bandit.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "common/hash.h"
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace scheduler {
+namespace {
+
+// Synthetic reward: the arm's mean times (1 +- 5%) deterministic noise.
+double Reward(const std::vector<double>& means, int arm, uint64_t* rng) {
+  *rng = Mix64(*rng + 0x9e3779b97f4a7c15ULL);
+  const double u = static_cast<double>(*rng >> 11) * 0x1.0p-53;  // [0, 1)
+  return means[arm] * (0.95 + 0.1 * u);
+}
+
+TEST(PolicyBanditTest, ConvergesToTheBestArm) {
+  const std::vector<double> means = {10000, 15000, 12000, 8000};
+  PolicyBandit b({.arms = 4});
+  uint64_t rng = 1;
+  std::vector<int> late(4, 0);
+  for (int w = 0; w < 300; ++w) {
+    const int arm = b.current();
+    if (w >= 200) ++late[arm];
+    b.Update(Reward(means, arm, &rng));
+  }
+  EXPECT_EQ(b.current(), 1);
+  EXPECT_GE(late[1], 80) << late[0] << " " << late[1] << " " << late[2] << " " << late[3];
+  EXPECT_NEAR(b.Mean(1), 15000, 1000);
+}
+
+TEST(PolicyBanditTest, FollowsAShift) {
+  std::vector<double> means = {10000, 15000, 12000};
+  PolicyBandit b({.arms = 3});
+  uint64_t rng = 7;
+  for (int w = 0; w < 100; ++w) b.Update(Reward(means, b.current(), &rng));
+  ASSERT_EQ(b.current(), 1);
+  means = {10000, 6000, 12000};  // the best arm collapses
+  int settled_at = -1;
+  for (int w = 0; w < 60; ++w) {
+    const int arm = b.current();
+    PolicyBandit::Step s = b.Update(Reward(means, arm, &rng));
+    if (s.switched) EXPECT_FALSE(s.reason.empty());
+    if (settled_at < 0 && b.current() == 2) settled_at = w;
+  }
+  EXPECT_EQ(b.current(), 2);
+  EXPECT_GE(settled_at, 0);
+  EXPECT_LE(settled_at, 15);
+}
+
+TEST(PolicyBanditTest, OneNoisyWindowIsNotAShift) {
+  PolicyBandit b({.arms = 2});
+  b.Update(10000);
+  b.Update(5000);  // both tried; arm 0 is better
+  for (int w = 0; w < 30; ++w) b.Update(b.current() == 0 ? 10000 : 5000);
+  ASSERT_EQ(b.current(), 0);
+  const double plays_before = b.Plays(1);
+  // A single window at half the throughput: no shift, no re-exploration.
+  PolicyBandit::Step s = b.Update(5000);
+  EXPECT_EQ(s.reason.find("shift"), std::string::npos) << s.reason;
+  EXPECT_EQ(s.arm, 0);
+  // Two in a row: a shift (the log says so).
+  s = b.Update(5000);
+  EXPECT_NE(s.reason.find("shift"), std::string::npos) << s.reason;
+  EXPECT_LT(b.Plays(1), plays_before);
+}
+
+TEST(PolicyBanditTest, TriesEveryArmFirstAndSaysWhy) {
+  PolicyBandit b({.arms = 3});
+  EXPECT_EQ(b.current(), 0);
+  PolicyBandit::Step s = b.Update(100);
+  EXPECT_EQ(s.arm, 1);
+  EXPECT_TRUE(s.switched);
+  EXPECT_NE(s.reason.find("not tried"), std::string::npos) << s.reason;
+  s = b.Update(100);
+  EXPECT_EQ(s.arm, 2);
+  s = b.Update(100);
+  EXPECT_FALSE(s.reason.empty());
+}
+
+}  // namespace
+}  // namespace scheduler
+}  // namespace corral
