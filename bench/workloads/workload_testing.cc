@@ -1,6 +1,7 @@
 #include "bench/workloads/workload_testing.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
@@ -58,6 +59,16 @@ RunStats RunConcurrently(const Workload& w, engine::Database* db, const RunOptio
   std::vector<RunStats> per_thread(opt.threads);
   std::vector<std::thread> threads;
   const int64_t deadline = MonoNanos() + static_cast<int64_t>(opt.seconds * 1e9);
+  // Past the deadline the run goes on until every transaction type it has
+  // generated has committed once (a loaded machine may give the threads
+  // little of the time bound), up to a hard stop of 60 s more.
+  const size_t types = w.TxnTypeNames().size();
+  std::vector<std::atomic<bool>> generated(types), committed(types);
+  std::atomic<int64_t> uncommitted_types{0};  // generated, not yet committed
+  const int64_t hard_stop = deadline + int64_t{60} * 1000000000;
+  auto keep_going = [&](int64_t now) {
+    return now < deadline || (uncommitted_types.load(std::memory_order_relaxed) > 0 && now < hard_stop);
+  };
   for (int i = 0; i < opt.threads; ++i) {
     threads.emplace_back([&, i] {
       RunStats& s = per_thread[i];
@@ -72,8 +83,9 @@ RunStats RunConcurrently(const Workload& w, engine::Database* db, const RunOptio
         return;
       }
       Rng rng(opt.seed * 1000003 + i);
-      for (uint64_t n = 0; n < opt.max_txns_per_thread && MonoNanos() < deadline; ++n) {
+      for (uint64_t n = 0; n < opt.max_txns_per_thread && keep_going(MonoNanos()); ++n) {
         std::unique_ptr<WorkloadTxn> t = w.Next(rng);
+        if (!generated[t->type.value()].exchange(true)) uncommitted_types.fetch_add(1);
         bool done = false;
         for (int attempt = 0; attempt < 10000 && !done; ++attempt) {
           scheduler::ExecResult r = (*ex)->Execute(*t);
@@ -81,6 +93,7 @@ RunStats RunConcurrently(const Workload& w, engine::Database* db, const RunOptio
             case scheduler::Outcome::kCommitted:
               s.commits++;
               s.commits_by_type[t->type.value()]++;
+              if (!committed[t->type.value()].exchange(true)) uncommitted_types.fetch_sub(1);
               done = true;
               break;
             case scheduler::Outcome::kConflictAbort:

@@ -45,8 +45,9 @@ std::unique_ptr<engine::Database> NewDb(const std::string& protocol);
 std::string ProtocolParamName(const ::testing::TestParamInfo<std::string>& info);
 
 // Generates and runs transactions on `threads` threads until the time or
-// count bound; a conflict is retried (backoff in the executor) up to 10,000
-// times, then counted in gave_up.
+// count bound (past the time bound, until every transaction type it
+// generated has committed once, at most 60 s more); a conflict is retried
+// (backoff in the executor) up to 10,000 times, then counted in gave_up.
 RunStats RunConcurrently(const Workload& w, engine::Database* db, const RunOptions& opt);
 // A clean run: no failure, no transaction that gave up, and a commit of
 // every transaction type of `w` (gtest failures otherwise).
