@@ -304,17 +304,23 @@ class ProtoClient {
   int64_t answered_ = 0;
 };
 
-class ProxyFaultsTest : public ScratchTableTest {};
+class ProxyFaultsTest : public ScratchTableTest {
+ protected:
+  // The proxy with one backend, and client c logged in.
+  void StartWithOneBackend(RawClient* c) {
+    Options o;
+    o.pool_size = 1;
+    ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
+    ASSERT_TRUE(c->Connect(proxy_.port(), server_.user, server_.dbname).ok());
+  }
+};
 
 // Defect 5: a client idle in a transaction whose backend was terminated got
 // an unsolicited error and then another one for its COMMIT (psycopg 3:
 // "received 2 results from command 'COMMIT'").
 TEST_F(ProxyFaultsTest, OneResultForCommitAfterBackendTerminated) {
-  Options o;
-  o.pool_size = 1;
-  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   RawClient c;
-  ASSERT_TRUE(c.Connect(proxy_.port(), server_.user, server_.dbname).ok());
+  ASSERT_NO_FATAL_FAILURE(StartWithOneBackend(&c));
   std::vector<RawMessage> msgs;
   ASSERT_TRUE(c.SendRaw(RawClient::Query("BEGIN")).ok());
   ASSERT_TRUE(c.ReadUntilReady(&msgs).ok());
@@ -349,11 +355,8 @@ TEST_F(ProxyFaultsTest, OneResultForCommitAfterBackendTerminated) {
 // failed.) A Flush makes it deterministic: the server sends the error and
 // waits for the Sync.
 TEST_F(ProxyFaultsTest, ErrorThenBackendLostKeepsTheFailedTransaction) {
-  Options o;
-  o.pool_size = 1;
-  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   RawClient c;
-  ASSERT_TRUE(c.Connect(proxy_.port(), server_.user, server_.dbname).ok());
+  ASSERT_NO_FATAL_FAILURE(StartWithOneBackend(&c));
   auto types = [](const std::vector<RawMessage>& msgs) {
     std::string t;
     for (const RawMessage& m : msgs) {
