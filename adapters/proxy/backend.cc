@@ -152,6 +152,7 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->read_paused = false;
   b->alive = true;
   b->status = 'I';
+  b->block = 'I';
   b->batches.clear();
   b->batches.push_back(Batch());
   b->cache.Clear();
@@ -232,6 +233,12 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           b->unnamed_key.clear();
           if (forward && c != nullptr) c->stmts.clear();
         }
+        if (absl::StartsWith(f.body, "BEGIN") || absl::StartsWith(f.body, "START TRANSACTION")) {
+          if (b->block == 'I') b->block = 'T';
+        } else if (absl::StartsWith(f.body, "COMMIT") || absl::StartsWith(f.body, "ROLLBACK") ||
+                   absl::StartsWith(f.body, "PREPARE TRANSACTION")) {
+          b->block = 'I';  // (ROLLBACK TO SAVEPOINT and ... AND CHAIN have these tags too)
+        }
         if (forward && c != nullptr) {
           if (absl::StartsWith(f.body, "ROLLBACK")) c->route.rolled_back = true;
           c->sess.OnCommandComplete(wire::Reader(f.body).CString());
@@ -293,6 +300,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
       }
       case 'Z': {
         b->status = f.body.empty() ? 'I' : f.body[0];
+        b->block = b->status;
         b->front_errored = false;
         b->drop_describe_tail = false;
         b->answer_key.clear();
@@ -361,18 +369,36 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
     const std::string lost = absl::StrCat("server connection lost (backend ", b->index, ": ",
                                           b->fatal.empty() ? std::string(why) : b->fatal,
                                           "): the transaction on it was rolled back");
+    // The server may have sent the front batch's error and died before
+    // its ReadyForQuery: that error is the answer, and the ReadyForQuery
+    // says what the server's would have: 'E' when the error failed a
+    // transaction block (the client rolls back, or runs into the lost
+    // transaction's error at its next request; 'I' would let its next
+    // statements run outside the transaction it believes failed).
+    const char errored_status = b->block == 'I' ? 'I' : 'E';
     int outstanding = 0;
+    char last = 0;
     for (size_t i = 0; i + 1 < b->batches.size(); ++i) {
       if (b->batches[i].swallow) continue;
-      // The server may have sent the front batch's error and died before
-      // its ReadyForQuery: that error is the answer.
-      if (i > 0 || !b->front_errored) ClientError(c, "08006", lost);
-      ClientReady(c, 'I');
+      const bool errored = i == 0 && b->front_errored;
+      if (!errored) ClientError(c, "08006", lost);
+      last = errored ? errored_status : 'I';
+      ClientReady(c, last);
       ++outstanding;
     }
     c->sess.OnError();  // the transaction is gone, with any SET it made
     // A client still waiting for its attach SQL sent nothing: routed anew.
-    if (!c->attaching && (outstanding == 0 || b->batches.back().msgs > 0)) c->txn_lost = true;
+    if (!c->attaching) {
+      if (outstanding == 0 && b->front_errored) {
+        // A unit forwarded in part (no Sync yet) whose error the client
+        // has: as after an error, the rest up to the Sync is skipped.
+        c->txn_lost = true;
+        c->lost_answered = true;
+        c->lost_failed = errored_status == 'E';
+      } else if (outstanding == 0 || b->batches.back().msgs > 0 || last == 'E') {
+        c->txn_lost = true;
+      }
+    }
     c->attaching = false;
     MarkDirty(c);
     RouterOf(c).Finish(&c->route, scheduler::Outcome::kFailed);

@@ -148,6 +148,12 @@ struct Backend : Conn {
   ParamList connect_params;  // ParameterStatus at connect (its defaults)
   BackendSession sess;       // its session parameters now (session_params.h)
   bool front_errored = false;  // an ErrorResponse of the front batch went to the client
+  // The server's transaction state as of the last message read: the last
+  // ReadyForQuery's status, moved by the BEGIN / COMMIT / ROLLBACK
+  // completed since ('T' or 'E': a transaction block is open). What the
+  // server's ReadyForQuery would have said after an error when it died
+  // before sending it (FailBackend).
+  char block = 'I';
   bool drop_describe_tail = false;  // the RowDescription / NoData after a dropped ParameterDescription
   std::string unnamed_key;          // PreparedDef::key of the unnamed statement a client parsed here
   // Its open transaction ran a statement that may change the catalog: its
@@ -190,6 +196,10 @@ struct Client : Conn {
   std::string held_begin;
   bool txn_lost = false;    // its backend died while it was idle in a transaction
   bool lost_answered = false;  // txn_lost's error was sent (a Flush); skipping to Sync
+  // txn_lost after the server's own error in a transaction block: the
+  // unit's ReadyForQuery says 'E', as the server's would have, and the
+  // request after it gets the lost-transaction error.
+  bool lost_failed = false;
   bool over_limit = false;  // accepted beyond max_client_conn: rejected at startup
   bool pause_wait = false;  // admin: its PAUSE is answered once no transaction runs
   std::string deferred;     // admin: that answer

@@ -75,15 +75,21 @@ bool Proxy::Loop::AnswerLostTxn(Client* c, size_t end) {
   for (size_t i = 0; i <= end; ++i) {
     const char type = c->pending.front().type;
     if (type == 'S' || type == 'Q') {
-      ClientReady(c, 'I');
+      ClientReady(c, c->lost_failed ? 'E' : 'I');
       synced = true;
     }
     c->pending.pop_front();
   }
   // A unit that ended at a Flush: like the server after an error, skip the
-  // rest up to the Sync, which gets the ReadyForQuery.
-  c->txn_lost = !synced;
-  c->lost_answered = !synced;
+  // rest up to the Sync, which gets the ReadyForQuery. After a failed
+  // block's 'E' the next request hears of the loss.
+  if (synced) {
+    c->txn_lost = c->lost_failed;
+    c->lost_answered = false;
+    c->lost_failed = false;
+  } else {
+    c->lost_answered = true;
+  }
   MarkDirty(c);
   return true;
 }
