@@ -10,6 +10,7 @@
 #   CORRAL_NO_TSAN=1 scripts/test.sh   # skip the TSan pass
 #   CORRAL_TEST_LOAD=2 scripts/test.sh # under load: 2 CPU-burning processes
 #                                      # run for the whole suite
+#   CORRAL_TEST_RERUN=1 scripts/test.sh  # run every test, none from a cache
 #
 # CORRAL_TEST_LOAD=N starts N busy-loop processes before the first build and
 # stops them when the script exits (normally, on error or on Ctrl-C): the
@@ -55,6 +56,12 @@ fi
 
 # Bazel hides the client environment from tests: pass the server through.
 PG_TEST_ENV=(--test_env=CORRAL_PG_CONNINFO --test_env=PGHOST --test_env=PGPORT --test_env=PGUSER)
+# Under load (or with CORRAL_TEST_RERUN=1) every test really runs: a value
+# that changes each time keeps Bazel from answering with a result cached in
+# its output base or disk cache from a run without load.
+if [ "$LOAD" -gt 0 ] || [ "${CORRAL_TEST_RERUN:-0}" = 1 ]; then
+  PG_TEST_ENV+=(--test_env=CORRAL_TEST_RUN_ID="$(date +%s%N)")
+fi
 
 JOBS=${CORRAL_TEST_JOBS:-2}
 rc=0
