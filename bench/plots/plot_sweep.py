@@ -53,6 +53,10 @@ def parse_args(argv):
     return pos, opts
 
 
+def fmt_x(x):
+    return ("%g" % x) if isinstance(x, float) else str(x)
+
+
 def fmt_tps(x):
     return "%.1fk" % (x / 1000.0)
 
@@ -138,29 +142,18 @@ def main(argv):
     for f in facets:
         head = (" (%s=%s)" % (fkey, f)) if fkey else ""
         for q in learned:
-            out.append("#### Throughput, original / %s%s\n" % (q, head))
-            out.append("| %s | %s |" % (xkey, " | ".join(protocols)))
-            out.append("|---:|%s" % ("---:|" * len(protocols)))
-            for x in xs:
-                cells = []
-                for p in protocols:
-                    o, l = at.get((f, x, p, BASELINE)), at.get((f, x, p, q))
-                    cells.append("%s / %s" % (fmt_tps(float(o["tps"])) if o else "-",
-                                              fmt_tps(float(l["tps"])) if l else "-"))
-                out.append("| %g | %s |" % (x, " | ".join(cells)) if isinstance(x, float)
-                           else "| %s | %s |" % (x, " | ".join(cells)))
-            out.append("")
-            out.append("#### Abort rate, original / %s%s\n" % (q, head))
-            out.append("| %s | %s |" % (xkey, " | ".join(protocols)))
-            out.append("|---:|%s" % ("---:|" * len(protocols)))
-            for x in xs:
-                cells = []
-                for p in protocols:
-                    o, l = at.get((f, x, p, BASELINE)), at.get((f, x, p, q))
-                    cells.append("%s / %s" % ("%.3f" % float(o["abort_rate"]) if o else "-",
-                                              "%.3f" % float(l["abort_rate"]) if l else "-"))
-                out.append("| %g | %s |" % (x, " | ".join(cells)))
-            out.append("")
+            for what, column, fmt in (("Throughput", "tps", fmt_tps),
+                                      ("Abort rate", "abort_rate", lambda v: "%.3f" % v)):
+                out.append("#### %s, original / %s%s\n" % (what, q, head))
+                out.append("| %s | %s |" % (xkey, " | ".join(protocols)))
+                out.append("|---:|%s" % ("---:|" * len(protocols)))
+                for x in xs:
+                    cells = []
+                    for p in protocols:
+                        pair = [at.get((f, x, p, pol)) for pol in (BASELINE, q)]
+                        cells.append(" / ".join(fmt(float(r[column])) if r else "-" for r in pair))
+                    out.append("| %s | %s |" % (fmt_x(x), " | ".join(cells)))
+                out.append("")
             out.append("#### Protocols by throughput at each point%s (highest first)\n" % head)
             out.append("| %s | original | %s |" % (xkey, q))
             out.append("|---:|---|---|")
@@ -170,7 +163,7 @@ def main(argv):
                     ps = [p for p in protocols if (f, x, p, pol) in at]
                     ps.sort(key=lambda p: -float(at[(f, x, p, pol)]["tps"]))
                     orders.append(" > ".join(ps))
-                out.append("| %g | %s | %s |" % (x, orders[0], orders[1]))
+                out.append("| %s | %s | %s |" % (fmt_x(x), orders[0], orders[1]))
             out.append("")
             if ratios:
                 out.append("#### %s / original, paired per round%s: tps ratio [95%%], abort-rate ratio\n" % (q, head))
@@ -183,7 +176,7 @@ def main(argv):
                         cells.append("x%.2f [%.2f, %.2f], ab x%.2f" % (
                             float(r["tps_ratio"]), float(r["tps_lo"]), float(r["tps_hi"]),
                             float(r["abort_ratio"])) if r else "-")
-                    out.append("| %g | %s |" % (x, " | ".join(cells)))
+                    out.append("| %s | %s |" % (fmt_x(x), " | ".join(cells)))
                 out.append("")
     with open(opts["md"], "w") as fh:
         fh.write("\n".join(out) + "\n")
