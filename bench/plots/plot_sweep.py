@@ -68,7 +68,9 @@ def main(argv):
         return 2
     cells_path, out_png = pos[0], pos[1]
     xkey, fkey = opts["x"], opts.get("facet")
-    rows = list(csv.DictReader(open(cells_path)))
+    # A cell with no clean run (n = 0: every run lost too much CPU to other
+    # processes) has no measurement; it is left out (shown as "-").
+    rows = [r for r in csv.DictReader(open(cells_path)) if int(r.get("n", "1")) > 0]
     protocols, policies, facets, xs = [], [], [], []
     at = {}
     for r in rows:
@@ -87,7 +89,7 @@ def main(argv):
     rpath = os.path.join(os.path.dirname(cells_path), "ratios.csv")
     if os.path.exists(rpath):
         for r in csv.DictReader(open(rpath)):
-            if r["baseline"] != BASELINE:
+            if r["baseline"] != BASELINE or int(r["rounds"]) == 0:
                 continue
             f = setting(r, fkey) if fkey else ""
             ratios[(f, as_number(setting(r, xkey)), r["protocol"], r["policy"])] = r
@@ -174,9 +176,15 @@ def main(argv):
                     cells = []
                     for p in protocols:
                         r = ratios.get((f, x, p, q))
-                        cells.append("x%.2f [%.2f, %.2f], ab x%.2f" % (
-                            float(r["tps_ratio"]), float(r["tps_lo"]), float(r["tps_hi"]),
-                            float(r["abort_ratio"])) if r else "-")
+                        if r is None:
+                            cells.append("-")
+                        elif int(r["rounds"]) == 1:  # one paired round: no interval
+                            cells.append("x%.2f (1 round), ab x%.2f" % (float(r["tps_ratio"]),
+                                                                        float(r["abort_ratio"])))
+                        else:
+                            cells.append("x%.2f [%.2f, %.2f], ab x%.2f" % (
+                                float(r["tps_ratio"]), float(r["tps_lo"]), float(r["tps_hi"]),
+                                float(r["abort_ratio"])))
                     out.append("| %s | %s |" % (fmt_x(x), " | ".join(cells)))
                 out.append("")
     with open(opts["md"], "w") as fh:
