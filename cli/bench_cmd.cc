@@ -41,6 +41,10 @@ ABSL_FLAG(double, arrival_rate, 0, "> 0: open loop (throttled) at this many tran
 ABSL_FLAG(int, warehouses, -1, "TPC-C warehouses (-1 = workload default)");
 ABSL_FLAG(double, scale, -1, "SmallBank/TATP/YCSB size factor (-1 = default; reserved, see README)");
 ABSL_FLAG(double, theta, -1, "Zipf theta over the partition domain (-1 = workload default)");
+ABSL_FLAG(std::string, tpcc_mix, "", "TPC-C mix: standard | np | payment | neworder (empty = the workload's own)");
+ABSL_FLAG(double, update_rate, -1,
+          "YCSB: fraction of update transactions (5 reads/5 updates; the rest read-only), Deneva's update rate; "
+          "-1 = per-operation mix");
 ABSL_FLAG(double, hot_fraction, -1, "SmallBank/TATP: fraction of accesses to the hot range (-1 = default)");
 ABSL_FLAG(int64_t, hot_size, -1, "SmallBank/TATP: hot range size (-1 = default)");
 ABSL_FLAG(std::string, skew_phases, "", "online runs: skew over time, 'dur_s:theta[:hot_fraction[:hot_size]] ...'");
@@ -103,6 +107,7 @@ int RunBench(const std::vector<char*>& args) {
   c.warehouses = absl::GetFlag(FLAGS_warehouses);
   c.scale = absl::GetFlag(FLAGS_scale);
   c.theta = absl::GetFlag(FLAGS_theta);
+  c.update_rate = absl::GetFlag(FLAGS_update_rate);
   c.hot_fraction = absl::GetFlag(FLAGS_hot_fraction);
   c.hot_size = absl::GetFlag(FLAGS_hot_size);
   c.duration_s = absl::GetFlag(FLAGS_duration);
@@ -126,7 +131,9 @@ int RunBench(const std::vector<char*>& args) {
            {"policy", absl::GetFlag(FLAGS_policy)},
            {"mode", absl::GetFlag(FLAGS_mode)},
            {"skew_phases", absl::GetFlag(FLAGS_skew_phases)},
-           {"insert_refs", absl::GetFlag(FLAGS_insert_refs)}}) {
+           {"insert_refs", absl::GetFlag(FLAGS_insert_refs)},
+           {"tpcc_mix", absl::GetFlag(FLAGS_tpcc_mix)}}) {
+    if (std::string(kv.first) == "tpcc_mix" && kv.second.empty()) continue;
     absl::Status st = bench::ApplySetting(&c, kv.first, kv.second);
     if (!st.ok()) {
       std::fprintf(stderr, "corral bench: --%s: %s\n", kv.first, std::string(st.message()).c_str());

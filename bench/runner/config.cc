@@ -43,7 +43,7 @@ const std::vector<std::string>& SettingKeys() {
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
-      "pg_seqscan", "history_half_life_s", "split_max_k"};
+      "pg_seqscan", "history_half_life_s", "split_max_k", "tpcc_mix", "update_rate"};
   return k;
 }
 
@@ -83,6 +83,15 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
   if (key == "warehouses") return Num(key, v, &c->warehouses);
   if (key == "scale") return Dbl(key, v, &c->scale);
   if (key == "theta") return Dbl(key, v, &c->theta);
+  if (key == "update_rate") return Dbl(key, v, &c->update_rate);
+  if (key == "tpcc_mix") {
+    std::string m = absl::AsciiStrToLower(v);
+    if (m != "standard" && m != "np" && m != "payment" && m != "neworder") {
+      return Bad(key, v, "standard|np|payment|neworder");
+    }
+    c->tpcc_mix = m;
+    return absl::OkStatus();
+  }
   if (key == "hot_fraction") return Dbl(key, v, &c->hot_fraction);
   if (key == "hot_size") return Num(key, v, &c->hot_size);
   if (key == "duration") return Dbl(key, v, &c->duration_s);
@@ -156,6 +165,13 @@ absl::Status Validate(const BenchConfig& c) {
   if (c.repeat < 1) return absl::InvalidArgumentError("repeat must be >= 1");
   if (c.arrival_rate < 0) return absl::InvalidArgumentError("arrival_rate must be >= 0");
   if (c.txn_delay_us < 0) return absl::InvalidArgumentError("txn_delay_us must be >= 0");
+  if (c.update_rate > 1) return absl::InvalidArgumentError("update_rate must be <= 1 (a fraction of transactions)");
+  if (!c.tpcc_mix.empty() && c.workload != "tpcc" && c.workload != "tpcc-np") {
+    return absl::InvalidArgumentError(absl::StrCat("tpcc_mix applies to workload tpcc, not ", c.workload));
+  }
+  if (c.update_rate >= 0 && c.workload != "ycsb") {
+    return absl::InvalidArgumentError(absl::StrCat("update_rate applies to workload ycsb, not ", c.workload));
+  }
   if (c.clients < 0) return absl::InvalidArgumentError("clients must be >= 0");
   return absl::OkStatus();
 }

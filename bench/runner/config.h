@@ -4,6 +4,7 @@
 //   BenchConfig c;
 //   CHECK_OK(ApplySetting(&c, "protocol", "2pl-waitdie"));
 //   CHECK_OK(ApplySetting(&c, "skew_phases", "10:0, 10:0.99"));  // duration_s:zipf_theta
+//   CHECK_OK(ApplySetting(&c, "tpcc_mix", "payment"));              // Payment only
 //   std::string err = ApplySetting(&c, "queues", "many").message();  // names the key
 //
 // Thread-safety: plain value types and pure functions.
@@ -39,6 +40,14 @@ struct BenchConfig {
   int warehouses = -1;             // TPC-C
   double scale = -1;               // SmallBank accounts / TATP subscribers / YCSB rows, x default
   double theta = -1;               // Zipf theta over the partition domain
+  // TPC-C transaction mix: "" = the workload's own (tpcc: standard, tpcc-np:
+  // NewOrder/Payment 50/50); "standard", "np", "payment" (Payment only),
+  // "neworder" (NewOrder only) - Deneva's Figure 10 runs the last two.
+  std::string tpcc_mix;
+  // YCSB: Deneva's update rate (Section 4.3), the fraction of transactions
+  // that are update transactions (half their operations read-modify-writes,
+  // the rest read-only); negative = YCSB's per-operation mix (90% reads).
+  double update_rate = -1;
   double hot_fraction = -1;        // SmallBank/TATP hot spot
   int64_t hot_size = -1;
   std::vector<workloads::SkewPhase> skew_phases;  // online runs: skew over time

@@ -88,9 +88,19 @@ TEST(Spec, RoundKeys) {
 TEST(Spec, EveryCheckedInSpecParses) {
   for (const char* name : {"quick", "headline_tpcc", "headline_tpcc_delay", "headline_tpcc_2wh", "headline_tpcc_nosteal",
                            "headline_smallbank", "headline_smallbank_delay", "headline_tatp", "headline_tatp_delay",
-                           "factorial_tpcc", "threads_tpcc", "throttled_tpcc", "skew_shift"}) {
+                           "factorial_tpcc", "threads_tpcc", "throttled_tpcc", "skew_shift", "deneva_ycsb_skew",
+                           "deneva_ycsb_update", "deneva_tpcc"}) {
     auto s = ReadSpecFile(std::string("bench/experiments/") + name + ".spec");
     EXPECT_TRUE(s.ok()) << name << ": " << s.status();
+  }
+  // Deneva's figures: six protocols x {original, learned} at every point, every cell valid.
+  for (const auto& [name, points] : std::vector<std::pair<std::string, size_t>>{
+           {"deneva_ycsb_skew", 7}, {"deneva_ycsb_update", 6}, {"deneva_tpcc", 8}}) {
+    auto s = ReadSpecFile("bench/experiments/" + name + ".spec");
+    ASSERT_TRUE(s.ok()) << name << ": " << s.status();
+    std::vector<BenchConfig> cells = ExpandCells(*s);
+    EXPECT_EQ(cells.size(), points * 12) << name;
+    for (const BenchConfig& c : cells) EXPECT_TRUE(Validate(c).ok()) << name << " " << c.sweep_label;
   }
   auto quick = ReadSpecFile("bench/experiments/quick.spec");
   ASSERT_TRUE(quick.ok());

@@ -17,6 +17,10 @@ WorkloadFactory MakeWorkloadFactory() {
       workloads::TpccParams p;
       if (c.warehouses > 0) p.warehouses = c.warehouses;
       if (c.workload == "tpcc-np") p.mix = {50, 50, 0, 0, 0};
+      if (c.tpcc_mix == "standard") p.mix = workloads::TpccParams{}.mix;
+      if (c.tpcc_mix == "np") p.mix = {50, 50, 0, 0, 0};
+      if (c.tpcc_mix == "payment") p.mix = {0, 100, 0, 0, 0};
+      if (c.tpcc_mix == "neworder") p.mix = {100, 0, 0, 0, 0};
       return W(new workloads::TpccWorkload(p, c.workload));
     }
     if (c.workload == "smallbank") {
@@ -36,6 +40,7 @@ WorkloadFactory MakeWorkloadFactory() {
     if (c.workload == "ycsb") {
       workloads::YcsbParams p;
       if (c.scale > 0) p.records = static_cast<int64_t>(p.records * c.scale);
+      if (c.update_rate >= 0) p.update_txn_fraction = c.update_rate;
       return W(new workloads::YcsbWorkload(p));
     }
     return workloads::MakeWorkload(c.workload);  // NotFound listing the names

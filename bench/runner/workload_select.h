@@ -1,7 +1,7 @@
 // The workload factory for `corral bench` / `corral experiment`: a workload
 // by name (bench/workloads/factory.h) with the configuration's knobs applied
-// (TPC-C warehouses; skew knobs go through the workload's phase schedule in
-// the runner).
+// (TPC-C warehouses and tpcc_mix, YCSB update_rate; skew knobs go through
+// the workload's phase schedule in the runner).
 //
 //   Runner r(MakeEngineBackend(), MakeWorkloadFactory());
 //

@@ -126,6 +126,20 @@ std::unique_ptr<WorkloadTxn> YcsbWorkload::Next(Rng& rng) const {
   auto t = std::make_unique<YcsbTxn>(&t_);
   const int n = static_cast<int>(std::min<int64_t>(p_.ops_per_txn, p_.records));
   t->ops.resize(n);
+  // Deneva's per-transaction mix: which positions are read-modify-writes.
+  std::vector<bool> rmw_at;
+  if (p_.update_txn_fraction >= 0) {
+    rmw_at.assign(n, false);
+    if (rng.Chance(p_.update_txn_fraction)) {
+      for (int i = 0; i < n / 2; ++i) rmw_at[i] = true;
+      for (int i = n - 1; i > 0; --i) {  // Fisher-Yates: random positions
+        const int j = static_cast<int>(rng.Uniform(0, i));
+        const bool tmp = rmw_at[i];
+        rmw_at[i] = rmw_at[j];
+        rmw_at[j] = tmp;
+      }
+    }
+  }
   for (int i = 0; i < n; ++i) {
     YcsbOp& op = t->ops[i];
     bool dup;
@@ -134,7 +148,7 @@ std::unique_ptr<WorkloadTxn> YcsbWorkload::Next(Rng& rng) const {
       dup = false;
       for (int j = 0; j < i; ++j) dup |= t->ops[j].key == op.key;
     } while (dup);
-    op.rmw = !rng.Chance(p_.read_fraction);
+    op.rmw = rmw_at.empty() ? !rng.Chance(p_.read_fraction) : rmw_at[i];
     if (op.rmw) {
       op.field = static_cast<int>(rng.Uniform(0, p_.fields - 1));
       op.value = RandomValue(rng, p_.field_size);

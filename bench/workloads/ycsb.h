@@ -14,6 +14,10 @@
 // read-modify-write reads the row for update and sets one random field to
 // a new field_size-byte value and counter = counter + 1.
 //
+// With update_txn_fraction >= 0 the mix is per transaction instead (Deneva's
+// update rate): update transactions carry ops_per_txn / 2 read-modify-writes,
+// the others only reads.
+//
 // Partition key: the first key's range, key / ceil(records / partitions).
 // One type (id 0, "Txn"); per-type statistics are by transaction.
 // Check(): sum(counter) over the table = committed read-modify-write
@@ -38,6 +42,11 @@ struct YcsbParams {
   int64_t records = 100000;
   int ops_per_txn = 10;
   double read_fraction = 0.9;  // the rest are read-modify-writes
+  // Deneva's update-rate mix (Harding et al. 2017, Section 4.3): when >= 0,
+  // read_fraction is not used; a transaction is an update transaction with
+  // this probability, with ops_per_txn / 2 read-modify-writes at random
+  // positions ("5 reads / 5 updates"), and read-only (all reads) otherwise.
+  double update_txn_fraction = -1;
   double theta = 0.9;          // Zipf skew; 0 = uniform
   bool scrambled = false;
   int fields = 10;
