@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -163,30 +164,41 @@ TEST_F(SessionTest, JdbcSetTransactionIsolationFollowsTheClient) {
       PQfinish(c);
     });
   }
+  // Stops and joins the busy clients on every way out (an ASSERT included).
+  auto join_load = absl::MakeCleanup([&] {
+    stop.store(true);
+    for (auto& t : load) t.join();
+  });
   const std::string cmd = absl::StrCat("java -XX:-UsePerfData -cp /usr/share/java/postgresql.jar ", client,
                                        " 'jdbc:postgresql://127.0.0.1:", proxy_.port(), "/", server_.dbname,
                                        "?user=", server_.user, "' 60 2>&1");
-  FILE* f = popen(cmd.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  const int rc = pclose(f);
-  stop.store(true);
-  for (auto& t : load) t.join();
-  ASSERT_EQ(rc, 0) << out;
-  std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
-  ASSERT_EQ(lines.size(), 61u) << out;
-  EXPECT_EQ(lines.back(), "done");
+  // Every transaction of every attempt must run SERIALIZABLE. The check is
+  // only meaningful once one client's transactions landed on two backends;
+  // on a loaded machine the busy clients may not get the CPU to push it off
+  // its backend, so a client that stayed on one backend is tried again (a
+  // fresh JDBC connection, up to 5 times) rather than failing the test.
   std::set<std::string> pids;
-  for (size_t i = 0; i + 1 < lines.size(); ++i) {
-    std::vector<std::string> f2 = absl::StrSplit(lines[i], ' ');
-    ASSERT_EQ(f2.size(), 2u) << lines[i];
-    EXPECT_EQ(f2[0], "serializable") << "transaction " << i;
-    pids.insert(f2[1]);
+  for (int attempt = 0; attempt < 5 && pids.size() < 2; ++attempt) {
+    pids.clear();
+    FILE* f = popen(cmd.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+    const int rc = pclose(f);
+    ASSERT_EQ(rc, 0) << out;
+    std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
+    ASSERT_EQ(lines.size(), 61u) << out;
+    EXPECT_EQ(lines.back(), "done");
+    for (size_t i = 0; i + 1 < lines.size(); ++i) {
+      std::vector<std::string> f2 = absl::StrSplit(lines[i], ' ');
+      ASSERT_EQ(f2.size(), 2u) << lines[i];
+      EXPECT_EQ(f2[0], "serializable") << "attempt " << attempt << ", transaction " << i;
+      pids.insert(f2[1]);
+    }
   }
-  EXPECT_GE(pids.size(), 2u) << "the client's transactions never moved between backends";
+  EXPECT_GE(pids.size(), 2u) << "in 5 attempts the client's transactions never moved between backends";
 }
 
 // Two clients with different client_encoding, TimeZone and search_path take
