@@ -4,7 +4,10 @@
 // abort (NewOrder's 1 % rollback) is not retried. Reports committed txn/s,
 // the abort rate (aborted attempts / attempts) per protocol, and checks the
 // TPC-C consistency conditions afterwards. For comparison with DBx1000
-// (NewOrder + Payment, 2 threads, 2 warehouses).
+// (NewOrder + Payment, 2 threads, 2 warehouses). --home=thread gives worker t
+// the fixed home warehouse t % warehouses + 1, as DBx1000 does
+// (FIRST_PART_LOCAL); the default draws the home warehouse per transaction.
+// bench/dbx1000/run.sh runs both beside DBx1000.
 //
 //   bazel build -c opt //bench/engine:tpcc_engine_bench
 //   bazel-bin/bench/engine/tpcc_engine_bench --warehouses=2 --threads=2 --seconds=3
@@ -26,6 +29,9 @@ ABSL_FLAG(int, warehouses, 2, "TPC-C warehouses");
 ABSL_FLAG(int, threads, 2, "worker threads");
 ABSL_FLAG(double, seconds, 3, "measured seconds per protocol");
 ABSL_FLAG(std::string, mix, "tpcc-np", "tpcc-np (NewOrder + Payment 50/50) | tpcc (standard mix)");
+ABSL_FLAG(std::string, home, "random",
+          "random (home warehouse drawn per transaction) | thread (worker t: t % warehouses + 1; "
+          "tpcc-np only)");
 ABSL_FLAG(std::string, protocols, "occ,2pl-nowait,2pl-waitdie,2pl-dldetect", "comma-separated");
 
 namespace corral {
@@ -36,8 +42,20 @@ using Clock = std::chrono::steady_clock;
 int Main() {
   const int threads = absl::GetFlag(FLAGS_threads);
   const double seconds = absl::GetFlag(FLAGS_seconds);
-  std::printf("TPC-C %s, %d warehouses, %d threads, %.1f s, cores %u\n\n",
-              absl::GetFlag(FLAGS_mix).c_str(), absl::GetFlag(FLAGS_warehouses), threads, seconds,
+  const std::string mix = absl::GetFlag(FLAGS_mix);
+  const std::string home = absl::GetFlag(FLAGS_home);
+  if (mix != "tpcc-np" && mix != "tpcc") {
+    std::fprintf(stderr, "--mix=%s: expected tpcc-np or tpcc\n", mix.c_str());
+    return 2;
+  }
+  if (home != "random" && !(home == "thread" && mix == "tpcc-np")) {
+    std::fprintf(stderr, "--home=%s: expected random, or thread with --mix=tpcc-np\n",
+                 home.c_str());
+    return 2;
+  }
+  const bool home_per_thread = home == "thread";
+  std::printf("TPC-C %s, %d warehouses, %d threads, home %s, %.1f s, cores %u\n\n", mix.c_str(),
+              absl::GetFlag(FLAGS_warehouses), threads, home.c_str(), seconds,
               std::thread::hardware_concurrency());
   std::printf(
       "| protocol | txn/s | abort rate | user aborts | CPU us/txn | consistency |\n"
@@ -47,7 +65,9 @@ int Main() {
   for (const std::string& protocol : protocols) {
     workloads::TpccParams params;
     params.warehouses = absl::GetFlag(FLAGS_warehouses);
-    workloads::TpccWorkload w(params, absl::GetFlag(FLAGS_mix));
+    // The constructor's name is only a label: the mix comes from params.
+    if (mix == "tpcc-np") params.mix = {50, 50, 0, 0, 0};
+    workloads::TpccWorkload w(params, mix);
     auto db = engine::Database::Create({protocol});
     if (!db.ok()) {
       std::fprintf(stderr, "%s\n", db.status().ToString().c_str());
@@ -72,7 +92,17 @@ int Main() {
         timespec c0, c1;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
         while (!stop.load(std::memory_order_relaxed)) {
-          std::unique_ptr<workloads::WorkloadTxn> txn = w.Next(rng);
+          std::unique_ptr<workloads::WorkloadTxn> txn;
+          if (home_per_thread) {
+            const int hw = t % params.warehouses + 1;
+            if (rng.Double() < 0.5) {
+              txn = w.MakeNewOrder(rng, hw);
+            } else {
+              txn = w.MakePayment(rng, hw);
+            }
+          } else {
+            txn = w.Next(rng);
+          }
           for (;;) {
             ++txn->attempts;
             scheduler::ExecResult r = ex->Execute(*txn);
