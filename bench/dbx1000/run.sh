@@ -9,6 +9,8 @@
 #
 # Environment: ROUNDS (3), TXNS (DBx1000 MAX_TXN_PER_PART, committed txns per
 # thread; 250000 gives about 3 s), SECONDS_CORRAL (3), NICE ("" or "nice -n 19"),
+# VARIANTS (Corral runs as home:rows, default "thread:all random:all
+# thread:dbx1000"; rows=dbx1000 does DBx1000's work: no row inserts, its sizes),
 # PROTOCOLS (DBx1000 names, default below), CORRAL_BIN (tpcc_engine_bench).
 #
 # What is measured for DBx1000: the source copy gets one measurement hook in
@@ -30,6 +32,7 @@ PROTOCOLS=${PROTOCOLS:-"NO_WAIT WAIT_DIE TIMESTAMP MVCC OCC SILO TICTOC"}
 ROUNDS=${ROUNDS:-3}
 TXNS=${TXNS:-250000}
 SECONDS_CORRAL=${SECONDS_CORRAL:-3}
+VARIANTS=${VARIANTS:-"thread:all random:all thread:dbx1000"}
 NICE=${NICE:-}
 
 configure() {  # $1 = source copy, $2 = CC_ALG
@@ -116,11 +119,15 @@ run() {  # $1 = workdir, $2 = outdir
       [[ -x $work/build_$alg/rundb ]] || continue
       echo "dbx1000 $r $alg $(run_dbx "$work/build_$alg")" | tee -a "$OUTDIR/runs.txt"
     done
-    for home in thread random; do  # thread = DBx1000's fixed home warehouse per worker
+    # home: thread = DBx1000's fixed home warehouse per worker; rows: all =
+    # the TPC-C inserts, dbx1000 = DBx1000's work (no inserts, its table sizes).
+    for v in $VARIANTS; do
+      local home=${v%%:*} rows=${v#*:} side
+      side=corral-$home; [[ $rows == all ]] || side=$side-$rows
       $NICE "$bin" --warehouses=2 --threads=2 --seconds="$SECONDS_CORRAL" --protocols="$cprot" \
-        --home="$home" \
+        --home="$home" --rows="$rows" \
         | tee -a "$OUTDIR/corral_raw.txt" \
-        | awk -v r="$r" -v side="corral-$home" -F'|' '/^\| [a-z0-9-]+ \| [0-9]/ {
+        | awk -v r="$r" -v side="$side" -F'|' '/^\| [a-z0-9-]+ \| [0-9]/ {
             gsub(/ /, ""); print side, r, $2, $3, $6, $4, "-", $7 }' \
         | tee -a "$OUTDIR/runs.txt"
     done

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Markdown table from bench/dbx1000/run.sh's runs.txt: per DBx1000 protocol,
-DBx1000 and Corral (--home=thread, and --home=random) medians over rounds with
+DBx1000 and each Corral variant (corral-thread, corral-random: --home=...,
+with the TPC-C row inserts; corral-thread-dbx1000: --rows=dbx1000, DBx1000's
+work without inserts) medians over rounds with
 [min-max], and Corral/DBx1000 ratios of the medians (txn/s: >1 means Corral is
 faster; CPU us/txn: <1 means Corral spends less CPU per transaction).
 
@@ -33,7 +35,10 @@ def main(path):
         m = statistics.median(v)
         return m, f"{fmt.format(m)} [{fmt.format(min(v))}-{fmt.format(max(v))}]"
 
-    print("| DBx1000 | txn/s | CPU us/txn | Corral | home | txn/s | CPU us/txn | abort rate "
+    order = ["corral-thread", "corral-random", "corral-thread-dbx1000"]
+    sides = [x for x in order if any(k[0] == x for k in runs)]
+    sides += sorted({k[0] for k in runs if k[0].startswith("corral-")} - set(sides))
+    print("| DBx1000 | txn/s | CPU us/txn | Corral | variant | txn/s | CPU us/txn | abort rate "
           "| txn/s ratio | CPU ratio |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for alg, prot in CORRAL_OF.items():
@@ -41,17 +46,18 @@ def main(path):
         dc, dcs = cell("dbx1000", alg, 1, "{:.2f}")
         if failed[("dbx1000", alg)]:
             dts += f" ({failed[('dbx1000', alg)]} hung)"
-        for home in ("thread", "random"):
-            side = "corral-" + home
+        for side in sides:
+            home = side[len("corral-"):]
             ct, cts = cell(side, prot, 0, "{:.0f}")
             cc, ccs = cell(side, prot, 1, "{:.2f}")
             _, cas = cell(side, prot, 2, "{:.3f}")
             rt = f"{ct / dt:.2f}" if ct and dt else "-"
             rc = f"{cc / dc:.2f}" if cc and dc else "-"
             print(f"| {alg} | {dts} | {dcs} | {prot} | {home} | {cts} | {ccs} | {cas} | {rt} | {rc} |")
-    for home in ("thread", "random"):
-        _, cts = cell("corral-" + home, "maat", 0, "{:.0f}")
-        _, ccs = cell("corral-" + home, "maat", 1, "{:.2f}")
+    for side in sides:
+        home = side[len("corral-"):]
+        _, cts = cell(side, "maat", 0, "{:.0f}")
+        _, ccs = cell(side, "maat", 1, "{:.2f}")
         print(f"| - | - | - | maat | {home} | {cts} | {ccs} | | - | - |")
 
     def best(side, names):
@@ -59,10 +65,12 @@ def main(path):
              if runs.get((side, n))]
         return max(c) if c else (0, "-")
     bd = best("dbx1000", CORRAL_OF)
-    bc = best("corral-thread", set(CORRAL_OF.values()) | {"maat"})
     if bd[0]:
-        print(f"\nBest median txn/s: DBx1000 {bd[1]} {bd[0]:.0f}, Corral (home=thread) {bc[1]} "
-              f"{bc[0]:.0f}: {bc[0] / bd[0]:.2f}x")
+        print()
+        for side in sides:
+            bc = best(side, set(CORRAL_OF.values()) | {"maat"})
+            print(f"Best median txn/s: DBx1000 {bd[1]} {bd[0]:.0f}, Corral ({side}) {bc[1]} "
+                  f"{bc[0]:.0f}: {bc[0] / bd[0]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,10 @@ ABSL_FLAG(std::string, home, "random",
           "random (home warehouse drawn per transaction) | thread (worker t: t % warehouses + 1; "
           "tpcc-np only)");
 ABSL_FLAG(std::string, protocols, "occ,2pl-nowait,2pl-waitdie,2pl-dldetect", "comma-separated");
+ABSL_FLAG(std::string, rows, "all",
+          "all (NewOrder and Payment insert their rows, as the TPC-C specification says) | "
+          "dbx1000 (DBx1000's TPC-C: no row inserts, no c_data rewrite, 100,000 items and 3,000 "
+          "customers per district; only consistency condition 1 is checked)");
 
 namespace corral {
 namespace {
@@ -53,9 +57,15 @@ int Main() {
                  home.c_str());
     return 2;
   }
+  const std::string rows = absl::GetFlag(FLAGS_rows);
+  if (rows != "all" && rows != "dbx1000") {
+    std::fprintf(stderr, "--rows=%s: expected all or dbx1000\n", rows.c_str());
+    return 2;
+  }
   const bool home_per_thread = home == "thread";
-  std::printf("TPC-C %s, %d warehouses, %d threads, home %s, %.1f s, cores %u\n\n", mix.c_str(),
-              absl::GetFlag(FLAGS_warehouses), threads, home.c_str(), seconds,
+  std::printf("TPC-C %s, %d warehouses, %d threads, home %s, rows %s, %.1f s, cores %u\n\n",
+              mix.c_str(), absl::GetFlag(FLAGS_warehouses), threads, home.c_str(), rows.c_str(),
+              seconds,
               std::thread::hardware_concurrency());
   std::printf(
       "| protocol | txn/s | abort rate | user aborts | CPU us/txn | consistency |\n"
@@ -67,6 +77,11 @@ int Main() {
     params.warehouses = absl::GetFlag(FLAGS_warehouses);
     // The constructor's name is only a label: the mix comes from params.
     if (mix == "tpcc-np") params.mix = {50, 50, 0, 0, 0};
+    if (rows == "dbx1000") {
+      params.insert_rows = false;
+      params.items = 100000;
+      params.customers_per_district = 3000;
+    }
     workloads::TpccWorkload w(params, mix);
     auto db = engine::Database::Create({protocol});
     if (!db.ok()) {
