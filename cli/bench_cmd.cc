@@ -42,6 +42,9 @@ ABSL_FLAG(int, warehouses, -1, "TPC-C warehouses (-1 = workload default)");
 ABSL_FLAG(double, scale, -1, "SmallBank/TATP/YCSB size factor (-1 = default; reserved, see README)");
 ABSL_FLAG(double, theta, -1, "Zipf theta over the partition domain (-1 = workload default)");
 ABSL_FLAG(std::string, tpcc_mix, "", "TPC-C mix: standard | np | payment | neworder (empty = the workload's own)");
+ABSL_FLAG(std::string, tpcc_rows, "",
+          "TPC-C rows: all (NewOrder/Payment insert rows, the default) | dbx1000 (DBx1000's TPC-C: no "
+          "row inserts, 100,000 items, 3,000 customers per district; for comparisons with DBx1000)");
 ABSL_FLAG(double, update_rate, -1,
           "YCSB: fraction of update transactions (5 reads/5 updates; the rest read-only), Deneva's update rate; "
           "-1 = per-operation mix");
@@ -132,8 +135,12 @@ int RunBench(const std::vector<char*>& args) {
            {"mode", absl::GetFlag(FLAGS_mode)},
            {"skew_phases", absl::GetFlag(FLAGS_skew_phases)},
            {"insert_refs", absl::GetFlag(FLAGS_insert_refs)},
-           {"tpcc_mix", absl::GetFlag(FLAGS_tpcc_mix)}}) {
-    if (std::string(kv.first) == "tpcc_mix" && kv.second.empty()) continue;
+           {"tpcc_mix", absl::GetFlag(FLAGS_tpcc_mix)},
+           {"tpcc_rows", absl::GetFlag(FLAGS_tpcc_rows)}}) {
+    if ((std::string(kv.first) == "tpcc_mix" || std::string(kv.first) == "tpcc_rows") &&
+        kv.second.empty()) {
+      continue;
+    }
     absl::Status st = bench::ApplySetting(&c, kv.first, kv.second);
     if (!st.ok()) {
       std::fprintf(stderr, "corral bench: --%s: %s\n", kv.first, std::string(st.message()).c_str());

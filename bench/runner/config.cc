@@ -43,7 +43,7 @@ const std::vector<std::string>& SettingKeys() {
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
-      "pg_seqscan", "history_half_life_s", "split_max_k", "tpcc_mix", "update_rate"};
+      "pg_seqscan", "history_half_life_s", "split_max_k", "tpcc_mix", "tpcc_rows", "update_rate"};
   return k;
 }
 
@@ -90,6 +90,12 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
       return Bad(key, v, "standard|np|payment|neworder");
     }
     c->tpcc_mix = m;
+    return absl::OkStatus();
+  }
+  if (key == "tpcc_rows") {
+    std::string m = absl::AsciiStrToLower(v);
+    if (m != "all" && m != "dbx1000") return Bad(key, v, "all|dbx1000");
+    c->tpcc_rows = m;
     return absl::OkStatus();
   }
   if (key == "hot_fraction") return Dbl(key, v, &c->hot_fraction);
@@ -168,6 +174,9 @@ absl::Status Validate(const BenchConfig& c) {
   if (c.update_rate > 1) return absl::InvalidArgumentError("update_rate must be <= 1 (a fraction of transactions)");
   if (!c.tpcc_mix.empty() && c.workload != "tpcc" && c.workload != "tpcc-np") {
     return absl::InvalidArgumentError(absl::StrCat("tpcc_mix applies to workload tpcc, not ", c.workload));
+  }
+  if (!c.tpcc_rows.empty() && c.workload != "tpcc" && c.workload != "tpcc-np") {
+    return absl::InvalidArgumentError(absl::StrCat("tpcc_rows applies to workload tpcc, not ", c.workload));
   }
   if (c.update_rate >= 0 && c.workload != "ycsb") {
     return absl::InvalidArgumentError(absl::StrCat("update_rate applies to workload ycsb, not ", c.workload));

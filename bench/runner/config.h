@@ -44,6 +44,11 @@ struct BenchConfig {
   // NewOrder/Payment 50/50); "standard", "np", "payment" (Payment only),
   // "neworder" (NewOrder only) - Deneva's Figure 10 runs the last two.
   std::string tpcc_mix;
+  // TPC-C rows: "" or "all" = NewOrder and Payment insert their rows (the
+  // specification); "dbx1000" = DBx1000's TPC-C work (no row inserts, no
+  // c_data rewrite, 100,000 items and 3,000 customers per district), for
+  // like-for-like speed comparisons with DBx1000 (TpccParams::insert_rows).
+  std::string tpcc_rows;
   // YCSB: Deneva's update rate (Section 4.3), the fraction of transactions
   // that are update transactions (half their operations read-modify-writes,
   // the rest read-only); negative = YCSB's per-operation mix (90% reads).

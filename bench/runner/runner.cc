@@ -362,7 +362,8 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
       measuring.store(true);
       warm = true;
     }
-    if (now >= end) break;
+    // Sample before testing the end, so that a loop starved past `end` (a
+    // loaded machine) still records the interval it missed.
     if (now >= next_sample) {
       scheduler::WorkerStats cur = s->Stats();
       double dt = (now - prev_t) / 1e9;
@@ -392,6 +393,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
         next_progress = now + static_cast<int64_t>(c.progress_s * 1e9);
       }
     }
+    if (now >= end) break;
     int64_t wake = std::min({next_sample, end, warm ? end : warm_end});
     int64_t sl = wake - clock->NowNanos();
     if (sl > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(sl, 20000000)));

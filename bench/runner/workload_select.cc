@@ -21,6 +21,11 @@ WorkloadFactory MakeWorkloadFactory() {
       if (c.tpcc_mix == "np") p.mix = {50, 50, 0, 0, 0};
       if (c.tpcc_mix == "payment") p.mix = {0, 100, 0, 0, 0};
       if (c.tpcc_mix == "neworder") p.mix = {100, 0, 0, 0, 0};
+      if (c.tpcc_rows == "dbx1000") {
+        p.insert_rows = false;
+        p.items = 100000;
+        p.customers_per_district = 3000;
+      }
       return W(new workloads::TpccWorkload(p, c.workload));
     }
     if (c.workload == "smallbank") {

@@ -55,6 +55,28 @@ TEST(WorkloadSelect, TpccMixKeySelectsPaymentOnlyAndNewOrderOnly) {
   EXPECT_FALSE(Validate(c).ok());  // the key names a TPC-C mix
 }
 
+TEST(WorkloadSelect, TpccRowsKeySelectsDbx1000WorkAndSizes) {
+  BenchConfig c;
+  c.workload = "tpcc-np";
+  ASSERT_TRUE(ApplySetting(&c, "warehouses", "1").ok());
+  ASSERT_TRUE(ApplySetting(&c, "tpcc_rows", "DBx1000").ok());
+  ASSERT_TRUE(Validate(c).ok());
+  auto w = Make(c);
+  ASSERT_NE(w, nullptr);
+  const auto& p = static_cast<workloads::TpccWorkload*>(w.get())->params();
+  EXPECT_FALSE(p.insert_rows);
+  EXPECT_EQ(p.items, 100000);
+  EXPECT_EQ(p.customers_per_district, 3000);
+  ASSERT_TRUE(ApplySetting(&c, "tpcc_rows", "all").ok());
+  w = Make(c);
+  ASSERT_NE(w, nullptr);
+  EXPECT_TRUE(static_cast<workloads::TpccWorkload*>(w.get())->params().insert_rows);
+  EXPECT_FALSE(ApplySetting(&c, "tpcc_rows", "none").ok());
+  EXPECT_EQ(c.tpcc_rows, "all");  // unchanged by the bad value
+  c.workload = "smallbank";
+  EXPECT_FALSE(Validate(c).ok());  // the key names TPC-C rows
+}
+
 TEST(WorkloadSelect, UpdateRateKeyMakesHalfUpdateOrReadOnlyYcsbTransactions) {
   BenchConfig c;
   c.workload = "ycsb";
