@@ -11,6 +11,9 @@
 # thread; 250000 gives about 3 s), SECONDS_CORRAL (3), NICE ("" or "nice -n 19"),
 # VARIANTS (Corral runs as home:rows, default "thread:all random:all
 # thread:dbx1000"; rows=dbx1000 does DBx1000's work: no row inserts, its sizes),
+# BENCH_BIN (the corral binary: `corral bench --tpcc_rows=dbx1000
+# --policy=hard-partition --queues=2` per protocol, the scheduler in the path;
+# "" to skip),
 # PROTOCOLS (DBx1000 names, default below), CORRAL_BIN (tpcc_engine_bench).
 #
 # What is measured for DBx1000: the source copy gets one measurement hook in
@@ -33,6 +36,8 @@ ROUNDS=${ROUNDS:-3}
 TXNS=${TXNS:-250000}
 SECONDS_CORRAL=${SECONDS_CORRAL:-3}
 VARIANTS=${VARIANTS:-"thread:all random:all thread:dbx1000"}
+BENCH_BIN=${BENCH_BIN:-$(bazel info -c opt bazel-bin 2>/dev/null)/cli/corral}
+[[ -x $BENCH_BIN ]] || BENCH_BIN=""
 NICE=${NICE:-}
 
 configure() {  # $1 = source copy, $2 = CC_ALG
@@ -131,6 +136,23 @@ run() {  # $1 = workdir, $2 = outdir
             gsub(/ /, ""); print side, r, $2, $3, $6, $4, "-", $7 }' \
         | tee -a "$OUTDIR/runs.txt"
     done
+    # With the scheduler in the path (issue 17's figure): corral bench,
+    # hard-partition over 2 queues (one per warehouse, as DBx1000's home
+    # warehouse per thread), DBx1000's rows; CPU per txn is not reported here.
+    if [[ -n $BENCH_BIN ]]; then
+      for prot in ${cprot//,/ }; do
+        $NICE "$BENCH_BIN" bench --workload=tpcc-np --warehouses=2 --queues=2 --policy=hard-partition \
+          --stealing=false --tpcc_rows=dbx1000 --protocol="$prot" --phase1=0 --warmup=0.5 \
+          --duration="$SECONDS_CORRAL" --progress=0 2>&1 \
+          | tee -a "$OUTDIR/bench_raw.txt" \
+          | awk -v r="$r" -v p="$prot" '/^run 1:/ { for (i = 1; i <= NF; i++) {
+                if ($i == "tps") tps = $(i - 1); if ($i == "rate") ar = $(i + 1) } }
+              /consistency check:/ { ok = $3 }
+              END { if (tps == "") { print "corral-bench-dbx1000", r, p, "FAILED"; exit }
+                    print "corral-bench-dbx1000", r, p, tps, "nan", ar, "-", ok }' \
+          | tee -a "$OUTDIR/runs.txt"
+      done
+    fi
   done
 }
 

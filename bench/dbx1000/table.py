@@ -2,7 +2,8 @@
 """Markdown table from bench/dbx1000/run.sh's runs.txt: per DBx1000 protocol,
 DBx1000 and each Corral variant (corral-thread, corral-random: --home=...,
 with the TPC-C row inserts; corral-thread-dbx1000: --rows=dbx1000, DBx1000's
-work without inserts) medians over rounds with
+work without inserts; corral-bench-dbx1000: the same work through `corral
+bench` with the scheduler, hard-partition over 2 queues) medians over rounds with
 [min-max], and Corral/DBx1000 ratios of the medians (txn/s: >1 means Corral is
 faster; CPU us/txn: <1 means Corral spends less CPU per transaction).
 
@@ -29,13 +30,13 @@ def main(path):
         runs[(f[0], f[2])].append((float(f[3]), float(f[4]), float(f[5])))
 
     def cell(side, prot, i, fmt):
-        v = [r[i] for r in runs.get((side, prot), [])]
+        v = [r[i] for r in runs.get((side, prot), []) if r[i] == r[i]]  # NaN: not reported
         if not v:
             return None, "-"
         m = statistics.median(v)
         return m, f"{fmt.format(m)} [{fmt.format(min(v))}-{fmt.format(max(v))}]"
 
-    order = ["corral-thread", "corral-random", "corral-thread-dbx1000"]
+    order = ["corral-thread", "corral-random", "corral-thread-dbx1000", "corral-bench-dbx1000"]
     sides = [x for x in order if any(k[0] == x for k in runs)]
     sides += sorted({k[0] for k in runs if k[0].startswith("corral-")} - set(sides))
     print("| DBx1000 | txn/s | CPU us/txn | Corral | variant | txn/s | CPU us/txn | abort rate "
