@@ -238,7 +238,11 @@ class BoundSql {
   // Starts a statement on static text (see SqlStatement).
   BoundSql& Add(absl::string_view static_tmpl) {
     const uint32_t n = static_cast<uint32_t>(values_.size());
-    stmts_.push_back(Statement{static_tmpl, n, n, false});
+    // Built in place, field by field (see BoundValue::SetInt).
+    Statement& s = stmts_.emplace_back();
+    s.tmpl = static_tmpl;
+    s.begin = n;
+    s.end = n;
     return *this;
   }
   // Starts a statement on a template that is not a constant.
@@ -249,14 +253,25 @@ class BoundSql {
     return *this;
   }
   // Parameters of the last statement started.
-  BoundSql& Int(int64_t v) { return Value(BoundValue::Int(v)); }
-  BoundSql& Num(double v) { return Value(BoundValue::Num(v)); }
-  BoundSql& Null() { return Value(BoundValue::Null()); }
+  BoundSql& Int(int64_t v) {
+    NewValue().SetInt(v);
+    return *this;
+  }
+  BoundSql& Num(double v) {
+    NewValue().SetNum(v);
+    return *this;
+  }
+  BoundSql& Null() {
+    NewValue().SetNull();
+    return *this;
+  }
   // Not copied: the text must outlive this BoundSql's use (the transaction's own members).
-  BoundSql& Str(absl::string_view v) { return Value(BoundValue::Text(v)); }
+  BoundSql& Str(absl::string_view v) {
+    NewValue().SetText(v);
+    return *this;
+  }
   BoundSql& Value(const BoundValue& v) {
-    values_.push_back(v);
-    stmts_.back().end = static_cast<uint32_t>(values_.size());
+    NewValue().Set(v);
     return *this;
   }
 
@@ -274,6 +289,12 @@ class BoundSql {
   BoundSpan params(const Statement& s) const { return BoundSpan(values_.data() + s.begin, s.end - s.begin); }
 
  private:
+  // Appends a value to the last statement started; the caller sets it.
+  BoundValue& NewValue() {
+    BoundValue& v = values_.emplace_back();
+    stmts_.back().end = static_cast<uint32_t>(values_.size());
+    return v;
+  }
   static void PrefetchRange(const void* p, size_t bytes) {
     const char* c = static_cast<const char*>(p);
     for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off, 1);
