@@ -136,16 +136,27 @@ TEST(SqlRefsIndexTest, ManyTemplatesStartOver) {
     for (ExtractionPolicy policy : kPolicies) {
       workloads::BoundSql bound;
       RefVec want;
+      RefMult want_mult;
       for (int k = 0; k < kTemplates; ++k) {
         const int v = (k * 37 + round) % 11;
         bound.Add(texts[k]).Int(v);
         want.push_back(RefId::Of("a" + std::to_string(k) + "=" + std::to_string(v)));
-        if (k == 0) want.push_back(RefId::Of("b=7"));
+        want_mult.push_back(1);
+        if (k == 0) {
+          want.push_back(RefId::Of("b=7"));
+          want_mult.push_back(static_cast<uint16_t>(kTemplates + 4));
+        }
       }
+      // Four more statements naming a reference first seen far into the
+      // transaction (position 151) and b=7 (position 1): each counts once more.
+      for (int j = 0; j < 4; ++j) bound.Add(texts[150]).Int((150 * 37 + round) % 11);
+      want_mult[151] = 5;
       RefVec got;
-      ASSERT_EQ(refs.Extract(bound, policy, &local, &got, nullptr), 0);
+      RefMult got_mult;
+      ASSERT_EQ(refs.Extract(bound, policy, &local, &got, &got_mult), 0);
       if (policy.grouping == RefGrouping::kSingle) {
         EXPECT_EQ(got, want) << round;
+        EXPECT_EQ(got_mult, want_mult) << round;
       } else {
         EXPECT_EQ(got.size(), static_cast<size_t>(kTemplates)) << round;
       }
