@@ -1,6 +1,8 @@
 // Tests of BoundValue's text: what the text path receives for a typed parameter.
 #include "policies/bound_value.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace corral {
@@ -22,6 +24,34 @@ TEST(BoundValueTest, Texts) {
   s.clear();
   AppendText(BoundValue::Null(), &s);
   EXPECT_EQ(s, "");
+}
+
+// The in-place setters give the factories' values, whatever the slot held.
+TEST(BoundValueTest, SettersEqualFactories) {
+  const std::string text = "BARBAR";
+  const BoundValue want[] = {BoundValue::Int(-42), BoundValue::Num(12.5), BoundValue::Text(text),
+                             BoundValue::Null()};
+  for (const BoundValue& before : want) {
+    BoundValue v[5] = {before, before, before, before, before};
+    v[0].SetInt(-42);
+    v[1].SetNum(12.5);
+    v[2].SetText(text);
+    v[3].SetNull();
+    v[4].Set(want[1]);
+    for (int i = 0; i < 5; ++i) {
+      const BoundValue& w = want[i == 4 ? 1 : i];
+      EXPECT_EQ(v[i].kind(), w.kind()) << i;
+      std::string got, expect;
+      AppendText(v[i], &got);
+      AppendText(w, &expect);
+      EXPECT_EQ(got, expect) << i;
+    }
+    EXPECT_EQ(v[0].int_value(), -42);
+    EXPECT_EQ(v[1].num_value(), 12.5);
+    EXPECT_EQ(v[2].text().data(), text.data());
+    EXPECT_EQ(v[2].text().size(), text.size());
+    EXPECT_TRUE(v[3].is_null());
+  }
 }
 
 TEST(BoundValueTest, DecimalIsShortestRoundTrip) {

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -68,10 +69,43 @@ Scheduler::~Scheduler() { Stop(); }
 
 absl::Status Scheduler::Start() {
   if (pool_ == nullptr) return absl::FailedPreconditionError("routing-only scheduler has no workers");
-  return pool_->Start();
+  absl::Status st = pool_->Start();
+  if (!st.ok() || !options_.background_tick || ticker_.joinable()) return st;
+  {
+    std::lock_guard<std::mutex> l(ticker_mu_);
+    ticker_stop_ = false;
+  }
+  ticker_on_.store(true, std::memory_order_release);
+  ticker_ = std::thread([this] { TickerLoop(); });
+  return st;
+}
+
+void Scheduler::TickerLoop() {
+  const auto period = std::chrono::nanoseconds(std::max<int64_t>(options_.tick_ns / 2, 1000000));
+  std::unique_lock<std::mutex> l(ticker_mu_);
+  while (!ticker_stop_) {
+    ticker_cv_.wait_for(l, period, [this] { return ticker_stop_; });
+    if (ticker_stop_) break;
+    l.unlock();
+    MaybeTick(clock_->NowNanos());
+    l.lock();
+  }
+}
+
+void Scheduler::StopTicker() {
+  if (!ticker_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> l(ticker_mu_);
+    ticker_stop_ = true;
+  }
+  ticker_cv_.notify_all();
+  ticker_.join();
+  // Deciding threads tick again (a Route after Stop).
+  ticker_on_.store(false, std::memory_order_release);
 }
 
 void Scheduler::Stop() {
+  StopTicker();
   if (pool_ != nullptr) pool_->Stop();
 }
 
@@ -81,7 +115,7 @@ void Scheduler::SetStealing(bool on) {
 
 QueueId Scheduler::Route(Txn& txn) {
   if (txn.decision_start_ns == 0) txn.decision_start_ns = clock_->NowNanos();
-  MaybeTick(txn.decision_start_ns);
+  if (!ticker_on_.load(std::memory_order_relaxed)) MaybeTick(txn.decision_start_ns);
   return schedule_->Place(txn);
 }
 
@@ -110,7 +144,7 @@ absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
   if (txn == nullptr) return absl::InvalidArgumentError("null transaction");
   if (queues_->is_shutdown()) return absl::FailedPreconditionError("scheduler is stopped");
   if (txn->decision_start_ns == 0) txn->decision_start_ns = clock_->NowNanos();
-  MaybeTick(txn->decision_start_ns);
+  if (!ticker_on_.load(std::memory_order_relaxed)) MaybeTick(txn->decision_start_ns);
   bool recorded = false;
   const QueueId q = schedule_->Place(*txn, &recorded);
   txn->enqueue_ns = clock_->NowNanos();

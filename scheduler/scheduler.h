@@ -20,9 +20,11 @@
 //   s->history().Freeze();                  // Phase II
 //   s->Stop();
 //
-// Online tuning (issue #16), run by whichever deciding thread finds a tick
-// due (every tick_ns, on the injected clock; one thread at a time, others
-// go on; Tick() runs one by hand):
+// Online tuning (issue #16), due every tick_ns on the injected clock, run
+// off the decision path by a ticker thread while the workers run (Start to
+// Stop, Options::background_tick), otherwise by whichever deciding thread
+// finds a tick due (Route; one thread at a time, others go on); Tick() runs
+// one by hand:
 //   - Aging: History::MaybeAge() (Options::history.half_life_ns) and the
 //     State aged by the same factor.
 //   - Hot-spot splitting (Options::split, needs executors: it measures queue
@@ -43,10 +45,12 @@
 #define CORRAL_SCHEDULER_SCHEDULER_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -82,6 +86,9 @@ class Scheduler {
     WorkerPool::Options workers;
     // Online tuning (see above). Ticks at most every tick_ns.
     int64_t tick_ns = 50000000;
+    // With workers: ticks (an aging pass walks the whole History and State)
+    // run on a ticker thread between Start and Stop, not inside a Submit.
+    bool background_tick = true;
     struct Split {
       bool enabled = false;
       SplitRule rule;
@@ -171,6 +178,8 @@ class Scheduler {
  private:
   Scheduler() = default;
   void MaybeTick(int64_t now);
+  void TickerLoop();
+  void StopTicker();
   void SplitStep(int64_t now);
   void AutoStep(int64_t now);
   uint64_t CommitsSoFar() const;
@@ -189,6 +198,13 @@ class Scheduler {
   // Online tuning.
   std::atomic<int64_t> next_tick_{0};
   std::mutex tick_mu_;  // one tick at a time (try_lock: others skip)
+  // The ticker thread (background_tick, with workers): while ticker_on_,
+  // Submit leaves the ticks to it.
+  std::atomic<bool> ticker_on_{false};
+  std::thread ticker_;
+  std::mutex ticker_mu_;
+  std::condition_variable ticker_cv_;
+  bool ticker_stop_ = false;  // guarded by ticker_mu_
   std::atomic<uint64_t> routed_commits_{0};  // routing-only: ReportOutcome commits
   std::atomic<bool> auto_on_{false};
   std::atomic<int64_t> switch_count_{0};

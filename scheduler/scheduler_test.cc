@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -301,6 +303,47 @@ TEST(SchedulerOnlineTest, AgingDecaysHistoryAndStateTogether) {
   ASSERT_TRUE(s->state().ReadRow(hot, row));
   EXPECT_EQ(row[home], 32u);
   EXPECT_EQ(s->state().Total(QueueId(home)), 32);
+}
+
+// With workers, ticks run on the ticker thread: the History ages while no
+// transaction is submitted, and Submit runs none (background_tick off: the
+// first Submit after the half-life ages it, as Route does).
+TEST(SchedulerOnlineTest, AgingRunsOnTheTickerNotInSubmit) {
+  const RefId hot = RefId::Of("w_id=1");
+  for (bool background : {true, false}) {
+    FakeClock clock;
+    FakeExecutor e0, e1;
+    Scheduler::Options o;
+    o.num_queues = 2;
+    o.history.half_life_ns = 1000000000;
+    o.tick_ns = 2000000;
+    o.background_tick = background;
+    auto s = Scheduler::Create(o, {&e0, &e1}, nullptr, &clock).value();
+    s->history().Add(hot, 400, 0);
+    ASSERT_TRUE(s->Start().ok());
+    clock.Advance(1000000000);
+    history::History::Counts c;
+    if (background) {
+      // Waits for the ticker (every 1 ms of real time); no Submit meanwhile.
+      for (int i = 0; i < 60000; ++i) {
+        ASSERT_TRUE(s->history().Get(hot, &c));
+        if (c.aborts < 400) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      ASSERT_TRUE(s->history().Get(hot, &c));
+      EXPECT_EQ(c.aborts, 200u);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ASSERT_TRUE(s->history().Get(hot, &c));
+      EXPECT_EQ(c.aborts, 400u);  // nobody ticked
+      auto t = std::make_unique<Txn>();
+      t->refs = {RefId::Of("k=1")};
+      ASSERT_TRUE(s->Submit(std::move(t)).ok());
+      ASSERT_TRUE(s->history().Get(hot, &c));
+      EXPECT_EQ(c.aborts, 200u);
+    }
+    s->Stop();
+  }
 }
 
 TEST(SchedulerOnlineTest, AutoPicksTheArmWithMoreCommitsAndLogsWhy) {
