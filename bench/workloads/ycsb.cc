@@ -69,6 +69,16 @@ void YcsbTxn::AppendBound(BoundSql* out) const {
   }
 }
 
+bool YcsbTxn::DeclareAccesses(engine::AccessSet& set) const {
+  bool rmw = false;
+  for (const YcsbOp& op : ops) {
+    set.Add(t_->usertable, op.key, op.rmw);
+    rmw |= op.rmw;
+  }
+  if (rmw) set.Write(t_->audit, set.worker_id());
+  return true;
+}
+
 absl::Status YcsbTxn::Run(Tx& tx) {
   int64_t rmw = 0;
   for (const YcsbOp& op : ops) {

@@ -70,6 +70,8 @@ class YcsbTxn : public WorkloadTxn {
  public:
   explicit YcsbTxn(const YcsbTables* t) : t_(t) {}
   absl::Status Run(engine::Tx& tx) override;
+  // Complete from the parameters (planned protocols).
+  bool DeclareAccesses(engine::AccessSet& set) const override;
   void AppendBound(BoundSql* out) const override;
   std::vector<YcsbOp> ops;
 
