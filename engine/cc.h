@@ -5,7 +5,8 @@
 // at a time: Begin, the procedure's calls, then Commit or Abort. Protocols:
 // occ.cc (Silo-style OCC), twopl.cc (2PL NO_WAIT / WAIT_DIE / DL_DETECT and
 // the "none" baseline), timestamp.cc (Deneva's TIMESTAMP and MVCC), maat.cc
-// (Deneva's MaaT).
+// (Deneva's MaaT), planned.cc ("calvin" and "planned": declared locks up
+// front, the procedure run through a guard).
 //
 //   auto cc = CcProtocol::Create("2pl-waitdie").value();
 //   std::unique_ptr<TxImpl> tx = cc->NewTx(worker_id, &arena, false);

@@ -38,6 +38,17 @@
 //                     picked from a range [lower, upper] that conflicting
 //                     transactions narrow; an empty range aborts
 //                     (kRangeEmpty).
+//      "calvin"       Calvin (planned.cc): a sequencer seals submitted
+//                     transactions into batches, one lock-manager thread
+//                     grants their declared locks in batch order (per-lock
+//                     FIFO queues); a transaction runs once it holds them
+//                     all and releases them at once. No deadlocks, no CC
+//                     aborts.
+//      "planned"      deadlock-free 2PL (planned.cc): the declared locks,
+//                     taken up front in one global order on a shared table.
+//    Both need the read/write set in advance: ProcedureTxn::DeclareAccesses,
+//    or a reconnaissance run (OLLP); an access outside the locks held is
+//    refused and the transaction re-planned (txn_api.h).
 //      "none"         no concurrency control (single-thread baseline for
 //                     benchmarks only; unsafe with concurrent executors).
 //    2PL locks are per record (one atomic word: exclusive bit + mask of

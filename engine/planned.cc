@@ -12,17 +12,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstring>
 #include <memory>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "common/hash.h"
 #include "engine/cc.h"
 
@@ -104,28 +103,33 @@ class CalvinService final : public LockService {
   }
   ~CalvinService() override {
     {
-      absl::MutexLock l(&mu_);
+      std::lock_guard<std::mutex> l(mu_);
       stop_ = true;
     }
+    sequencer_cv_.notify_all();
+    lock_manager_cv_.notify_all();
     sequencer_.join();
     lock_manager_.join();
-    absl::MutexLock l(&mu_);
     for (LockRequest* r : releases_) delete r;
   }
 
   void Lock(LockRequest* req) override {
     req->submit_ns = NowNs();
     {
-      absl::MutexLock l(&mu_);
+      std::lock_guard<std::mutex> l(mu_);
       incoming_.push_back(req);
     }
+    sequencer_cv_.notify_one();
     Waiter waiter;
     while (!req->granted.load(std::memory_order_acquire)) waiter.Wait();
   }
 
   void Unlock(LockRequest* req) override {
-    absl::MutexLock l(&mu_);
-    releases_.push_back(req);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      releases_.push_back(req);
+    }
+    lock_manager_cv_.notify_one();
   }
 
  private:
@@ -140,18 +144,14 @@ class CalvinService final : public LockService {
     std::vector<LockRequest*> batch;
     for (;;) {
       {
-        absl::MutexLock l(&mu_);
-        auto arrived = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return stop_ || !incoming_.empty();
-        };
-        mu_.Await(absl::Condition(&arrived));
+        std::unique_lock<std::mutex> l(mu_);
+        sequencer_cv_.wait(l, [this] { return stop_ || !incoming_.empty(); });
         if (stop_) return;
         // The batch closes batch_ns after its first request, or earlier once
         // batch_txns requests wait.
-        auto full = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        sequencer_cv_.wait_for(l, std::chrono::nanoseconds(batch_ns_), [this] {
           return stop_ || (batch_txns_ > 0 && static_cast<int>(incoming_.size()) >= batch_txns_);
-        };
-        mu_.AwaitWithTimeout(absl::Condition(&full), absl::Nanoseconds(batch_ns_));
+        });
         if (stop_) return;
         batch.swap(incoming_);
         int64_t now = NowNs();
@@ -159,6 +159,7 @@ class CalvinService final : public LockService {
         batches_.push_back(std::move(batch));
         batch.clear();
       }
+      lock_manager_cv_.notify_one();
     }
   }
 
@@ -167,11 +168,9 @@ class CalvinService final : public LockService {
     std::vector<LockRequest*> releases;
     for (;;) {
       {
-        absl::MutexLock l(&mu_);
-        auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return stop_ || !batches_.empty() || !releases_.empty();
-        };
-        mu_.Await(absl::Condition(&work));
+        std::unique_lock<std::mutex> l(mu_);
+        lock_manager_cv_.wait(
+            l, [this] { return stop_ || !batches_.empty() || !releases_.empty(); });
         if (stop_) return;
         batches.swap(batches_);
         releases.swap(releases_);
@@ -237,11 +236,16 @@ class CalvinService final : public LockService {
 
   const int batch_txns_;
   const int64_t batch_ns_;
-  absl::Mutex mu_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<LockRequest*> incoming_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::vector<LockRequest*>> batches_ ABSL_GUARDED_BY(mu_);
-  std::vector<LockRequest*> releases_ ABSL_GUARDED_BY(mu_);
+  // std::mutex + condition variables rather than absl::Mutex::Await: the
+  // Debian absl is not TSan-instrumented, and Await evaluates a waiter's
+  // condition on the unlocking thread, which TSan then reports.
+  std::mutex mu_;
+  std::condition_variable sequencer_cv_;     // incoming_ or stop_ changed
+  std::condition_variable lock_manager_cv_;  // batches_, releases_ or stop_ changed
+  bool stop_ = false;                                   // guarded by mu_
+  std::vector<LockRequest*> incoming_;                  // guarded by mu_
+  std::vector<std::vector<LockRequest*>> batches_;      // guarded by mu_
+  std::vector<LockRequest*> releases_;                  // guarded by mu_
   // Lock-manager thread only.
   absl::flat_hash_map<std::pair<int, uint64_t>, Queue> table_;
   std::thread sequencer_;
