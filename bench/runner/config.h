@@ -55,6 +55,8 @@ struct BenchConfig {
   // the rest read-only); negative = YCSB's per-operation mix (90% reads).
   double update_rate = -1;
   double hot_fraction = -1;        // SmallBank/TATP hot spot
+  // SmallBank/TATP hot spot; YCSB: Orthrus's microbenchmark (all
+  // read-modify-writes, 2 of each transaction's keys from this many hot keys).
   int64_t hot_size = -1;
   std::vector<workloads::SkewPhase> skew_phases;  // online runs: skew over time
   // Timing.
