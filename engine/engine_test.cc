@@ -616,22 +616,17 @@ TEST(ProtocolNamesTest, ListsDenevasProtocols) {
   }
 }
 
-class DenevaTest : public ::testing::Test {
+// One table "t" of int64 balances, created under a chosen protocol.
+class OneTableDb {
  protected:
-  void Make(const std::string& protocol, int keys, int64_t balance) {
-    db_ = Database::Create({protocol}).value();
+  void MakeDb(const DatabaseOptions& o, int keys, int64_t balance) {
+    db_ = Database::Create(o).value();
     Schema s;
     bal_ = s.AddInt64("balance");
     t_ = db_->CreateTable("t", s, {}).value();
     for (int k = 0; k < keys; ++k) {
       ASSERT_TRUE(db_->Load(t_, k, [&](const Row& r) { r.SetInt(bal_, balance); }).ok());
     }
-  }
-  absl::Status Add(Tx& tx, uint64_t key, int64_t d) {
-    Row r;
-    ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, key, &r));
-    r.AddInt(bal_, d);
-    return absl::OkStatus();
   }
   int64_t Peek(uint64_t key) {
     ConstRow r;
@@ -641,6 +636,19 @@ class DenevaTest : public ::testing::Test {
   std::unique_ptr<Database> db_;
   Table* t_ = nullptr;
   int bal_ = 0;
+};
+
+class DenevaTest : public ::testing::Test, protected OneTableDb {
+ protected:
+  void Make(const std::string& protocol, int keys, int64_t balance) {
+    MakeDb({protocol}, keys, balance);
+  }
+  absl::Status Add(Tx& tx, uint64_t key, int64_t d) {
+    Row r;
+    ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, key, &r));
+    r.AddInt(bal_, d);
+    return absl::OkStatus();
+  }
 };
 
 // T/O: an older transaction that reads a row a younger one already
@@ -820,26 +828,12 @@ class DeclaredTxn : public ProcedureTxn {
   std::function<void(AccessSet&)> declare_;
 };
 
-class PlannedTest : public ::testing::TestWithParam<std::string> {
+class PlannedTest : public ::testing::TestWithParam<std::string>, protected OneTableDb {
  protected:
   void Make(DatabaseOptions o, int keys, int64_t balance) {
     o.protocol = GetParam();
-    db_ = Database::Create(o).value();
-    Schema s;
-    bal_ = s.AddInt64("balance");
-    t_ = db_->CreateTable("t", s, {}).value();
-    for (int k = 0; k < keys; ++k) {
-      ASSERT_TRUE(db_->Load(t_, k, [&](const Row& r) { r.SetInt(bal_, balance); }).ok());
-    }
+    MakeDb(o, keys, balance);
   }
-  int64_t Peek(uint64_t key) {
-    ConstRow r;
-    EXPECT_TRUE(db_->Peek(t_, key, &r).ok());
-    return r.valid() ? r.GetInt(bal_) : -1;
-  }
-  std::unique_ptr<Database> db_;
-  Table* t_ = nullptr;
-  int bal_ = 0;
 };
 
 // A declared set that misses a row: the access outside it is refused (the
