@@ -258,10 +258,17 @@ class CalvinService final : public LockService {
 // holder mask of worker slots), a granule hashed to one word; a transaction
 // takes its words in ascending word order, waiting as long as needed, so no
 // wait-for cycle can form. Two granules that share a word conflict (rare).
+// A waiting writer is counted per word and new readers of that word wait
+// behind it, so readers cannot starve it; this keeps the order argument
+// (everyone waiting for word w holds only words below w).
 class SharedTableService final : public LockService {
  public:
-  SharedTableService() : words_(new std::atomic<uint64_t>[kWords]) {
-    for (size_t i = 0; i < kWords; ++i) words_[i].store(0, std::memory_order_relaxed);
+  SharedTableService()
+      : words_(new std::atomic<uint64_t>[kWords]), writers_waiting_(new std::atomic<uint16_t>[kWords]) {
+    for (size_t i = 0; i < kWords; ++i) {
+      words_[i].store(0, std::memory_order_relaxed);
+      writers_waiting_[i].store(0, std::memory_order_relaxed);
+    }
   }
 
   void Lock(LockRequest* req) override {
@@ -277,16 +284,26 @@ class SharedTableService final : public LockService {
     const uint64_t me = uint64_t{1} << req->worker;
     for (const LockItem& it : w) {
       std::atomic<uint64_t>& word = words_[it.granule];
+      std::atomic<uint16_t>& writers = writers_waiting_[it.granule];
       Waiter waiter;
+      bool counted = false;
       for (;;) {
         uint64_t v = word.load(std::memory_order_acquire);
-        if (it.write ? v == 0 : !(v & kLockExclusive)) {
+        const bool free = it.write ? v == 0
+                                   : !(v & kLockExclusive) &&
+                                         writers.load(std::memory_order_acquire) == 0;
+        if (free) {
           uint64_t nv = it.write ? (kLockExclusive | me) : (v | me);
           if (word.compare_exchange_weak(v, nv, std::memory_order_acquire)) break;
           continue;
         }
+        if (it.write && !counted) {
+          writers.fetch_add(1, std::memory_order_acq_rel);
+          counted = true;
+        }
         waiter.Wait();
       }
+      if (counted) writers.fetch_sub(1, std::memory_order_acq_rel);
     }
     req->sealed_ns = req->submit_ns;  // no sequencing
     req->granted.store(true, std::memory_order_relaxed);
@@ -308,6 +325,7 @@ class SharedTableService final : public LockService {
  private:
   static constexpr size_t kWords = size_t{1} << 20;
   std::unique_ptr<std::atomic<uint64_t>[]> words_;
+  std::unique_ptr<std::atomic<uint16_t>[]> writers_waiting_;  // per word
   // Per worker slot: the words it holds (used only by that slot's thread).
   std::vector<LockItem> scratch_[kMaxWorkers];
 };
