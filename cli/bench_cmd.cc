@@ -26,7 +26,10 @@
 
 ABSL_FLAG(std::string, workload, "tpcc", "tpcc | tpcc-np | smallbank | tatp | ycsb");
 ABSL_FLAG(std::string, protocol, "occ",
-          "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect | timestamp | mvcc | maat");
+          "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect | timestamp | mvcc | maat | calvin | planned");
+ABSL_FLAG(std::string, calvin_batch, "time:100",
+          "protocol=calvin: the sequencer seals a batch US microseconds after its first transaction "
+          "(time:US) or once N wait, at the latest after US (count:N[:US], US default 1000)");
 ABSL_FLAG(std::string, policy, "count-max-canonical-single",
           "one of the sixteen <count|fraction>-<sum|max>-<literal|canonical>-<single|all>, original, hard-partition, "
           "or auto (online choice by committed throughput)");
@@ -49,7 +52,9 @@ ABSL_FLAG(double, update_rate, -1,
           "YCSB: fraction of update transactions (5 reads/5 updates; the rest read-only), Deneva's update rate; "
           "-1 = per-operation mix");
 ABSL_FLAG(double, hot_fraction, -1, "SmallBank/TATP: fraction of accesses to the hot range (-1 = default)");
-ABSL_FLAG(int64_t, hot_size, -1, "SmallBank/TATP: hot range size (-1 = default)");
+ABSL_FLAG(int64_t, hot_size, -1,
+          "SmallBank/TATP: hot range size (-1 = default); YCSB: Orthrus's microbenchmark, all "
+          "read-modify-writes, two of each transaction's keys from this many hot keys");
 ABSL_FLAG(std::string, skew_phases, "", "online runs: skew over time, 'dur_s:theta[:hot_fraction[:hot_size]] ...'");
 ABSL_FLAG(double, duration, 5, "measured seconds per run");
 ABSL_FLAG(double, warmup, 0.5, "unmeasured seconds before each run");
@@ -133,6 +138,7 @@ int RunBench(const std::vector<char*>& args) {
   for (const auto& kv : std::vector<std::pair<const char*, std::string>>{
            {"policy", absl::GetFlag(FLAGS_policy)},
            {"mode", absl::GetFlag(FLAGS_mode)},
+           {"calvin_batch", absl::GetFlag(FLAGS_calvin_batch)},
            {"skew_phases", absl::GetFlag(FLAGS_skew_phases)},
            {"insert_refs", absl::GetFlag(FLAGS_insert_refs)},
            {"tpcc_mix", absl::GetFlag(FLAGS_tpcc_mix)},

@@ -82,7 +82,8 @@ void TxImpl::WaitForObstacle(int64_t deadline_ns) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<CcProtocol>> CcProtocol::Create(absl::string_view name) {
+absl::StatusOr<std::unique_ptr<CcProtocol>> CcProtocol::Create(absl::string_view name,
+                                                              const DatabaseOptions& options) {
   if (name == "occ") return NewOccProtocol();
   if (name == "2pl-nowait") return NewTwoPlProtocol(1);
   if (name == "2pl-waitdie") return NewTwoPlProtocol(2);
@@ -90,10 +91,19 @@ absl::StatusOr<std::unique_ptr<CcProtocol>> CcProtocol::Create(absl::string_view
   if (name == "timestamp") return NewTimestampProtocol(false);
   if (name == "mvcc") return NewTimestampProtocol(true);
   if (name == "maat") return NewMaatProtocol();
+  if (name == "calvin") {
+    if (options.calvin_batch_txns < 0 || options.calvin_batch_ns <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "calvin batching needs calvin_batch_txns >= 0 and calvin_batch_ns > 0, got ",
+          options.calvin_batch_txns, " and ", options.calvin_batch_ns));
+    }
+    return NewCalvinProtocol(options.calvin_batch_txns, options.calvin_batch_ns);
+  }
+  if (name == "planned") return NewPlannedLockingProtocol();
   if (name == "none") return NewTwoPlProtocol(0);
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown concurrency-control protocol '", name,
-      "' (expected occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat or none)"));
+      "' (expected occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat, calvin, planned or none)"));
 }
 
 }  // namespace engine

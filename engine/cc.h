@@ -5,7 +5,8 @@
 // at a time: Begin, the procedure's calls, then Commit or Abort. Protocols:
 // occ.cc (Silo-style OCC), twopl.cc (2PL NO_WAIT / WAIT_DIE / DL_DETECT and
 // the "none" baseline), timestamp.cc (Deneva's TIMESTAMP and MVCC), maat.cc
-// (Deneva's MaaT).
+// (Deneva's MaaT), planned.cc ("calvin" and "planned": declared locks up
+// front, the procedure run through a guard).
 //
 //   auto cc = CcProtocol::Create("2pl-waitdie").value();
 //   std::unique_ptr<TxImpl> tx = cc->NewTx(worker_id, &arena, false);
@@ -20,6 +21,8 @@
 #include <cstdint>
 #include <memory>
 #include <vector>
+
+#include "absl/functional/function_ref.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -68,6 +71,21 @@ class Waiter {
   int rounds_ = 0;
 };
 
+// Planned protocols (planned.cc): the TxImpl runs a whole transaction itself
+// (plan, lock, execute, commit, release), re-planning inside as needed.
+class PlannedRunner {
+ public:
+  // `declarer` (may be null) declares the accesses up front; `ts` is the
+  // logical transaction's timestamp; sleeps txn_delay_ns before commit
+  // holding the locks; counts into *stats.
+  virtual scheduler::ExecResult RunPlanned(absl::FunctionRef<absl::Status(Tx&)> proc,
+                                           const ProcedureTxn* declarer, uint64_t ts,
+                                           int64_t txn_delay_ns, ExecutorStats* stats) = 0;
+
+ protected:
+  ~PlannedRunner() = default;
+};
+
 // One attempt's state for one worker slot. Thread-compatible.
 class TxImpl : public Tx {
  public:
@@ -86,6 +104,9 @@ class TxImpl : public Tx {
   virtual bool ReadsStillValid() { return true; }
   // The abort cause reported when ReadsStillValid() is false.
   virtual scheduler::AbortCause StaleReadCause() const { return scheduler::AbortCause::kValidation; }
+  // Non-null for the planned protocols: the executor hands them the whole
+  // transaction instead of driving Begin / procedure / Commit itself.
+  virtual PlannedRunner* planned() { return nullptr; }
   // After a conflict abort: waits (politely, until `deadline_ns` on the
   // steady clock) until the record that caused it is no longer held by the
   // transaction in the way, so an immediate retry does not hit the same
@@ -186,8 +207,10 @@ class CcProtocol {
  public:
   virtual ~CcProtocol() = default;
   // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "timestamp", "mvcc",
-  // "maat", "none".
-  static absl::StatusOr<std::unique_ptr<CcProtocol>> Create(absl::string_view name);
+  // "maat", "calvin", "planned", "none". `options` carries the protocols'
+  // settings (calvin's batching).
+  static absl::StatusOr<std::unique_ptr<CcProtocol>> Create(absl::string_view name,
+                                                            const DatabaseOptions& options = {});
   virtual std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
                                         bool record_footprint) = 0;
   // Test hook for wait-die (ignored by other protocols). Set before executors run.
@@ -204,6 +227,11 @@ std::unique_ptr<CcProtocol> NewTwoPlProtocol(int mode);
 std::unique_ptr<CcProtocol> NewTimestampProtocol(bool mvcc);
 // OCC with dynamic timestamp ranges ("maat"): maat.cc.
 std::unique_ptr<CcProtocol> NewMaatProtocol();
+// Calvin ("calvin", planned.cc): batches close after batch_ns, or once
+// batch_txns (> 0) transactions wait.
+std::unique_ptr<CcProtocol> NewCalvinProtocol(int batch_txns, int64_t batch_ns);
+// Deadlock-free planned 2PL ("planned", planned.cc).
+std::unique_ptr<CcProtocol> NewPlannedLockingProtocol();
 
 }  // namespace engine
 }  // namespace corral

@@ -12,7 +12,8 @@ namespace engine {
 const std::vector<std::string>& ProtocolNames() {
   static const auto* names =
       new std::vector<std::string>{"occ",       "2pl-nowait", "2pl-waitdie", "2pl-dldetect",
-                                   "timestamp", "mvcc",       "maat"};
+                                   "timestamp", "mvcc",       "maat",        "calvin",
+                                   "planned"};
   return *names;
 }
 
@@ -26,7 +27,7 @@ Database::Database(std::string protocol) : protocol_name_(std::move(protocol)) {
 Database::~Database() = default;
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Create(const DatabaseOptions& options) {
-  auto cc = CcProtocol::Create(options.protocol);
+  auto cc = CcProtocol::Create(options.protocol, options);
   if (!cc.ok()) return cc.status();
   std::unique_ptr<Database> db(new Database(options.protocol));
   db->cc_ = std::move(cc).value();
@@ -62,6 +63,16 @@ Table* Database::FindTable(absl::string_view name) const {
     if (absl::string_view(t->name()) == name) return t.get();
   }
   return nullptr;
+}
+
+absl::Status Database::SetLockGranule(Table* table, int low_bits) {
+  if (table == nullptr) return absl::InvalidArgumentError("null table");
+  if (low_bits < 0 || low_bits > 64) {
+    return absl::InvalidArgumentError(absl::StrCat("lock granule of ", table->name(), ": ",
+                                                   low_bits, " low bits is not in [0, 64]"));
+  }
+  table->set_granule_bits(low_bits);
+  return absl::OkStatus();
 }
 
 absl::Status Database::Load(Table* table, uint64_t key, absl::FunctionRef<void(const Row&)> fill) {
@@ -115,11 +126,12 @@ const Footprint& EngineExecutor::last_footprint() const { return tx_->footprint(
 
 scheduler::ExecResult EngineExecutor::Execute(scheduler::Txn& txn) {
   auto& p = static_cast<ProcedureTxn&>(txn);
-  return Run([&p](Tx& tx) { return p.Run(tx); }, &p.engine_ts, txn.attempts);
+  return Run([&p](Tx& tx) { return p.Run(tx); }, &p.engine_ts, txn.attempts, &p);
 }
 
 scheduler::ExecResult EngineExecutor::Run(absl::FunctionRef<absl::Status(Tx&)> proc,
-                                          uint64_t* ts_slot, int attempts) {
+                                          uint64_t* ts_slot, int attempts,
+                                          const ProcedureTxn* declarer) {
   uint64_t ts = ts_slot != nullptr ? *ts_slot : 0;
   if (ts == 0) {
     // Clock ns with the worker slot in the low bits: unique, roughly ordered
@@ -128,6 +140,9 @@ scheduler::ExecResult EngineExecutor::Run(absl::FunctionRef<absl::Status(Tx&)> p
         std::chrono::steady_clock::now().time_since_epoch().count());
     ts = (ns << 6) | static_cast<uint64_t>(worker_id_ + 1);
     if (ts_slot != nullptr) *ts_slot = ts;
+  }
+  if (PlannedRunner* planned = tx_->planned()) {
+    return planned->RunPlanned(proc, declarer, ts, options_.txn_delay_ns, &stats_);
   }
   tx_->Begin(ts);
   absl::Status s = proc(*tx_);

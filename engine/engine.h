@@ -38,6 +38,17 @@
 //                     picked from a range [lower, upper] that conflicting
 //                     transactions narrow; an empty range aborts
 //                     (kRangeEmpty).
+//      "calvin"       Calvin (planned.cc): a sequencer seals submitted
+//                     transactions into batches, one lock-manager thread
+//                     grants their declared locks in batch order (per-lock
+//                     FIFO queues); a transaction runs once it holds them
+//                     all and releases them at once. No deadlocks, no CC
+//                     aborts.
+//      "planned"      deadlock-free 2PL (planned.cc): the declared locks,
+//                     taken up front in one global order on a shared table.
+//    Both need the read/write set in advance: ProcedureTxn::DeclareAccesses,
+//    or a reconnaissance run (OLLP); an access outside the locks held is
+//    refused and the transaction re-planned (txn_api.h).
 //      "none"         no concurrency control (single-thread baseline for
 //                     benchmarks only; unsafe with concurrent executors).
 //    2PL locks are per record (one atomic word: exclusive bit + mask of
@@ -100,8 +111,13 @@ class TxImpl;      // cc.h (internal)
 
 struct DatabaseOptions {
   // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "timestamp", "mvcc",
-  // "maat", or "none".
+  // "maat", "calvin", "planned", or "none".
   std::string protocol = "occ";
+  // calvin: the sequencer seals a batch calvin_batch_ns after its first
+  // transaction arrived (time-based), or earlier once calvin_batch_txns
+  // (> 0: count-based) transactions wait.
+  int calvin_batch_txns = 0;
+  int64_t calvin_batch_ns = 100000;
 };
 
 // The protocol names accepted by DatabaseOptions::protocol (without "none").
@@ -139,6 +155,18 @@ struct ExecutorStats {
   uint64_t failed = 0;
   std::array<uint64_t, static_cast<size_t>(scheduler::AbortCause::kCount)> conflicts{};
   uint64_t total_conflicts() const;
+  // Planned protocols ("calvin", "planned"): transactions whose accesses
+  // were declared up front (complete), reconnaissance runs, re-plans after
+  // an execution strayed outside its locks, and phase times (ns): recon,
+  // sequencing (submit to batch sealed; 0 for planned), lock wait (sealed to
+  // all locks held), execution (locks held to released).
+  uint64_t declared = 0;
+  uint64_t recons = 0;
+  uint64_t replans = 0;
+  int64_t recon_ns = 0;
+  int64_t sequence_ns = 0;
+  int64_t lock_wait_ns = 0;
+  int64_t exec_ns = 0;
 };
 
 // What one committed transaction read and wrote: (table, key, version).
@@ -179,6 +207,10 @@ class Database {
   absl::StatusOr<OrderedIndex*> CreateIndex(Table* table, absl::string_view name,
                                             OrderedIndex::KeyFn key_of);
   Table* FindTable(absl::string_view name) const;
+  // Planned protocols: locks on `table` cover granules of keys that agree
+  // above the low `low_bits` bits (0 = one row, the default). Set before
+  // executors run; every transaction then locks that table at that grain.
+  absl::Status SetLockGranule(Table* table, int low_bits);
   const std::vector<std::unique_ptr<Table>>& tables() const { return tables_; }
 
   // Loads a row outside any transaction (before executors run): `fill`
@@ -218,8 +250,10 @@ class EngineExecutor : public scheduler::Executor {
   // One attempt of `proc` (tests, benchmarks). `ts_slot` carries the wait-die
   // timestamp across retries: pass the same variable (initially 0) on every
   // retry of the same logical transaction, or null for a fresh one.
+  // `declarer` (planned protocols) declares the accesses up front; null:
+  // found by reconnaissance.
   scheduler::ExecResult Run(absl::FunctionRef<absl::Status(Tx&)> proc, uint64_t* ts_slot,
-                            int attempts = 1);
+                            int attempts = 1, const ProcedureTxn* declarer = nullptr);
 
   int worker_id() const { return worker_id_; }
   const ExecutorStats& stats() const { return stats_; }

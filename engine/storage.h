@@ -216,6 +216,13 @@ class Table {
   void InsertOrdered(Record* rec);
   void EraseOrdered(Record* rec);
   OrderedIndex* AddOrderedIndex(std::string name, OrderedIndex::KeyFn key_of);
+  // Planned protocols: the lock granule of a key (its high bits, the low
+  // `granule_bits` dropped; 0 = one row per granule). Set before executors run.
+  uint64_t LockGranule(uint64_t key) const {
+    return granule_bits_ >= 64 ? 0 : key >> granule_bits_;
+  }
+  void set_granule_bits(int bits) { granule_bits_ = bits; }
+  int granule_bits() const { return granule_bits_; }
   // Number of present rows (quiescent use: tests, loaders).
   size_t CountPresent() const;
 
@@ -227,6 +234,7 @@ class Table {
   HashIndex hash_;
   std::vector<std::unique_ptr<OrderedIndex>> ordered_;  // fixed after load
   OrderedIndex* primary_ordered_ = nullptr;
+  int granule_bits_ = 0;
 };
 
 }  // namespace engine

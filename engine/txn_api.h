@@ -102,6 +102,36 @@ struct ScanSpec {
   bool for_update = false;
 };
 
+// The rows a transaction will access, declared before it runs (the planned
+// protocols "calvin" and "planned" lock them up front). Entries name a
+// (table, primary key) and whether the access writes (ReadForUpdate, Insert,
+// Delete, a for_update scan) or only reads; a key may be declared more than
+// once (the strongest mode wins). The lock is taken on the table's lock
+// granule of the key (Database::SetLockGranule), so declaring any key of a
+// granule covers every key of it (TPC-C: one key of a district's orders
+// covers the order NewOrder is about to insert). Thread-compatible.
+class AccessSet {
+ public:
+  struct Entry {
+    const Table* table;
+    uint64_t key;
+    bool write;
+  };
+  void Read(const Table* table, uint64_t key) { entries_.push_back({table, key, false}); }
+  void Write(const Table* table, uint64_t key) { entries_.push_back({table, key, true}); }
+  void Add(const Table* table, uint64_t key, bool write) { entries_.push_back({table, key, write}); }
+  const std::vector<Entry>& entries() const { return entries_; }
+  void clear() { entries_.clear(); }
+  // The worker slot that will run the transaction (Tx::worker_id()), for
+  // procedures whose keys depend on it (TPC-C's history rows).
+  int worker_id() const { return worker_id_; }
+  void set_worker_id(int w) { worker_id_ = w; }
+
+ private:
+  std::vector<Entry> entries_;
+  int worker_id_ = 0;
+};
+
 // The operations a stored procedure may perform. Implemented once per
 // protocol; procedures see only this interface.
 class Tx {
@@ -135,6 +165,16 @@ class ProcedureTxn : public scheduler::Txn {
  public:
   // Runs the procedure once. Called again from the start on every retry.
   virtual absl::Status Run(Tx& tx) = 0;
+
+  // Planned protocols ("calvin", "planned"): declares every row Run will
+  // access, from the parameters alone, and returns true. Returns false when
+  // the rows depend on what the transaction reads (TPC-C's customer by last
+  // name, Delivery's oldest order): the engine then finds them with a
+  // reconnaissance run of Run against committed data (Calvin's OLLP) and
+  // re-plans if the execution strays outside them. An access outside a
+  // declared set is never executed: the attempt is rolled back and re-planned
+  // (ExecutorStats::replans). Other protocols never call it.
+  virtual bool DeclareAccesses(AccessSet& set) const { return false; }
 
   // Engine-managed: the 2PL wait-die timestamp, assigned on the first attempt
   // and kept across retries. Workloads leave it alone (0 = not yet assigned).

@@ -43,7 +43,8 @@ const std::vector<std::string>& SettingKeys() {
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
-      "pg_seqscan", "history_half_life_s", "split_max_k", "tpcc_mix", "tpcc_rows", "update_rate"};
+      "pg_seqscan", "history_half_life_s", "split_max_k", "tpcc_mix", "tpcc_rows", "update_rate",
+      "calvin_batch"};
   return k;
 }
 
@@ -97,6 +98,26 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
     if (m != "all" && m != "dbx1000") return Bad(key, v, "all|dbx1000");
     c->tpcc_rows = m;
     return absl::OkStatus();
+  }
+  if (key == "calvin_batch") {
+    std::vector<std::string> parts = absl::StrSplit(absl::AsciiStrToLower(v), ':');
+    const char* want = "time:US | count:N[:US]";
+    int n = 0;
+    double us = 0;
+    if (parts.size() == 2 && parts[0] == "time" && absl::SimpleAtod(parts[1], &us) && us > 0) {
+      c->calvin_batch_txns = 0;
+      c->calvin_batch_us = us;
+      return absl::OkStatus();
+    }
+    if ((parts.size() == 2 || parts.size() == 3) && parts[0] == "count" &&
+        absl::SimpleAtoi(parts[1], &n) && n > 0) {
+      us = 1000;
+      if (parts.size() == 3 && !(absl::SimpleAtod(parts[2], &us) && us > 0)) return Bad(key, v, want);
+      c->calvin_batch_txns = n;
+      c->calvin_batch_us = us;
+      return absl::OkStatus();
+    }
+    return Bad(key, v, want);
   }
   if (key == "hot_fraction") return Dbl(key, v, &c->hot_fraction);
   if (key == "hot_size") return Num(key, v, &c->hot_size);

@@ -29,7 +29,13 @@ struct BenchConfig {
   std::string backend = "engine";  // "engine" (embedded); "postgres" plugs in through Backend
   std::string conninfo;            // for backend=postgres
   std::string workload = "tpcc";   // tpcc, tpcc-np, smallbank, tatp, ycsb
-  std::string protocol = "occ";    // occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat
+  std::string protocol = "occ";    // occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat, calvin, planned
+  // protocol=calvin: how the sequencer closes a batch ("calvin_batch"):
+  // "time:US" (US microseconds after its first transaction) or
+  // "count:N[:US]" (once N transactions wait, at the latest after US,
+  // default 1000).
+  int calvin_batch_txns = 0;
+  double calvin_batch_us = 100;
   // 16 learned, original, hard-partition, or "auto" (scheduler/scheduler.h:
   // a bandit over DefaultAutoArms by committed throughput, online).
   std::string policy = "count-max-canonical-single";
@@ -54,6 +60,8 @@ struct BenchConfig {
   // the rest read-only); negative = YCSB's per-operation mix (90% reads).
   double update_rate = -1;
   double hot_fraction = -1;        // SmallBank/TATP hot spot
+  // SmallBank/TATP hot spot; YCSB: Orthrus's microbenchmark (all
+  // read-modify-writes, 2 of each transaction's keys from this many hot keys).
   int64_t hot_size = -1;
   std::vector<workloads::SkewPhase> skew_phases;  // online runs: skew over time
   // Timing.

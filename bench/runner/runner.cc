@@ -49,6 +49,30 @@ class EngineInstance : public BackendInstance {
     }
     return true;
   }
+  std::string PlanReport() override {
+    if (db->protocol() != "calvin" && db->protocol() != "planned") return "";
+    engine::ExecutorStats t;
+    for (auto& e : executors) {
+      const engine::ExecutorStats& s = e->stats();
+      t.commits += s.commits;
+      t.user_aborts += s.user_aborts;
+      t.declared += s.declared;
+      t.recons += s.recons;
+      t.replans += s.replans;
+      t.recon_ns += s.recon_ns;
+      t.sequence_ns += s.sequence_ns;
+      t.lock_wait_ns += s.lock_wait_ns;
+      t.exec_ns += s.exec_ns;
+    }
+    const double n = static_cast<double>(t.commits + t.user_aborts);
+    auto us = [n](int64_t ns) { return n > 0 ? ns / n / 1000.0 : 0.0; };
+    return absl::StrFormat(
+        "planned: %llu declared, %llu reconnaissance runs, %llu re-plans; per finished txn (us): "
+        "recon %.1f, sequencing %.1f, lock wait %.1f, execution %.1f",
+        (unsigned long long)t.declared, (unsigned long long)t.recons,
+        (unsigned long long)t.replans, us(t.recon_ns), us(t.sequence_ns), us(t.lock_wait_ns),
+        us(t.exec_ns));
+  }
 };
 
 class EngineBackend : public Backend {
@@ -59,6 +83,8 @@ class EngineBackend : public Backend {
     auto inst = std::make_unique<EngineInstance>();
     engine::DatabaseOptions o;
     o.protocol = c.protocol;
+    o.calvin_batch_txns = c.calvin_batch_txns;
+    o.calvin_batch_ns = static_cast<int64_t>(c.calvin_batch_us * 1000);
     auto db = engine::Database::Create(o);
     if (!db.ok()) return db.status();
     inst->db = std::move(*db);
@@ -454,6 +480,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   m.total_commits = total.commits;
   m.total_conflict_aborts = total.conflict_aborts;
   m.have_executor_counts = inst->ExecutorCounts(&m.executor_commits, &m.executor_conflict_aborts);
+  m.plan_report = inst->PlanReport();
   m.history_entries = s->history().size();
   m.history_bytes = s->history().ApproxBytes();
   m.state_entries = s->state().size();
@@ -642,6 +669,7 @@ void PrintReport(const BenchResult& r, std::FILE* out) {
                  i + 1, m.seconds, m.tps, m.abort_rate, (unsigned long long)m.commits,
                  (unsigned long long)m.conflict_aborts, (unsigned long long)m.user_aborts,
                  (unsigned long long)m.failures);
+    if (!m.plan_report.empty()) std::fprintf(out, "  %s\n", m.plan_report.c_str());
     std::string causes;
     for (size_t k = 1; k < m.aborts_by_cause.size(); ++k) {
       if (m.aborts_by_cause[k]) {

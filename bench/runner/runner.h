@@ -72,6 +72,9 @@ class BackendInstance {
     (void)commits; (void)conflict_aborts;
     return false;
   }
+  // Planned protocols (calvin, planned): their planning counts and phase
+  // times, one line; empty for others.
+  virtual std::string PlanReport() { return ""; }
 };
 
 // Opens fresh database instances. Thread-compatible.
@@ -147,6 +150,7 @@ struct RunMetrics {
   uint64_t total_commits = 0, total_conflict_aborts = 0;
   bool have_executor_counts = false;
   uint64_t executor_commits = 0, executor_conflict_aborts = 0;
+  std::string plan_report;       // BackendInstance::PlanReport (whole run)
   uint64_t hook_commits = 0;     // commits seen by the completion hook (whole run)
   // Sum of all History counters (aborts + commits) when the run started (after
   // loading a learned History) and when it ended: equal when frozen.

@@ -379,6 +379,30 @@ TEST(Runner, DenevaProtocolsReportTheirOwnAbortCauses) {
   }
 }
 
+// The planned protocols run the tiny workload (sets found by
+// reconnaissance) without a single conflict abort, consistently, and report
+// their planning counts and phase times; the others report none.
+TEST(Runner, PlannedProtocolsNeverConflictAbortAndReportTheirPhases) {
+  setenv("CORRAL_ROOT", ".", 0);
+  for (const std::string p : {"calvin", "planned"}) {
+    Runner r(MakeEngineBackend(), TinyFactory());
+    BenchConfig c = Short(p, "original");
+    ASSERT_TRUE(ApplySetting(&c, "calvin_batch", "count:2:200").ok());
+    auto res = r.Run(c);
+    ASSERT_TRUE(res.ok()) << p << ": " << res.status();
+    ASSERT_EQ(res->runs.size(), 1u);
+    EXPECT_TRUE(res->all_checks_ok) << p;
+    const RunMetrics& m = res->runs[0];
+    ExpectAccounting(m);
+    EXPECT_EQ(m.conflict_aborts, 0u) << p;
+    EXPECT_NE(m.plan_report.find("reconnaissance runs"), std::string::npos) << m.plan_report;
+  }
+  Runner r(MakeEngineBackend(), TinyFactory());
+  auto res = r.Run(Short("occ", "original"));
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->runs[0].plan_report, "");
+}
+
 }  // namespace
 }  // namespace bench
 }  // namespace corral

@@ -167,6 +167,27 @@ TEST(Config, ApplyAndValidate) {
   EXPECT_FALSE(ApplySetting(&c, "seed", "-x").ok());
 }
 
+TEST(Config, CalvinBatchIsTimeOrCount) {
+  BenchConfig c;
+  ASSERT_TRUE(ApplySetting(&c, "protocol", "calvin").ok());
+  EXPECT_TRUE(Validate(c).ok());
+  ASSERT_TRUE(ApplySetting(&c, "calvin_batch", "count:8").ok());
+  EXPECT_EQ(c.calvin_batch_txns, 8);
+  EXPECT_EQ(c.calvin_batch_us, 1000);
+  ASSERT_TRUE(ApplySetting(&c, "calvin_batch", "count:4:250").ok());
+  EXPECT_EQ(c.calvin_batch_txns, 4);
+  EXPECT_EQ(c.calvin_batch_us, 250);
+  ASSERT_TRUE(ApplySetting(&c, "calvin_batch", "time:50").ok());
+  EXPECT_EQ(c.calvin_batch_txns, 0);
+  EXPECT_EQ(c.calvin_batch_us, 50);
+  for (const char* bad : {"count:0", "time:0", "time", "size:3", "count:2:-1"}) {
+    EXPECT_FALSE(ApplySetting(&c, "calvin_batch", bad).ok()) << bad;
+  }
+  EXPECT_EQ(c.calvin_batch_us, 50);  // a bad value changes nothing
+  c.protocol = "planned";
+  EXPECT_TRUE(Validate(c).ok());
+}
+
 TEST(Config, OnlineTuningKeysAndDefaults) {
   BenchConfig c;
   ASSERT_TRUE(ApplySetting(&c, "policy", "AUTO").ok());

@@ -46,6 +46,7 @@ WorkloadFactory MakeWorkloadFactory() {
       workloads::YcsbParams p;
       if (c.scale > 0) p.records = static_cast<int64_t>(p.records * c.scale);
       if (c.update_rate >= 0) p.update_txn_fraction = c.update_rate;
+      if (c.hot_size > 0) p.hot_records = c.hot_size;  // Orthrus's hot set
       return W(new workloads::YcsbWorkload(p));
     }
     return workloads::MakeWorkload(c.workload);  // NotFound listing the names

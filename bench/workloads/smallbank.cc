@@ -85,6 +85,41 @@ absl::Status SmallBankTxn::Audit(Tx& tx, double delta) {
   return absl::OkStatus();
 }
 
+bool SmallBankTxn::DeclareAccesses(engine::AccessSet& set) const {
+  set.Read(t_->accounts, c1);
+  switch (sb_type_) {
+    case kAmalgamate:
+      set.Read(t_->accounts, c2);
+      set.Write(t_->savings, c1);
+      set.Write(t_->checking, c1);
+      set.Write(t_->checking, c2);
+      break;
+    case kBalance:
+      set.Read(t_->savings, c1);
+      set.Read(t_->checking, c1);
+      break;
+    case kDepositChecking:
+      set.Write(t_->checking, c1);
+      set.Write(t_->audit, set.worker_id());
+      break;
+    case kTransactSavings:
+      set.Write(t_->savings, c1);
+      set.Write(t_->audit, set.worker_id());
+      break;
+    case kWriteCheck:
+      set.Read(t_->savings, c1);
+      set.Write(t_->checking, c1);
+      set.Write(t_->audit, set.worker_id());
+      break;
+    case kSendPayment:
+      set.Read(t_->accounts, c2);
+      set.Write(t_->checking, c1);
+      set.Write(t_->checking, c2);
+      break;
+  }
+  return true;
+}
+
 absl::Status SmallBankTxn::Run(Tx& tx) {
   ConstRow acct;
   ENGINE_RETURN_IF_ERROR(tx.Read(t_->accounts, c1, &acct));

@@ -136,6 +136,50 @@ absl::Status TatpTxn::Audit(Tx& tx, int col) {
   return absl::OkStatus();
 }
 
+bool TatpTxn::DeclareAccesses(engine::AccessSet& set) const {
+  int64_t id = 0;
+  const bool by_nbr = tatp_type_ == kUpdateLocation || tatp_type_ == kInsertCallForwarding ||
+                      tatp_type_ == kDeleteCallForwarding;
+  // The subscriber a sub_nbr names is its number (SubscriberByNbr); a
+  // malformed one touches nothing.
+  if (by_nbr && !absl::SimpleAtoi(sub_nbr, &id)) return true;
+  const uint64_t s = by_nbr ? static_cast<uint64_t>(id) : static_cast<uint64_t>(s_id);
+  switch (tatp_type_) {
+    case kGetSubscriberData:
+      set.Read(t_->subscriber, s);
+      break;
+    case kGetNewDestination:
+      set.Read(t_->special_facility, TatpSfKey(s, sf_type));
+      for (int t : {0, 8, 16}) {
+        if (t > start_time) break;
+        set.Read(t_->call_forwarding, TatpCfKey(s, sf_type, t));
+      }
+      break;
+    case kGetAccessData:
+      set.Read(t_->access_info, TatpAiKey(s, ai_type));
+      break;
+    case kUpdateSubscriberData:
+      set.Write(t_->subscriber, s);
+      set.Write(t_->special_facility, TatpSfKey(s, sf_type));
+      break;
+    case kUpdateLocation:
+      set.Write(t_->subscriber, s);
+      break;
+    case kInsertCallForwarding:
+      set.Read(t_->subscriber, s);
+      set.Read(t_->special_facility, TatpSfKey(s, sf_type));
+      set.Write(t_->call_forwarding, TatpCfKey(s, sf_type, start_time));
+      set.Write(t_->audit, set.worker_id());
+      break;
+    case kDeleteCallForwarding:
+      set.Read(t_->subscriber, s);
+      set.Write(t_->call_forwarding, TatpCfKey(s, sf_type, start_time));
+      set.Write(t_->audit, set.worker_id());
+      break;
+  }
+  return true;
+}
+
 absl::Status TatpTxn::Run(Tx& tx) {
   switch (tatp_type_) {
     case kGetSubscriberData: {

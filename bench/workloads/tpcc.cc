@@ -382,6 +382,58 @@ absl::Status TpccTxn::Run(Tx& tx) {
   return absl::InternalError("unknown TPC-C type");
 }
 
+bool TpccTxn::DeclareAccesses(engine::AccessSet& set) const {
+  switch (tpcc_type_) {
+    case kNewOrder: {
+      const NewOrderInput& in = new_order;
+      set.Read(t_->warehouse, in.w_id);
+      set.Write(t_->district, TpccDistrictKey(in.w_id, in.d_id));
+      set.Read(t_->customer, TpccCustomerKey(in.w_id, in.d_id, in.c_id));
+      set.Write(t_->orders, TpccOrderKey(in.w_id, in.d_id, 0));      // the (w, d) granule
+      set.Write(t_->new_order, TpccOrderKey(in.w_id, in.d_id, 0));
+      set.Write(t_->order_line, TpccOrderLineKey(in.w_id, in.d_id, 0, 0));
+      for (const NewOrderLine& l : in.lines) {
+        set.Read(t_->item, l.i_id);
+        set.Write(t_->stock, TpccStockKey(l.supply_w_id, l.i_id));
+      }
+      return true;
+    }
+    case kPayment: {
+      const PaymentInput& in = payment;
+      set.Write(t_->warehouse, in.w_id);
+      set.Write(t_->district, TpccDistrictKey(in.w_id, in.d_id));
+      set.Write(t_->history, HistoryKey(set.worker_id() + 1, 0));  // the slot's granule
+      if (in.by_last_name) return false;
+      set.Write(t_->customer, TpccCustomerKey(in.c_w_id, in.c_d_id, in.c_id));
+      return true;
+    }
+    case kOrderStatus: {
+      const OrderStatusInput& in = order_status;
+      set.Read(t_->orders, TpccOrderKey(in.w_id, in.d_id, 0));
+      set.Read(t_->order_line, TpccOrderLineKey(in.w_id, in.d_id, 0, 0));
+      if (in.by_last_name) return false;
+      set.Read(t_->customer, TpccCustomerKey(in.w_id, in.d_id, in.c_id));
+      return true;
+    }
+    case kDelivery: {
+      const DeliveryInput& in = delivery;
+      for (int d = 1; d <= in.districts; ++d) {
+        set.Write(t_->new_order, TpccOrderKey(in.w_id, d, 0));
+        set.Write(t_->orders, TpccOrderKey(in.w_id, d, 0));
+        set.Write(t_->order_line, TpccOrderLineKey(in.w_id, d, 0, 0));
+      }
+      return false;  // the customers of the oldest orders
+    }
+    case kStockLevel: {
+      const StockLevelInput& in = stock_level;
+      set.Read(t_->district, TpccDistrictKey(in.w_id, in.d_id));
+      set.Read(t_->order_line, TpccOrderLineKey(in.w_id, in.d_id, 0, 0));
+      return false;  // the stock rows of the last orders' items
+    }
+  }
+  return false;
+}
+
 absl::Status TpccTxn::RunNewOrder(Tx& tx) {
   const NewOrderInput& in = new_order;
   ConstRow w;
@@ -851,6 +903,12 @@ absl::Status TpccWorkload::Load(engine::Database* db) {
                     static_cast<int>(r.GetInt(O_C_ID)), static_cast<int>(r.GetInt(O_ID)));
               }));
 #undef TPCC_ASSIGN
+  // Lock granules of the planned protocols (see TpccTxn::DeclareAccesses):
+  // (w, d) for orders, new orders and order lines, the worker slot for history.
+  ENGINE_RETURN_IF_ERROR(db->SetLockGranule(t_.orders, 32));
+  ENGINE_RETURN_IF_ERROR(db->SetLockGranule(t_.new_order, 32));
+  ENGINE_RETURN_IF_ERROR(db->SetLockGranule(t_.order_line, 32));
+  ENGINE_RETURN_IF_ERROR(db->SetLockGranule(t_.history, 56));
 
   Rng rng(p_.load_seed);
   const int64_t now = NowSeconds();

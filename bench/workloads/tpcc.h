@@ -180,6 +180,14 @@ class TpccTxn : public WorkloadTxn {
           bool insert_rows = true)
       : t_(t), history_seq_(history_seq), tpcc_type_(type), insert_rows_(insert_rows) {}
   absl::Status Run(engine::Tx& tx) override;
+  // NewOrder, Payment and OrderStatus by customer id: complete from the
+  // parameters (a district's orders, new orders and order lines are one lock
+  // granule, a worker slot's history rows another, so NewOrder's and
+  // Payment's inserts are covered before their keys are known). Payment and
+  // OrderStatus by last name, Delivery (which customer) and StockLevel
+  // (which stock rows) also depend on reads: the part the parameters fix is
+  // declared and false is returned (reconnaissance finds the rest).
+  bool DeclareAccesses(engine::AccessSet& set) const override;
   void AppendBound(BoundSql* out) const override;
   TpccType tpcc_type() const { return tpcc_type_; }
 

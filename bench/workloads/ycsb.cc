@@ -69,6 +69,16 @@ void YcsbTxn::AppendBound(BoundSql* out) const {
   }
 }
 
+bool YcsbTxn::DeclareAccesses(engine::AccessSet& set) const {
+  bool rmw = false;
+  for (const YcsbOp& op : ops) {
+    set.Add(t_->usertable, op.key, op.rmw);
+    rmw |= op.rmw;
+  }
+  if (rmw) set.Write(t_->audit, set.worker_id());
+  return true;
+}
+
 absl::Status YcsbTxn::Run(Tx& tx) {
   int64_t rmw = 0;
   for (const YcsbOp& op : ops) {
@@ -144,11 +154,16 @@ std::unique_ptr<WorkloadTxn> YcsbWorkload::Next(Rng& rng) const {
     YcsbOp& op = t->ops[i];
     bool dup;
     do {
-      op.key = RandomKey(rng);
+      if (p_.hot_records > 0) {
+        op.key = i < p_.hot_ops ? rng.Uniform(0, p_.hot_records - 1)
+                                : rng.Uniform(p_.hot_records, p_.records - 1);
+      } else {
+        op.key = RandomKey(rng);
+      }
       dup = false;
       for (int j = 0; j < i; ++j) dup |= t->ops[j].key == op.key;
     } while (dup);
-    op.rmw = rmw_at.empty() ? !rng.Chance(p_.read_fraction) : rmw_at[i];
+    op.rmw = p_.hot_records > 0 || (rmw_at.empty() ? !rng.Chance(p_.read_fraction) : rmw_at[i]);
     if (op.rmw) {
       op.field = static_cast<int>(rng.Uniform(0, p_.fields - 1));
       op.value = RandomValue(rng, p_.field_size);
@@ -162,6 +177,13 @@ std::unique_ptr<WorkloadTxn> YcsbWorkload::Next(Rng& rng) const {
 absl::Status YcsbWorkload::Load(engine::Database* db) {
   if (p_.records < 1 || p_.fields < 1 || p_.field_size < 1 || p_.partitions < 1) {
     return absl::InvalidArgumentError("YCSB parameters out of range");
+  }
+  if (p_.hot_records < 0 || (p_.hot_records > 0 && (p_.hot_ops < 0 || p_.hot_ops > p_.hot_records ||
+                                                     p_.ops_per_txn - p_.hot_ops >
+                                                         p_.records - p_.hot_records))) {
+    return absl::InvalidArgumentError(absl::StrCat("YCSB hot set: ", p_.hot_records,
+                                                   " hot of ", p_.records, " records, ",
+                                                   p_.hot_ops, " hot operations"));
   }
   engine::Schema s, audit;
   s.AddInt64("ycsb_key");

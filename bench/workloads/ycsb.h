@@ -52,6 +52,12 @@ struct YcsbParams {
   int fields = 10;
   int field_size = 100;
   int64_t partitions = 64;     // key ranges for the partition key
+  // Orthrus's microbenchmark (Ren et al. 2016, Section 4.1) when > 0: every
+  // operation is a read-modify-write; the first hot_ops of a transaction's
+  // keys are drawn uniformly from the hot_records hot keys [0, hot_records),
+  // the rest uniformly from the cold ones (theta and the mix are not used).
+  int64_t hot_records = 0;
+  int hot_ops = 2;
   uint64_t load_seed = 1;
 };
 
@@ -70,6 +76,8 @@ class YcsbTxn : public WorkloadTxn {
  public:
   explicit YcsbTxn(const YcsbTables* t) : t_(t) {}
   absl::Status Run(engine::Tx& tx) override;
+  // Complete from the parameters (planned protocols).
+  bool DeclareAccesses(engine::AccessSet& set) const override;
   void AppendBound(BoundSql* out) const override;
   std::vector<YcsbOp> ops;
 

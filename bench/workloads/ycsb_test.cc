@@ -45,6 +45,33 @@ INSTANTIATE_TEST_SUITE_P(AllProtocols, YcsbProtocolTest,
                          ::testing::ValuesIn(engine::ProtocolNames()),
                          ProtocolParamName);
 
+// Orthrus's microbenchmark: ten read-modify-writes, two from the hot set.
+TEST(YcsbTest, HotSetMixDrawsTwoHotKeysAndEightColdOnes) {
+  YcsbParams p = SmallParams();
+  p.hot_records = 10;
+  YcsbWorkload w(p);
+  auto db = NewDb("occ");
+  ASSERT_TRUE(w.Load(db.get()).ok());
+  Rng rng(3);
+  for (int i = 0; i < 200; ++i) {
+    auto t = w.Next(rng);
+    auto* y = static_cast<YcsbTxn*>(t.get());
+    ASSERT_EQ(y->ops.size(), 10u);
+    int hot = 0;
+    for (const YcsbOp& op : y->ops) {
+      EXPECT_TRUE(op.rmw);
+      ASSERT_GE(op.key, 0);
+      ASSERT_LT(op.key, p.records);
+      hot += op.key < p.hot_records;
+    }
+    EXPECT_EQ(hot, 2);
+  }
+  p.hot_records = 1;  // two hot operations cannot draw distinct keys from one
+  YcsbWorkload bad(p);
+  auto db2 = NewDb("occ");
+  EXPECT_FALSE(bad.Load(db2.get()).ok());
+}
+
 TEST(YcsbTest, UncountedIncrementIsDetected) {
   auto db = NewDb("occ");
   YcsbWorkload w(SmallParams());

@@ -1,0 +1,650 @@
+// Planned protocols: "calvin" (a sequencer batches transactions, one
+// lock-manager thread grants their declared locks in batch order) and
+// "planned" (deadlock-free 2PL: each transaction takes its declared locks in
+// one global order on a shared lock table before it runs). Both execute a
+// transaction only once it holds every lock it declared, run its procedure
+// through a guard that refuses any access outside the declared set (the
+// attempt is rolled back and re-planned), and install its writes with the
+// OCC machinery (occ.cc), whose validation cannot fail under the locks.
+// Where the declared set is not known from the parameters, a reconnaissance
+// run of the procedure against committed data finds it (Calvin's OLLP). See
+// engine.h for the design.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "common/hash.h"
+#include "engine/cc.h"
+
+namespace corral {
+namespace engine {
+namespace {
+
+using scheduler::AbortCause;
+using scheduler::ExecResult;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One lock a transaction holds: a lock granule of a table, read or write.
+struct LockItem {
+  int table;
+  uint64_t granule;
+  bool write;
+  bool operator<(const LockItem& o) const {
+    return table != o.table ? table < o.table : granule < o.granule;
+  }
+  bool SameLock(const LockItem& o) const { return table == o.table && granule == o.granule; }
+};
+
+// Sorts by (table, granule) and merges duplicates (write wins).
+void Normalize(std::vector<LockItem>* items) {
+  std::sort(items->begin(), items->end());
+  size_t out = 0;
+  for (size_t i = 0; i < items->size(); ++i) {
+    if (out > 0 && (*items)[out - 1].SameLock((*items)[i])) {
+      (*items)[out - 1].write |= (*items)[i].write;
+    } else {
+      (*items)[out++] = (*items)[i];
+    }
+  }
+  items->resize(out);
+}
+
+// A transaction's lock request, from submission to release. Owned by the
+// worker until it is released; then by the lock service.
+struct LockRequest {
+  std::vector<LockItem> items;
+  int worker = 0;
+  std::atomic<bool> granted{false};
+  int pending = 0;          // calvin: locks not yet granted (lock-manager thread only)
+  int64_t submit_ns = 0;    // worker
+  int64_t sealed_ns = 0;    // calvin: when its batch was sealed (sequencer)
+};
+
+class LockService {
+ public:
+  virtual ~LockService() = default;
+  // Blocks until `req` holds all its locks.
+  virtual void Lock(LockRequest* req) = 0;
+  // Releases them all at once; takes ownership of req.
+  virtual void Unlock(LockRequest* req) = 0;
+};
+
+// ---------------------------------------------------------------- calvin
+
+// Sequencer + deterministic lock manager. Workers submit lock requests; the
+// sequencer thread seals them into batches (when `batch_txns` requests are
+// waiting, or `batch_ns` after the first one arrived, whichever comes first;
+// batch_txns = 0: time-based epochs only); the lock-manager thread, alone,
+// owns the lock table and appends each batch's requests, in batch order, to
+// per-lock FIFO queues; the head of a queue is granted (a run of readers
+// together). A request holding every lock is released to its worker. No
+// request ever waits for a later one, so there are no deadlocks and no
+// concurrency-control aborts.
+class CalvinService final : public LockService {
+ public:
+  CalvinService(int batch_txns, int64_t batch_ns)
+      : batch_txns_(batch_txns), batch_ns_(batch_ns > 0 ? batch_ns : 1) {
+    sequencer_ = std::thread([this] { SequencerLoop(); });
+    lock_manager_ = std::thread([this] { LockManagerLoop(); });
+  }
+  ~CalvinService() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    sequencer_cv_.notify_all();
+    lock_manager_cv_.notify_all();
+    sequencer_.join();
+    lock_manager_.join();
+    for (LockRequest* r : releases_) delete r;
+  }
+
+  void Lock(LockRequest* req) override {
+    req->submit_ns = NowNs();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      incoming_.push_back(req);
+    }
+    sequencer_cv_.notify_one();
+    Waiter waiter;
+    while (!req->granted.load(std::memory_order_acquire)) waiter.Wait();
+  }
+
+  void Unlock(LockRequest* req) override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      releases_.push_back(req);
+    }
+    lock_manager_cv_.notify_one();
+  }
+
+ private:
+  struct Entry {
+    LockRequest* req;
+    bool write;
+    bool granted;
+  };
+  using Queue = absl::InlinedVector<Entry, 4>;
+
+  void SequencerLoop() {
+    std::vector<LockRequest*> batch;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        sequencer_cv_.wait(l, [this] { return stop_ || !incoming_.empty(); });
+        if (stop_) return;
+        // The batch closes batch_ns after its first request, or earlier once
+        // batch_txns requests wait.
+        sequencer_cv_.wait_for(l, std::chrono::nanoseconds(batch_ns_), [this] {
+          return stop_ || (batch_txns_ > 0 && static_cast<int>(incoming_.size()) >= batch_txns_);
+        });
+        if (stop_) return;
+        batch.swap(incoming_);
+        int64_t now = NowNs();
+        for (LockRequest* r : batch) r->sealed_ns = now;
+        batches_.push_back(std::move(batch));
+        batch.clear();
+      }
+      lock_manager_cv_.notify_one();
+    }
+  }
+
+  void LockManagerLoop() {
+    std::vector<std::vector<LockRequest*>> batches;
+    std::vector<LockRequest*> releases;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        lock_manager_cv_.wait(
+            l, [this] { return stop_ || !batches_.empty() || !releases_.empty(); });
+        if (stop_) return;
+        batches.swap(batches_);
+        releases.swap(releases_);
+      }
+      for (LockRequest* r : releases) Release(r);
+      releases.clear();
+      for (auto& b : batches) {
+        for (LockRequest* r : b) Enqueue(r);
+      }
+      batches.clear();
+    }
+  }
+
+  void Enqueue(LockRequest* r) {
+    r->pending = static_cast<int>(r->items.size());
+    for (const LockItem& it : r->items) {
+      Queue& q = table_[{it.table, it.granule}];
+      q.push_back({r, it.write, false});
+      GrantHeads(&q);
+    }
+    if (r->pending == 0) Grant(r);
+  }
+
+  void Release(LockRequest* r) {
+    for (const LockItem& it : r->items) {
+      auto f = table_.find(std::make_pair(it.table, it.granule));
+      if (f == table_.end()) continue;
+      Queue& q = f->second;
+      for (size_t i = 0; i < q.size(); ++i) {
+        if (q[i].req == r) {
+          q.erase(q.begin() + i);
+          break;
+        }
+      }
+      if (q.empty()) {
+        table_.erase(f);
+      } else {
+        GrantHeads(&q);
+      }
+    }
+    delete r;
+  }
+
+  // Grants the queue's head: a writer alone, or the leading run of readers.
+  void GrantHeads(Queue* q) {
+    for (size_t i = 0; i < q->size(); ++i) {
+      Entry& e = (*q)[i];
+      if (e.write) {
+        if (i == 0 && !e.granted) {
+          e.granted = true;
+          if (--e.req->pending == 0) Grant(e.req);
+        }
+        return;
+      }
+      if (!e.granted) {
+        e.granted = true;
+        if (--e.req->pending == 0) Grant(e.req);
+      }
+    }
+  }
+
+  static void Grant(LockRequest* r) { r->granted.store(true, std::memory_order_release); }
+
+  const int batch_txns_;
+  const int64_t batch_ns_;
+  // std::mutex + condition variables rather than absl::Mutex::Await: the
+  // Debian absl is not TSan-instrumented, and Await evaluates a waiter's
+  // condition on the unlocking thread, which TSan then reports.
+  std::mutex mu_;
+  std::condition_variable sequencer_cv_;     // incoming_ or stop_ changed
+  std::condition_variable lock_manager_cv_;  // batches_, releases_ or stop_ changed
+  bool stop_ = false;                                   // guarded by mu_
+  std::vector<LockRequest*> incoming_;                  // guarded by mu_
+  std::vector<std::vector<LockRequest*>> batches_;      // guarded by mu_
+  std::vector<LockRequest*> releases_;                  // guarded by mu_
+  // Lock-manager thread only.
+  absl::flat_hash_map<std::pair<int, uint64_t>, Queue> table_;
+  std::thread sequencer_;
+  std::thread lock_manager_;
+};
+
+// ---------------------------------------------------------------- planned
+
+// Deadlock-free 2PL on a shared lock table: 2^20 lock words (exclusive bit +
+// holder mask of worker slots), a granule hashed to one word; a transaction
+// takes its words in ascending word order, waiting as long as needed, so no
+// wait-for cycle can form. Two granules that share a word conflict (rare).
+// A waiting writer is counted per word and new readers of that word wait
+// behind it, so readers cannot starve it; this keeps the order argument
+// (everyone waiting for word w holds only words below w).
+class SharedTableService final : public LockService {
+ public:
+  SharedTableService()
+      : words_(new std::atomic<uint64_t>[kWords]), writers_waiting_(new std::atomic<uint16_t>[kWords]) {
+    for (size_t i = 0; i < kWords; ++i) {
+      words_[i].store(0, std::memory_order_relaxed);
+      writers_waiting_[i].store(0, std::memory_order_relaxed);
+    }
+  }
+
+  void Lock(LockRequest* req) override {
+    req->submit_ns = NowNs();
+    // Re-key by word, in word order; a word wanted twice is taken once.
+    std::vector<LockItem>& w = scratch_[req->worker];
+    w.clear();
+    for (const LockItem& it : req->items) {
+      w.push_back({0, Mix64(it.granule ^ (uint64_t(it.table) * 0x9E3779B97F4A7C15ull)) & (kWords - 1),
+                   it.write});
+    }
+    Normalize(&w);
+    const uint64_t me = uint64_t{1} << req->worker;
+    for (const LockItem& it : w) {
+      std::atomic<uint64_t>& word = words_[it.granule];
+      std::atomic<uint16_t>& writers = writers_waiting_[it.granule];
+      Waiter waiter;
+      bool counted = false;
+      for (;;) {
+        uint64_t v = word.load(std::memory_order_acquire);
+        const bool free = it.write ? v == 0
+                                   : !(v & kLockExclusive) &&
+                                         writers.load(std::memory_order_acquire) == 0;
+        if (free) {
+          uint64_t nv = it.write ? (kLockExclusive | me) : (v | me);
+          if (word.compare_exchange_weak(v, nv, std::memory_order_acquire)) break;
+          continue;
+        }
+        if (it.write && !counted) {
+          writers.fetch_add(1, std::memory_order_acq_rel);
+          counted = true;
+        }
+        waiter.Wait();
+      }
+      if (counted) writers.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    req->sealed_ns = req->submit_ns;  // no sequencing
+    req->granted.store(true, std::memory_order_relaxed);
+  }
+
+  void Unlock(LockRequest* req) override {
+    const uint64_t me = uint64_t{1} << req->worker;
+    for (const LockItem& it : scratch_[req->worker]) {
+      std::atomic<uint64_t>& word = words_[it.granule];
+      if (it.write) {
+        word.store(0, std::memory_order_release);
+      } else {
+        word.fetch_and(~me, std::memory_order_release);
+      }
+    }
+    delete req;
+  }
+
+ private:
+  static constexpr size_t kWords = size_t{1} << 20;
+  std::unique_ptr<std::atomic<uint64_t>[]> words_;
+  std::unique_ptr<std::atomic<uint16_t>[]> writers_waiting_;  // per word
+  // Per worker slot: the words it holds (used only by that slot's thread).
+  std::vector<LockItem> scratch_[kMaxWorkers];
+};
+
+// ---------------------------------------------------------------- recon
+
+// Reconnaissance: runs a procedure against committed data without locks and
+// records every row it touches. Writes go to a private overlay (later reads
+// of the run see them) and are never installed. Rows are read consistently
+// one at a time (seqlock on the TID word); across rows the reads may be
+// inconsistent, which only makes the guess wrong, never the execution.
+class ReconTx final : public TxImpl {
+ public:
+  using TxImpl::TxImpl;
+
+  void Begin(uint64_t) override {
+    ResetAttempt();
+    scratch_.Reset();
+    overlay_.clear();
+    accessed_.clear();
+  }
+  AbortCause Commit() override { return AbortCause::kNone; }
+  void Abort() override {}
+  const std::vector<AccessSet::Entry>& accessed() const { return accessed_; }
+
+  absl::Status Read(const Table* table, uint64_t key, ConstRow* out) override {
+    accessed_.push_back({table, key, false});
+    char* buf = Lookup(table, key);
+    if (buf == nullptr) return NotFoundStatus();
+    *out = ConstRow(&table->schema(), buf, key);
+    return absl::OkStatus();
+  }
+  absl::Status ReadForUpdate(const Table* table, uint64_t key, Row* out) override {
+    accessed_.push_back({table, key, true});
+    char* buf = Lookup(table, key);
+    if (buf == nullptr) return NotFoundStatus();
+    *out = Row(&table->schema(), buf, key);
+    return absl::OkStatus();
+  }
+  absl::Status Insert(const Table* table, uint64_t key, Row* out) override {
+    accessed_.push_back({table, key, true});
+    if (Lookup(table, key) != nullptr) return ExistsStatus();
+    Over* o = FindOver(table, key);
+    char* buf = scratch_.Allocate(table->row_size());
+    std::memset(buf, 0, table->row_size());
+    if (o != nullptr) {
+      o->buf = buf;
+    } else {
+      overlay_.push_back({table, key, buf});
+    }
+    *out = Row(&table->schema(), buf, key);
+    return absl::OkStatus();
+  }
+  absl::Status Delete(const Table* table, uint64_t key) override {
+    accessed_.push_back({table, key, true});
+    if (Lookup(table, key) == nullptr) return NotFoundStatus();
+    FindOver(table, key)->buf = nullptr;  // Lookup made the entry
+    return absl::OkStatus();
+  }
+  absl::Status Scan(const ScanSpec& spec, std::vector<ConstRow>* out) override {
+    const Table* table = spec.index->table();
+    const Schema* schema = &table->schema();
+    return ScanBatches(spec, out, [&](const OrderedIndex::Entry& e) {
+      accessed_.push_back({table, e.pk, spec.for_update});
+      char* buf = Lookup(table, e.pk);
+      if (buf != nullptr) out->push_back(ConstRow(schema, buf, e.pk));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  struct Over {
+    const Table* table;
+    uint64_t key;
+    char* buf;  // null: deleted (or absent)
+  };
+  Over* FindOver(const Table* table, uint64_t key) {
+    for (Over& o : overlay_) {
+      if (o.table == table && o.key == key) return &o;
+    }
+    return nullptr;
+  }
+  // The run's view of the row: its overlay copy, else a private copy of the
+  // committed row (kept in the overlay), or null if absent.
+  char* Lookup(const Table* table, uint64_t key) {
+    if (Over* o = FindOver(table, key)) return o->buf;
+    char* buf = nullptr;
+    Record* rec = table->Find(key);
+    if (rec != nullptr) {
+      buf = scratch_.Allocate(table->row_size());
+      Waiter waiter;
+      for (;;) {
+        uint64_t v1 = rec->tid.load(std::memory_order_acquire);
+        if (v1 & kTidAbsentBit) {
+          buf = nullptr;
+          break;
+        }
+        if (v1 & kTidLockBit) {
+          waiter.Wait();
+          continue;
+        }
+        AtomicCopyOut(buf, rec->data(), table->row_size());
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (rec->tid.load(std::memory_order_relaxed) == v1) break;
+      }
+    }
+    overlay_.push_back({table, key, buf});
+    return buf;
+  }
+
+  std::vector<Over> overlay_;
+  std::vector<AccessSet::Entry> accessed_;
+};
+
+// ---------------------------------------------------------------- the guard
+
+// The Tx a planned transaction's procedure sees: every access is checked
+// against the locks the transaction holds, then carried out by an OCC
+// attempt. An access outside them is not carried out: the attempt is marked
+// (undeclared()) and will be rolled back and re-planned.
+class PlannedTx final : public TxImpl, public PlannedRunner {
+ public:
+  PlannedTx(LockService* locks, std::unique_ptr<TxImpl> inner, std::unique_ptr<ReconTx> recon,
+            int worker_id, RecordArena* arena, bool record_footprint)
+      : TxImpl(worker_id, arena, record_footprint),
+        locks_(locks),
+        inner_(std::move(inner)),
+        recon_(std::move(recon)) {}
+
+  PlannedRunner* planned() override { return this; }
+
+  // --- TxImpl (the guarded execution attempt) ---
+  void Begin(uint64_t ts) override {
+    ResetAttempt();
+    missed_.clear();
+    inner_->Begin(ts);
+  }
+  AbortCause Commit() override {
+    AbortCause c = inner_->Commit();
+    if (record_footprint_ && c == AbortCause::kNone) footprint_ = inner_->footprint();
+    return c;
+  }
+  void Abort() override { inner_->Abort(); }
+  bool conflicted() const override { return TxImpl::conflicted() || inner_->conflicted(); }
+
+  absl::Status Read(const Table* table, uint64_t key, ConstRow* out) override {
+    if (!Covers(table, key, false)) return Undeclared(table, key, false);
+    return inner_->Read(table, key, out);
+  }
+  absl::Status ReadForUpdate(const Table* table, uint64_t key, Row* out) override {
+    if (!Covers(table, key, true)) return Undeclared(table, key, true);
+    return inner_->ReadForUpdate(table, key, out);
+  }
+  absl::Status Insert(const Table* table, uint64_t key, Row* out) override {
+    if (!Covers(table, key, true)) return Undeclared(table, key, true);
+    return inner_->Insert(table, key, out);
+  }
+  absl::Status Delete(const Table* table, uint64_t key) override {
+    if (!Covers(table, key, true)) return Undeclared(table, key, true);
+    return inner_->Delete(table, key);
+  }
+  absl::Status Scan(const ScanSpec& spec, std::vector<ConstRow>* out) override {
+    if (conflicted()) return ConflictStatus();
+    absl::Status s = inner_->Scan(spec, out);
+    const Table* table = spec.index->table();
+    // Rows of the range that are not locked were read (race-free, OCC
+    // copies) but must not be used: re-plan with them.
+    bool stray = false;
+    for (const ConstRow& r : *out) {
+      if (!Covers(table, r.key(), spec.for_update)) {
+        missed_.push_back({table, r.key(), spec.for_update});
+        stray = true;
+      }
+    }
+    if (stray) {
+      out->clear();
+      return Fail(AbortCause::kValidation);
+    }
+    return s;
+  }
+
+  // --- PlannedRunner ---
+  ExecResult RunPlanned(absl::FunctionRef<absl::Status(Tx&)> proc, const ProcedureTxn* declarer,
+                        uint64_t ts, int64_t txn_delay_ns, ExecutorStats* stats) override {
+    declared_.clear();
+    declared_.set_worker_id(worker_id_);
+    bool complete = declarer != nullptr && declarer->DeclareAccesses(declared_);
+    items_.clear();
+    ToItems(declared_.entries(), &items_);
+    if (complete) {
+      ++stats->declared;
+    } else {
+      Recon(proc, stats);  // adds to what was declared
+    }
+    for (int plan = 0;; ++plan) {
+      Normalize(&items_);
+      auto* req = new LockRequest;
+      req->items = items_;
+      req->worker = worker_id_;
+      locks_->Lock(req);
+      const int64_t granted = NowNs();
+      stats->sequence_ns += req->sealed_ns - req->submit_ns;
+      stats->lock_wait_ns += granted - req->sealed_ns;
+      Begin(ts);
+      absl::Status s = proc(*this);
+      if (!missed_.empty()) {
+        // Strayed outside its locks: roll back, re-plan with what it
+        // touched, what it declared, and a fresh reconnaissance.
+        inner_->Abort();
+        locks_->Unlock(req);
+        stats->exec_ns += NowNs() - granted;
+        ++stats->replans;
+        if (plan >= kMaxPlans) {
+          ++stats->conflicts[static_cast<size_t>(AbortCause::kValidation)];
+          return ExecResult::Conflict(AbortCause::kValidation);
+        }
+        ToItems(missed_, &items_);
+        Recon(proc, stats);
+        continue;
+      }
+      ExecResult result = Finish(s, txn_delay_ns, stats);
+      locks_->Unlock(req);
+      stats->exec_ns += NowNs() - granted;
+      return result;
+    }
+  }
+
+ private:
+  static constexpr int kMaxPlans = 32;
+
+  ExecResult Finish(absl::Status s, int64_t txn_delay_ns, ExecutorStats* stats) {
+    if (conflicted()) {
+      // Cannot happen under the locks; kept as a safety net.
+      AbortCause c = inner_->conflicted() ? inner_->cause() : cause();
+      inner_->Abort();
+      ++stats->conflicts[static_cast<size_t>(c)];
+      return ExecResult::Conflict(c);
+    }
+    if (!s.ok()) {
+      inner_->Abort();
+      if (IsUserAbort(s)) {
+        ++stats->user_aborts;
+        return ExecResult::UserAbort(std::move(s));
+      }
+      ++stats->failed;
+      return ExecResult::Failed(std::move(s));
+    }
+    if (txn_delay_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(txn_delay_ns));
+    AbortCause c = Commit();
+    if (c != AbortCause::kNone) {
+      ++stats->conflicts[static_cast<size_t>(c)];
+      return ExecResult::Conflict(c);
+    }
+    ++stats->commits;
+    return ExecResult::Commit();
+  }
+
+  // Adds the reconnaissance run's accesses to items_.
+  void Recon(absl::FunctionRef<absl::Status(Tx&)> proc, ExecutorStats* stats) {
+    const int64_t t0 = NowNs();
+    recon_->Begin(0);
+    proc(*recon_).IgnoreError();  // its outcome is a guess; execution decides
+    ToItems(recon_->accessed(), &items_);
+    ++stats->recons;
+    stats->recon_ns += NowNs() - t0;
+  }
+
+  static void ToItems(const std::vector<AccessSet::Entry>& entries, std::vector<LockItem>* items) {
+    for (const AccessSet::Entry& e : entries) {
+      items->push_back({e.table->id(), e.table->LockGranule(e.key), e.write});
+    }
+  }
+
+  bool Covers(const Table* table, uint64_t key, bool write) const {
+    LockItem want{table->id(), table->LockGranule(key), write};
+    auto it = std::lower_bound(items_.begin(), items_.end(), want);
+    return it != items_.end() && it->SameLock(want) && (it->write || !write);
+  }
+
+  absl::Status Undeclared(const Table* table, uint64_t key, bool write) {
+    if (conflicted()) return ConflictStatus();
+    missed_.push_back({table, key, write});
+    return Fail(AbortCause::kValidation);
+  }
+
+  LockService* const locks_;
+  std::unique_ptr<TxImpl> inner_;
+  std::unique_ptr<ReconTx> recon_;
+  AccessSet declared_;
+  std::vector<LockItem> items_;  // the locks of this plan, normalized
+  std::vector<AccessSet::Entry> missed_;
+};
+
+class PlannedProtocol final : public CcProtocol {
+ public:
+  explicit PlannedProtocol(std::unique_ptr<LockService> locks)
+      : locks_(std::move(locks)), occ_(NewOccProtocol()) {}
+  std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
+                                bool record_footprint) override {
+    return std::make_unique<PlannedTx>(locks_.get(),
+                                       occ_->NewTx(worker_id, arena, record_footprint),
+                                       std::make_unique<ReconTx>(worker_id, arena, false),
+                                       worker_id, arena, record_footprint);
+  }
+
+ private:
+  std::unique_ptr<LockService> locks_;
+  std::unique_ptr<CcProtocol> occ_;
+};
+
+}  // namespace
+
+std::unique_ptr<CcProtocol> NewCalvinProtocol(int batch_txns, int64_t batch_ns) {
+  return std::make_unique<PlannedProtocol>(std::make_unique<CalvinService>(batch_txns, batch_ns));
+}
+
+std::unique_ptr<CcProtocol> NewPlannedLockingProtocol() {
+  return std::make_unique<PlannedProtocol>(std::make_unique<SharedTableService>());
+}
+
+}  // namespace engine
+}  // namespace corral
