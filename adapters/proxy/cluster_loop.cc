@@ -79,6 +79,7 @@ void Proxy::Loop::DropClusterLocks(Backend* b) {
   stats_.cluster_locks_held -= static_cast<int64_t>(b->adv_locks.size());
   b->adv_locks.clear();
   b->unlock_failed = false;
+  b->unlock_retries = 0;
 }
 
 void Proxy::Loop::OnClusterMessage(Backend* b, const Batch& front, char type, absl::string_view body) {
@@ -98,6 +99,14 @@ void Proxy::Loop::ClusterBatchDone(Backend* b, const Batch& front) {
   if (!front.cluster_unlock) return;
   if (b->unlock_failed) {
     b->unlock_failed = false;
+    if (++b->unlock_retries > 3) {
+      // Last resort (never seen: a cancel lands on an unlock at most once):
+      // every session-level advisory lock of this backend goes.
+      std::fprintf(stderr, "corral proxy: backend %d: advisory unlock failed 4 times; unlocking all\n", b->index);
+      DropClusterLocks(b);
+      SendInternal(b, "SELECT pg_advisory_unlock_all()");
+      return;
+    }
     stats_.cluster_unlock_retries++;
     ReleaseClusterLocks(b);
     return;

@@ -1,5 +1,6 @@
 #include "adapters/proxy/cluster.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -136,6 +137,29 @@ TEST(ClusterSyncTest, UnreachableFallsBackToLocalOnlyAndCounts) {
   ASSERT_TRUE(sync.SyncOnce().ok());
   sync.KeysFor({RefId(5)}, &keys);
   EXPECT_EQ(keys.size(), 1u);
+}
+
+// The sync thread runs rounds while the loop thread asks for keys (TSan
+// checks the hand-over).
+TEST(ClusterSyncTest, ThreadPublishesWhileKeysAreRead) {
+  FakeServer server;
+  server.peer_rows = {{std::string("peer"), std::string("5"), std::string("9"), std::string("k=2")}};
+  Stats stats;
+  ClusterSync::Options o = Opts();
+  o.publish_interval_ms = 1;
+  ClusterSync sync(o, server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
+  sync.Start();
+  std::vector<int64_t> keys;
+  size_t seen = 0;
+  while (stats.cluster_publishes.load() < 5) {
+    sync.KeysFor({RefId(5), RefId(6)}, &keys);
+    seen = std::max(seen, keys.size());
+    (void)sync.View();
+  }
+  sync.Stop();
+  sync.KeysFor({RefId(5)}, &keys);
+  EXPECT_EQ(keys, (std::vector<int64_t>{5}));
+  EXPECT_EQ(stats.cluster_sync_failures.load(), 0);
 }
 
 }  // namespace

@@ -179,6 +179,7 @@ struct Backend : Conn {
   // that unlock failed (sent again).
   std::vector<int64_t> adv_locks;
   bool unlock_failed = false;
+  int unlock_retries = 0;  // of the current keys
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
 };
