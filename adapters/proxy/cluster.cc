@@ -3,12 +3,12 @@
 #include "adapters/proxy/cluster.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/time.h"
 #include "common/clock.h"
 
 namespace corral {
@@ -80,7 +80,7 @@ std::string UnlockSql(const std::vector<int64_t>& keys) {
 
 ClusterSync::ClusterSync(Options o, Connect connect, LocalTop local_top, Stats* stats)
     : o_(std::move(o)), connect_(std::move(connect)), local_top_(std::move(local_top)), stats_(*stats) {
-  absl::MutexLock l(&mu_);
+  TsanVisibleMutexLock l(&mu_);
   view_.cluster_name = o_.cluster_name;
   view_.proxy_id = o_.proxy_id;
 }
@@ -90,7 +90,7 @@ ClusterSync::~ClusterSync() { Stop(); }
 void ClusterSync::Start() {
   if (thread_.joinable()) return;
   {
-    absl::MutexLock l(&mu_);
+    TsanVisibleMutexLock l(&mu_);
     stop_ = false;
   }
   thread_ = std::thread([this] { Run(); });
@@ -98,24 +98,28 @@ void ClusterSync::Start() {
 
 void ClusterSync::Stop() {
   {
-    absl::MutexLock l(&mu_);
+    TsanVisibleMutexLock l(&mu_);
     stop_ = true;
   }
+  stop_cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void ClusterSync::Run() {
   for (;;) {
     (void)SyncOnce();
-    absl::MutexLock l(&mu_);
-    auto stopping = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_; };
-    if (mu_.AwaitWithTimeout(absl::Condition(&stopping), absl::Milliseconds(o_.publish_interval_ms))) return;
+    const int64_t until = MonoNanos() + o_.publish_interval_ms * 1000000;
+    TsanVisibleMutexLock l(&mu_);
+    while (!stop_ && MonoNanos() < until) {
+      stop_cv_.WaitWithTimeout(&mu_, std::chrono::nanoseconds(until - MonoNanos()));
+    }
+    if (stop_) return;
   }
 }
 
 absl::Status ClusterSync::SyncOnce() {
   absl::Status st = Round();
-  absl::MutexLock l(&mu_);
+  TsanVisibleMutexLock l(&mu_);
   view_.shared_ok = st.ok();
   if (!st.ok()) {
     // Local learning only: no peer is known, so no lock is taken.
@@ -181,7 +185,7 @@ absl::Status ClusterSync::Round() {
   if (!pub.ok()) return pub.ToStatus("publishing to corral.hot_refs");
   stats_.cluster_publishes++;
   {
-    absl::MutexLock l(&mu_);
+    TsanVisibleMutexLock l(&mu_);
     last_publish_nanos_ = MonoNanos();
   }
   const int64_t stale_ms = kStaleIntervals * o_.publish_interval_ms + 1000;
@@ -204,7 +208,7 @@ absl::Status ClusterSync::Round() {
   }
   int peer_count = 0, shared = 0;
   absl::flat_hash_set<uint64_t> hot = MergeHot(local, peers, o_.hot_threshold, &peer_count, &shared);
-  absl::MutexLock l(&mu_);
+  TsanVisibleMutexLock l(&mu_);
   hot_ = std::move(hot);
   view_.peers = peer_count;
   view_.shared_refs = shared;
@@ -215,7 +219,7 @@ absl::Status ClusterSync::Round() {
 void ClusterSync::KeysFor(const RefVec& refs, std::vector<int64_t>* keys) const {
   keys->clear();
   {
-    absl::ReaderMutexLock l(&mu_);
+    TsanVisibleMutexLock l(&mu_);
     if (hot_.empty()) return;
     for (RefId r : refs) {
       if (hot_.contains(r.value())) keys->push_back(LockKey(r));
@@ -228,7 +232,7 @@ void ClusterSync::KeysFor(const RefVec& refs, std::vector<int64_t>* keys) const 
 }
 
 ClusterView ClusterSync::View() const {
-  absl::MutexLock l(&mu_);
+  TsanVisibleMutexLock l(&mu_);
   ClusterView v = view_;
   v.last_publish_ms = last_publish_nanos_ == 0 ? -1 : (MonoNanos() - last_publish_nanos_) / 1000000;
   return v;

@@ -42,10 +42,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "adapters/pg_connection.h"
 #include "adapters/proxy/stats.h"
 #include "common/ids.h"
+#include "common/tsan_visible_mutex.h"
 
 namespace corral {
 namespace proxy {
@@ -127,7 +127,9 @@ class ClusterSync {
   std::unique_ptr<adapters::PgConnection> conn_;  // the sync thread's
   bool table_ready_ = false;
 
-  mutable absl::Mutex mu_;
+  // TsanVisibleMutex, not absl::Mutex: the TSan pass must see the hand-over.
+  mutable TsanVisibleMutex mu_;
+  TsanVisibleCondVar stop_cv_;
   absl::flat_hash_set<uint64_t> hot_ ABSL_GUARDED_BY(mu_);
   ClusterView view_ ABSL_GUARDED_BY(mu_);
   int64_t last_publish_nanos_ ABSL_GUARDED_BY(mu_) = 0;

@@ -108,6 +108,23 @@ class ClusterTest : public ScratchTableTest {
     return key;
   }
 
+  // A cluster of two proxies, A having learned row 1's abort; Y (via B)
+  // updates row 1 in an open transaction, holding row 1's key.
+  void HoldHotRow(ProxyUnderTest* a, ProxyUnderTest* b, int64_t* key, PGconn** y) {
+    *key = TwoProxies(PgUniqueName("cl"), a, b);
+    ASSERT_NE(*key, 0);
+    *y = PQconnectdb(b->ClientConninfo().c_str());
+    ASSERT_EQ(ExecValue(*y, "BEGIN"), "BEGIN");
+    ASSERT_EQ(ExecValue(*y, Update(1)), "UPDATE 1");
+    ASSERT_EQ(Locks(*key, true), 1);
+  }
+
+  // A client dies without a Terminate message.
+  static void Kill(PGconn* c) {
+    ::shutdown(PQsocket(c), SHUT_RDWR);
+    PQfinish(c);
+  }
+
   // Y (via B) updates row 1 and keeps its transaction open; Z (via A) then
   // updates row 1 too; Y commits. Returns Z's update's outcome.
   std::string Race(ProxyUnderTest& a, ProxyUnderTest& b, int64_t key) {
@@ -176,34 +193,43 @@ TEST_F(ClusterTest, SharingOffTheSameRaceFailsWith40001) {
 }
 
 TEST_F(ClusterTest, KilledClientLeavesTheKeyFree) {
-  const std::string cluster = PgUniqueName("cl");
   ProxyUnderTest a, b;
-  const int64_t key = TwoProxies(cluster, &a, &b);
-  ASSERT_NE(key, 0);
-  PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
-  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
-  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
-  ASSERT_EQ(Locks(key, true), 1);
-  // The client dies without a Terminate message.
-  ::shutdown(PQsocket(y), SHUT_RDWR);
-  PQfinish(y);
-  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0; }));
+  int64_t key = 0;
+  PGconn* y = nullptr;
+  HoldHotRow(&a, &b, &key, &y);
+  ASSERT_FALSE(HasFatalFailure());
+  // Z (via A) waits for the key; it dies while waiting: its backend's lock
+  // request is cancelled, nothing is left waiting or granted to it.
+  PGconn* z = PQconnectdb(a.ClientConninfo().c_str());
+  ASSERT_EQ(ExecValue(z, "BEGIN"), "BEGIN");
+  ASSERT_EQ(PQsendQuery(z, Update(1).c_str()), 1);
+  ASSERT_TRUE(Eventually([&] { return Locks(key, false) == 1; }));
+  Kill(z);
+  EXPECT_TRUE(Eventually([&] { return Locks(key, false) == 0; }));
+  EXPECT_EQ(Locks(key, true), 1);  // Y's
+  // Y dies holding it (no Terminate message).
+  Kill(y);
+  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && Locks(key, false) == 0; }));
   EXPECT_GE(b.proxy().stats().client_rollbacks.load(), 1);
-  // Rolled back: the row is as LearnAbort left it, and the backend serves again.
-  PGconn* w = PQconnectdb(b.ClientConninfo().c_str());
-  EXPECT_EQ(ExecValue(w, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "1");
-  PQfinish(w);
+  EXPECT_GE(a.proxy().stats().client_rollbacks.load(), 1);
+  EXPECT_TRUE(Eventually([&] {
+    return a.proxy().stats().cluster_locks_held.load() == 0 && b.proxy().stats().cluster_locks_held.load() == 0;
+  }));
+  // Rolled back: the row is as LearnAbort left it, and the backends serve again.
+  for (ProxyUnderTest* p : {&a, &b}) {
+    PGconn* w = PQconnectdb(p->ClientConninfo().c_str());
+    EXPECT_EQ(ExecValue(w, Update(1)), "UPDATE 1");
+    PQfinish(w);
+  }
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "3");
 }
 
 TEST_F(ClusterTest, KilledBackendLeavesTheKeyFree) {
-  const std::string cluster = PgUniqueName("cl");
   ProxyUnderTest a, b;
-  const int64_t key = TwoProxies(cluster, &a, &b);
-  ASSERT_NE(key, 0);
-  PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
-  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
-  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
-  ASSERT_EQ(Locks(key, true), 1);
+  int64_t key = 0;
+  PGconn* y = nullptr;
+  HoldHotRow(&a, &b, &key, &y);
+  ASSERT_FALSE(HasFatalFailure());
   const uint64_t u = static_cast<uint64_t>(key);
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = "
                                                  "'advisory' AND granted AND classid = ",
