@@ -180,7 +180,11 @@ absl::Status ClusterSync::Round() {
                   " ON CONFLICT (cluster_name, proxy_id, ref_hash) DO UPDATE SET aborts = EXCLUDED.aborts, "
                   "ref_text = EXCLUDED.ref_text, updated_at = EXCLUDED.updated_at; "
                   "DELETE FROM corral.hot_refs WHERE cluster_name = ",
-                  cluster, " AND proxy_id = ", me, " AND updated_at < now()");
+                  cluster, " AND proxy_id = ", me,
+                  " AND updated_at < now(); "
+                  // A proxy that stopped leaves its rows; an hour later they go.
+                  "DELETE FROM corral.hot_refs WHERE cluster_name = ",
+                  cluster, " AND updated_at < now() - interval '1 hour'");
   adapters::PgResult pub = conn_->Exec(sql);
   if (!pub.ok()) return pub.ToStatus("publishing to corral.hot_refs");
   stats_.cluster_publishes++;
