@@ -9,7 +9,9 @@
 #   pgbouncer    N PgBouncers (transaction pooling)
 # Workloads (SERIALIZABLE, --max-tries): hot-row (hot_row.sql, rows
 # 1..HOT_ROWS) and two-row (contended.sql, rows 1..HOT_ROWS), and
-# select-only (pgbench -S) for the pooling cost. Every measured run follows
+# select-only (pgbench -S) for the pooling cost. ISOLATIONS="serializable
+# read-committed" also runs the two scripts under READ COMMITTED (workload
+# names hot-row-rc, two-row-rc). Every measured run follows
 # a WARMUP-second run of the same workload on the same fleet (learning).
 # Prints one line per run (tps and retried transactions summed over the N
 # pgbench processes) and writes them to $OUT/results.tsv with the proxies'
@@ -32,6 +34,7 @@ MAX_TRIES=${MAX_TRIES:-100}
 PROXIES=${PROXIES:-1 2 4}
 FLEETS=${FLEETS:-coordinated uncoord pgbouncer}
 WORKLOADS=${WORKLOADS:-hot-row two-row select-only}
+ISOLATIONS=${ISOLATIONS:-serializable}
 INTERVAL_MS=${INTERVAL_MS:-200}
 THRESHOLD=${THRESHOLD:-3}
 OUT=${OUT:-$(mktemp -d /tmp/corral-multi.XXXXXX)}
@@ -70,6 +73,15 @@ pgbench -i -q -s "$SCALE" -h 127.0.0.1 -p "$PGPORT" -U postgres $DB >/dev/null 2
 for t in accounts branches tellers history; do
   $PSQL -d $DB -c "ALTER TABLE pgbench_$t SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)" >/dev/null
 done
+for f in hot_row contended; do
+  sed 's/ISOLATION LEVEL SERIALIZABLE/ISOLATION LEVEL READ COMMITTED/' bench/proxy/$f.sql > "$WORK/$f-rc.sql"
+done
+if [[ " $ISOLATIONS " == *" read-committed "* ]]; then
+  for w in hot-row two-row; do [[ " $WORKLOADS " == *" $w "* ]] && WORKLOADS="$WORKLOADS $w-rc"; done
+fi
+if [[ " $ISOLATIONS " != *" serializable "* ]]; then
+  WORKLOADS=$(echo " $WORKLOADS " | sed 's/ hot-row / /; s/ two-row / /')
+fi
 echo '"postgres" ""' > "$WORK/userlist.txt"
 chmod 644 "$WORK/userlist.txt"
 
@@ -170,6 +182,8 @@ for n in $PROXIES; do
       case $w in
         hot-row) args=(-f bench/proxy/hot_row.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
         two-row) args=(-f bench/proxy/contended.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
+        hot-row-rc) args=(-f "$WORK/hot_row-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
+        two-row-rc) args=(-f "$WORK/contended-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
         select-only) args=(-S) ;;
       esac
       [ "$WARMUP" -gt 0 ] && split_run "$WARMUP" "${args[@]}" >/dev/null
