@@ -120,6 +120,11 @@ void ClusterSync::Run() {
 absl::Status ClusterSync::SyncOnce() {
   absl::Status st = Round();
   TsanVisibleMutexLock l(&mu_);
+  if (st.ok() != view_.shared_ok || (!st.ok() && view_.last_error.empty())) {
+    // Transitions only: a server that stays down logs once.
+    std::fprintf(stderr, "corral proxy: cluster \"%s\": %s\n", o_.cluster_name.c_str(),
+                 st.ok() ? "shared table reached" : absl::StrCat(st.message(), " (local learning only)").c_str());
+  }
   view_.shared_ok = st.ok();
   if (!st.ok()) {
     // Local learning only: no peer is known, so no lock is taken.
