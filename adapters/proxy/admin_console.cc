@@ -65,6 +65,13 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("undecodable_params", s.undecodable_params);
     row("tls_clients", s.tls_clients);
     row("tls_handshake_failures", s.tls_handshake_failures);
+    row("cluster_lock_txns", s.cluster_lock_txns);
+    row("cluster_locks_taken", s.cluster_locks_taken);
+    row("cluster_lock_waits", s.cluster_lock_waits);
+    row("cluster_locks_held", s.cluster_locks_held);
+    row("cluster_unlock_retries", s.cluster_unlock_retries);
+    row("cluster_publishes", s.cluster_publishes);
+    row("cluster_sync_failures", s.cluster_sync_failures);
     const AdminSource::LearnedSizes l = source_.Learned();
     row("history_entries", l.history_entries);
     row("history_max_entries", l.history_max_entries);
@@ -87,9 +94,10 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
         rows);
     return done();
   }
-  if (is("show", "databases") || is("show", "pools") || is("show", "users")) {
+  if (is("show", "databases") || is("show", "pools") || is("show", "users") || is("show", "cluster")) {
     const AdminTable t = words[1] == "databases" ? source_.Databases()
                          : words[1] == "pools"   ? source_.Pools()
+                         : words[1] == "cluster" ? source_.Cluster()
                                                  : source_.Users();
     wire::AppendTextResult(out, t.columns, t.rows);
     return done();
@@ -141,7 +149,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
   }
   wire::AppendError(out, "ERROR", "42601",
                     absl::StrCat("unknown admin command '", sql_in,
-                                 "'; try SHOW STATS | QUEUES | CLIENTS | HISTORY | POLICY | DATABASES | POOLS | USERS, "
+                                 "'; try SHOW STATS | QUEUES | CLIENTS | HISTORY | POLICY | DATABASES | POOLS | USERS | CLUSTER, "
                                  "SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN"));
   done();
 }

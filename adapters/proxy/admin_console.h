@@ -1,6 +1,6 @@
 // The proxy's admin console: the SQL a client connected to the admin
 // database ("corral") may send (SHOW STATS | QUEUES | CLIENTS | HISTORY |
-// POLICY | DATABASES | POOLS | USERS, SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN), answered as
+// POLICY | DATABASES | POOLS | USERS | CLUSTER, SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN), answered as
 // protocol bytes. It works
 // against AdminSource, a narrow view of the proxy (counters, queues, clients,
 // history, the policy setter and reload), so it is testable without sockets.
@@ -78,6 +78,9 @@ class AdminSource {
   // SHOW DATABASES (entries and databases in use), POOLS (per database and
   // server login), USERS (per client user).
   virtual AdminTable Databases() const = 0;
+  // SHOW CLUSTER (multi-proxy mode, cluster.h): per database in a cluster,
+  // peers seen, shared references, last publish, locks held and waited.
+  virtual AdminTable Cluster() const { return {}; }
   virtual AdminTable Pools() const = 0;
   virtual AdminTable Users() const = 0;
   virtual std::string PolicyName() const = 0;

@@ -106,7 +106,8 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 35"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 42"));
+  EXPECT_TRUE(absl::StrContains(out, "cluster_lock_waits"));
   EXPECT_TRUE(absl::StrContains(out, std::string("undecodable_params") + std::string("\0\0\0\x01", 4) + "7"));
   EXPECT_TRUE(absl::StrContains(out, "describes_injected"));
   EXPECT_TRUE(absl::StrContains(out, "tls_handshake_failures"));

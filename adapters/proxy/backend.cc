@@ -185,6 +185,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
       std::fprintf(stderr, "b%d -> c%lld %c%s\n", b->index, c ? (long long)c->id : -1LL, f.type,
                    f.type == 'Z' ? std::string(f.body).c_str() : "");
     }
+    if (front.cluster_lock || front.cluster_unlock) OnClusterMessage(b, front, f.type, f.body);
     switch (f.type) {
       case '1':
         if (!front.parses.empty()) {
@@ -315,6 +316,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         }
         // Parses skipped after an error never happened: forget them.
         b->cache.ForgetUnconfirmed(front.parses);
+        ClusterBatchDone(b, front);
         const bool attach = front.attach;
         const std::string attach_error = std::move(front.attach_error);
         if (b->batches.size() > 1) b->batches.pop_front();
@@ -405,6 +407,7 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
     Detach(b, c);
     // Anything the client sent after the failed batch is routed anew.
   }
+  DropClusterLocks(b);  // the server ended the session, and its locks
   b->batches.clear();
   b->batches.push_back(Batch());
   b->fatal.clear();

@@ -374,6 +374,7 @@ void Proxy::Loop::CloseClient(Client* c) {
       EndBatch(b);
     }
     SendInternal(b, "ROLLBACK");
+    ReleaseClusterLocks(b);
     // Its last statements' session effects are not known for sure: the
     // backend goes back to its connect-time defaults.
     b->sess = BackendSession(b->connect_params);

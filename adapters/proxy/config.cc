@@ -209,6 +209,17 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
       return absl::InvalidArgumentError(
           absl::StrCat("stealing must be on, affinity, any or off, not '", value, "'"));
     }
+  } else if (key == "cluster_name") {
+    o->cluster_name = std::string(value);
+  } else if (key == "cluster_proxy_id") {
+    o->cluster_proxy_id = std::string(value);
+  } else if (key == "cluster_publish_interval_ms") {
+    if (auto st = Int(key, value, 50, 3600 * 1000, &n); !st.ok()) return st;
+    o->cluster_publish_interval_ms = n;
+  } else if (key == "cluster_hot_threshold") {
+    if (!absl::SimpleAtod(value, &o->cluster_hot_threshold) || !(o->cluster_hot_threshold > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("cluster_hot_threshold must be a number > 0, not '", value, "'"));
+    }
   } else if (key == "steal_after_ms") {
     if (auto st = Int(key, value, 0, 86400 * 1000, &n); !st.ok()) return st;
     o->steal_after_ms = n;

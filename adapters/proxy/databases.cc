@@ -60,6 +60,7 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
   }
   db->router = std::make_unique<Router>(db->sched, schema, &stats_.undecodable_params);
   if (fallback) ++fallback_dbs_;
+  StartCluster(db.get());
   Database* raw = db.get();
   dbs_[e.name] = std::move(db);
   return raw;

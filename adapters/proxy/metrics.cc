@@ -47,6 +47,20 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_tls_clients_total", "Clients that completed a TLS handshake.", stats.tls_clients);
   counter("corral_tls_handshake_failures_total", "Client TLS handshakes that failed.",
           stats.tls_handshake_failures);
+  counter("corral_cluster_lock_transactions_total",
+          "Transactions that took cross-proxy advisory locks (multi-proxy mode).", stats.cluster_lock_txns);
+  counter("corral_cluster_locks_taken_total", "Cross-proxy advisory lock keys taken.", stats.cluster_locks_taken);
+  counter("corral_cluster_lock_waits_total", "Cross-proxy advisory lock keys that waited for another session.",
+          stats.cluster_lock_waits);
+  counter("corral_cluster_unlock_retries_total", "Advisory unlocks sent again after an error.",
+          stats.cluster_unlock_retries);
+  counter("corral_cluster_publishes_total", "Rounds that published to the shared table.", stats.cluster_publishes);
+  counter("corral_cluster_sync_failures_total",
+          "Rounds that could not reach the shared table (local learning only).", stats.cluster_sync_failures);
+  absl::StrAppend(&s,
+                  "# HELP corral_cluster_locks_held Cross-proxy advisory lock keys held now.\n"
+                  "# TYPE corral_cluster_locks_held gauge\ncorral_cluster_locks_held ",
+                  stats.cluster_locks_held.load(), "\n");
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

@@ -170,6 +170,8 @@ struct Batch {
   std::deque<ParseEntry> parses;
   std::deque<bool> closes;  // true: drop the CloseComplete
   std::deque<DescribeEntry> describes;  // Describe-statement messages, in order
+  bool cluster_lock = false;    // multi-proxy mode: advisory locks taken (swallowed)
+  bool cluster_unlock = false;  // multi-proxy mode: their release (swallowed)
 };
 
 // Appends a Close (or Describe: type 'D') of the statement `name`.

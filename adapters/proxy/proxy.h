@@ -130,6 +130,17 @@ struct Options {
   bool steal_any = false;
   bool steal_inflight = true;
   int64_t steal_after_ms = 50;
+  // Multi-proxy mode (cluster.h, README "Several proxies"): proxies with
+  // the same cluster_name in front of one database share their hottest
+  // references through corral.hot_refs every cluster_publish_interval_ms;
+  // a transaction with a reference whose merged abort count reaches
+  // cluster_hot_threshold takes a session-level advisory lock per such
+  // reference before its BEGIN. "" = off. cluster_proxy_id: this proxy's
+  // row key ("" = host/pid/random).
+  std::string cluster_name;
+  std::string cluster_proxy_id;
+  int64_t cluster_publish_interval_ms = 1000;
+  double cluster_hot_threshold = 3;
   int64_t query_wait_timeout_ms = 120000;  // 0 = none
   size_t max_message_bytes = 64u << 20;    // larger client messages are rejected
   // Back-pressure: when a client's unsent output passes this, the proxy

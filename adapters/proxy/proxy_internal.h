@@ -54,6 +54,7 @@
 #include "absl/strings/string_view.h"
 #include "adapters/proxy/admin_console.h"
 #include "adapters/proxy/auth.h"
+#include "adapters/proxy/cluster.h"
 #include "adapters/proxy/prepared.h"
 #include "adapters/proxy/proxy.h"
 #include "adapters/proxy/router.h"
@@ -173,6 +174,12 @@ struct Backend : Conn {
   // type" (0A000), and an open transaction is failed on the server.
   bool stale_batch = false;
 
+  // Multi-proxy mode (cluster_loop.cc): the advisory-lock keys its
+  // transaction took (held until the unlock batch completes), and whether
+  // that unlock failed (sent again).
+  std::vector<int64_t> adv_locks;
+  bool unlock_failed = false;
+  int unlock_retries = 0;  // of the current keys
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
 };
@@ -234,6 +241,9 @@ struct Database {
   scheduler::Scheduler* sched = nullptr;
   std::unique_ptr<Router> router;
   int pools = 0;
+  // Multi-proxy mode (cluster.h); null when cluster_name is empty. Last:
+  // stopped (joined) before the Scheduler it reads goes.
+  std::unique_ptr<ClusterSync> cluster;
 };
 
 // The server connections of one (database, server login): its run queues
@@ -481,6 +491,20 @@ class Proxy::Loop : private AdminSource {
   AdminTable Pools() const override;
   AdminTable Users() const override;
 
+  // --- multi-proxy mode (cluster_loop.cc)
+  // Makes and starts db's ClusterSync when cluster_name is set.
+  void StartCluster(Database* db);
+  // Attach: locks the keys of c's shared-hot references on b first.
+  void TakeClusterLocks(Client* c, Backend* b);
+  // The transaction on b ended (or was rolled back): unlock its keys.
+  void ReleaseClusterLocks(Backend* b);
+  // b's session ended: its locks went with it.
+  void DropClusterLocks(Backend* b);
+  // A message of b's front batch (lock rows, unlock errors) / its end.
+  void OnClusterMessage(Backend* b, const Batch& front, char type, absl::string_view body);
+  void ClusterBatchDone(Backend* b, const Batch& front);
+  AdminTable Cluster() const override;
+
   // --- backends (backend.cc)
   absl::Status ConnectBackend(Backend* b);
   void OnBackendInput(Backend* b);
@@ -524,6 +548,7 @@ class Proxy::Loop : private AdminSource {
   std::vector<std::pair<std::string, std::string>> server_params_;
   DescribeCache describe_cache_{4096};  // the server's Describe-statement answers
   uint64_t next_client_id_ = 1;
+  std::string cluster_proxy_id_;  // multi-proxy mode: this proxy's row key
   std::atomic<int64_t> clients_now_{0};
   const bool trace_ = std::getenv("CORRAL_PROXY_TRACE") != nullptr;  // message trace on stderr
 };

@@ -213,6 +213,7 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
   }
   c->waiting = false;
   c->route.ClearOutcome();
+  TakeClusterLocks(c, b);  // before anything of the transaction
   b->txns++;
   c->txns++;
   // The client's session parameters on this backend first; its messages
@@ -295,6 +296,7 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
       break;
   }
   RouterOf(c).Finish(&c->route, o);
+  ReleaseClusterLocks(b);  // the backend is not Free until they are released
   Detach(b, c);
   Dispatch(b);
   Pump(c);

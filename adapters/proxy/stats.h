@@ -49,6 +49,17 @@ struct Stats {
   std::atomic<int64_t> client_output_peak_bytes{0};
   std::atomic<int64_t> tls_clients{0};             // clients that completed a TLS handshake
   std::atomic<int64_t> tls_handshake_failures{0};  // clients whose TLS handshake failed
+  // Multi-proxy mode (cluster.h): transactions that took advisory locks,
+  // keys taken, keys that had to wait for another session, keys held now
+  // (a gauge), unlocks sent again after an error, rounds published, rounds
+  // that could not reach the shared table (local learning only).
+  std::atomic<int64_t> cluster_lock_txns{0};
+  std::atomic<int64_t> cluster_locks_taken{0};
+  std::atomic<int64_t> cluster_lock_waits{0};
+  std::atomic<int64_t> cluster_locks_held{0};
+  std::atomic<int64_t> cluster_unlock_retries{0};
+  std::atomic<int64_t> cluster_publishes{0};
+  std::atomic<int64_t> cluster_sync_failures{0};
 };
 
 }  // namespace proxy

@@ -1,0 +1,251 @@
+// ClusterSync (cluster.h): the multi-proxy mode's sync thread, the merge of
+// the proxies' abort counts, and the advisory-lock statements.
+#include "adapters/proxy/cluster.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/clock.h"
+
+namespace corral {
+namespace proxy {
+namespace {
+
+// An E'' literal: backslashes and quotes escaped, NULs dropped (valid
+// whatever standard_conforming_strings says).
+std::string Literal(absl::string_view s) {
+  std::string out = "E'";
+  for (char ch : s) {
+    if (ch == '\0') continue;
+    if (ch == '\\' || ch == '\'') out.push_back(ch);
+    out.push_back(ch);
+  }
+  out.push_back('\'');
+  return out;
+}
+
+// Serializes concurrent CREATE ... IF NOT EXISTS of several proxies (which
+// can otherwise fail on the catalog's unique indexes).
+constexpr int64_t kDdlLockKey = 0x636f7272616c3235;  // "corral25"
+
+// Rows older than this many publish intervals (plus a second) are stale.
+constexpr int kStaleIntervals = 3;
+
+}  // namespace
+
+absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, const std::vector<PeerRow>& peers,
+                                       double threshold, int* peer_count, int* shared_refs) {
+  absl::flat_hash_map<uint64_t, double> merged;
+  absl::flat_hash_set<std::string> ids;
+  absl::flat_hash_set<uint64_t> from_peers;
+  for (const PeerRow& p : peers) {
+    ids.insert(p.proxy_id);
+    if (p.ref.hash == 0) continue;  // heartbeat
+    merged[p.ref.hash] += p.ref.aborts;
+    from_peers.insert(p.ref.hash);
+  }
+  for (const SharedRef& r : local) {
+    if (r.hash != 0) merged[r.hash] += r.aborts;
+  }
+  if (peer_count != nullptr) *peer_count = static_cast<int>(ids.size());
+  if (shared_refs != nullptr) *shared_refs = static_cast<int>(from_peers.size());
+  absl::flat_hash_set<uint64_t> hot;
+  if (ids.empty()) return hot;  // nobody to coordinate with: the run queues suffice
+  for (const auto& [h, n] : merged) {
+    if (n >= threshold) hot.insert(h);
+  }
+  return hot;
+}
+
+std::string LockSql(const std::vector<int64_t>& keys) {
+  std::string sql;
+  for (int64_t k : keys) {
+    absl::StrAppend(&sql, "SELECT CASE WHEN pg_try_advisory_lock(", k, ") THEN 0 ELSE (SELECT 1 FROM pg_advisory_lock(",
+                    k, ")) END;");
+  }
+  return sql;
+}
+
+std::string UnlockSql(const std::vector<int64_t>& keys) {
+  std::string sql = "SELECT ";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    absl::StrAppend(&sql, i ? ", " : "", "pg_advisory_unlock(", keys[i], ")");
+  }
+  return sql;
+}
+
+ClusterSync::ClusterSync(Options o, Connect connect, LocalTop local_top, Stats* stats)
+    : o_(std::move(o)), connect_(std::move(connect)), local_top_(std::move(local_top)), stats_(*stats) {
+  TsanVisibleMutexLock l(&mu_);
+  view_.cluster_name = o_.cluster_name;
+  view_.proxy_id = o_.proxy_id;
+}
+
+ClusterSync::~ClusterSync() { Stop(); }
+
+void ClusterSync::Start() {
+  if (thread_.joinable()) return;
+  {
+    TsanVisibleMutexLock l(&mu_);
+    stop_ = false;
+  }
+  thread_ = std::thread([this] { Run(); });
+}
+
+void ClusterSync::Stop() {
+  {
+    TsanVisibleMutexLock l(&mu_);
+    stop_ = true;
+  }
+  stop_cv_.SignalAll();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ClusterSync::Run() {
+  for (;;) {
+    (void)SyncOnce();
+    const int64_t until = MonoNanos() + o_.publish_interval_ms * 1000000;
+    TsanVisibleMutexLock l(&mu_);
+    while (!stop_ && MonoNanos() < until) {
+      stop_cv_.WaitWithTimeout(&mu_, std::chrono::nanoseconds(until - MonoNanos()));
+    }
+    if (stop_) return;
+  }
+}
+
+absl::Status ClusterSync::SyncOnce() {
+  absl::Status st = Round();
+  TsanVisibleMutexLock l(&mu_);
+  if (st.ok() != view_.shared_ok || (!st.ok() && view_.last_error.empty())) {
+    // Transitions only: a server that stays down logs once.
+    std::fprintf(stderr, "corral proxy: cluster \"%s\": %s\n", o_.cluster_name.c_str(),
+                 st.ok() ? "shared table reached" : absl::StrCat(st.message(), " (local learning only)").c_str());
+  }
+  view_.shared_ok = st.ok();
+  if (!st.ok()) {
+    // Local learning only: no peer is known, so no lock is taken.
+    stats_.cluster_sync_failures++;
+    hot_.clear();
+    view_.peers = 0;
+    view_.shared_refs = 0;
+    view_.hot_refs = 0;
+    view_.last_error = std::string(st.message());
+    conn_.reset();  // reconnect next round
+    table_ready_ = false;
+  } else {
+    view_.last_error.clear();
+  }
+  view_.last_publish_ms = last_publish_nanos_ == 0 ? -1 : (MonoNanos() - last_publish_nanos_) / 1000000;
+  return st;
+}
+
+absl::Status ClusterSync::Round() {
+  if (conn_ == nullptr || !conn_->connected()) {
+    table_ready_ = false;
+    auto c = connect_();
+    if (!c.ok()) return c.status();
+    conn_ = std::move(*c);
+    // A round must not hang the thread past a few intervals.
+    const int64_t timeout = std::max<int64_t>(1000, 2 * o_.publish_interval_ms);
+    adapters::PgResult r = conn_->Exec(absl::StrCat("SET statement_timeout = ", timeout,
+                                                    "; SET lock_timeout = ", timeout));
+    if (!r.ok()) return r.ToStatus("setting the sync connection's timeouts");
+  }
+  if (!table_ready_) {
+    adapters::PgResult r = conn_->Exec(absl::StrCat(
+        "BEGIN; SELECT pg_advisory_xact_lock(", kDdlLockKey,
+        "); CREATE SCHEMA IF NOT EXISTS corral; "
+        "CREATE TABLE IF NOT EXISTS corral.hot_refs (cluster_name text NOT NULL, proxy_id text NOT NULL, "
+        "ref_hash bigint NOT NULL, aborts double precision NOT NULL, ref_text text NOT NULL DEFAULT '', "
+        "updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (cluster_name, proxy_id, ref_hash)); COMMIT"));
+    if (!r.ok()) {
+      (void)conn_->Exec("ROLLBACK");
+      return r.ToStatus("creating corral.hot_refs");
+    }
+    table_ready_ = true;
+  }
+  const std::vector<SharedRef> local = local_top_(o_.top_k);
+  const std::string cluster = Literal(o_.cluster_name);
+  const std::string me = Literal(o_.proxy_id);
+  // Publish: the heartbeat and every reference with aborts, one implicit
+  // transaction (now() is the round's), then this proxy's older rows go.
+  std::string sql = absl::StrCat(
+      "INSERT INTO corral.hot_refs (cluster_name, proxy_id, ref_hash, aborts, ref_text, updated_at) VALUES (",
+      cluster, ", ", me, ", 0, 0, '', now())");
+  for (const SharedRef& r : local) {
+    if (r.hash == 0 || r.aborts <= 0) continue;
+    absl::StrAppend(&sql, ", (", cluster, ", ", me, ", ", static_cast<int64_t>(r.hash), ", ", r.aborts, ", ",
+                    Literal(r.text.substr(0, 200)), ", now())");
+  }
+  absl::StrAppend(&sql,
+                  " ON CONFLICT (cluster_name, proxy_id, ref_hash) DO UPDATE SET aborts = EXCLUDED.aborts, "
+                  "ref_text = EXCLUDED.ref_text, updated_at = EXCLUDED.updated_at; "
+                  "DELETE FROM corral.hot_refs WHERE cluster_name = ",
+                  cluster, " AND proxy_id = ", me,
+                  " AND updated_at < now(); "
+                  // A proxy that stopped leaves its rows; an hour later they go.
+                  "DELETE FROM corral.hot_refs WHERE cluster_name = ",
+                  cluster, " AND updated_at < now() - interval '1 hour'");
+  adapters::PgResult pub = conn_->Exec(sql);
+  if (!pub.ok()) return pub.ToStatus("publishing to corral.hot_refs");
+  stats_.cluster_publishes++;
+  {
+    TsanVisibleMutexLock l(&mu_);
+    last_publish_nanos_ = MonoNanos();
+  }
+  const int64_t stale_ms = kStaleIntervals * o_.publish_interval_ms + 1000;
+  adapters::PgResult rd = conn_->Exec(absl::StrCat(
+      "SELECT proxy_id, ref_hash, aborts, ref_text FROM corral.hot_refs WHERE cluster_name = ", cluster,
+      " AND proxy_id <> ", me, " AND updated_at > now() - interval '", stale_ms, " milliseconds'"));
+  if (!rd.ok()) return rd.ToStatus("reading corral.hot_refs");
+  std::vector<PeerRow> peers;
+  peers.reserve(rd.num_rows());
+  for (int i = 0; i < rd.num_rows(); ++i) {
+    PeerRow p;
+    p.proxy_id = rd.Get(i, 0);
+    auto h = rd.GetInt(i, 1);
+    auto a = rd.GetDouble(i, 2);
+    if (!h.ok() || !a.ok()) continue;
+    p.ref.hash = static_cast<uint64_t>(*h);
+    p.ref.aborts = *a;
+    p.ref.text = rd.Get(i, 3);
+    peers.push_back(std::move(p));
+  }
+  int peer_count = 0, shared = 0;
+  absl::flat_hash_set<uint64_t> hot = MergeHot(local, peers, o_.hot_threshold, &peer_count, &shared);
+  TsanVisibleMutexLock l(&mu_);
+  hot_ = std::move(hot);
+  view_.peers = peer_count;
+  view_.shared_refs = shared;
+  view_.hot_refs = static_cast<int>(hot_.size());
+  return absl::OkStatus();
+}
+
+void ClusterSync::KeysFor(const RefVec& refs, std::vector<int64_t>* keys) const {
+  keys->clear();
+  {
+    TsanVisibleMutexLock l(&mu_);
+    if (hot_.empty()) return;
+    for (RefId r : refs) {
+      if (hot_.contains(r.value())) keys->push_back(LockKey(r));
+    }
+  }
+  if (keys->size() > 1) {
+    std::sort(keys->begin(), keys->end());
+    keys->erase(std::unique(keys->begin(), keys->end()), keys->end());
+  }
+}
+
+ClusterView ClusterSync::View() const {
+  TsanVisibleMutexLock l(&mu_);
+  ClusterView v = view_;
+  v.last_publish_ms = last_publish_nanos_ == 0 ? -1 : (MonoNanos() - last_publish_nanos_) / 1000000;
+  return v;
+}
+
+}  // namespace proxy
+}  // namespace corral

@@ -1,0 +1,143 @@
+// Multi-proxy mode (issue 25): several `corral proxy` processes in front of
+// one database keep one schedule through the database itself. Each proxy
+// (per database, when `cluster_name` is set) runs a ClusterSync: its own
+// thread and libpq connection that every publish interval
+//   - upserts its hottest references' abort counts (and a heartbeat row,
+//     ref_hash 0) into corral.hot_refs, keyed by (cluster_name, proxy_id,
+//     ref_hash), creating the schema and table when missing;
+//   - reads the other proxies' rows (rows older than a few intervals are
+//     stale and ignored), and merges them with its own counts: a reference
+//     whose merged abort count reaches `hot_threshold` while at least one
+//     live peer exists is "shared-hot".
+// The event loop asks KeysFor(refs) per transaction: the advisory-lock keys
+// (the references' 64-bit RefId hashes, sorted, deduplicated) that the
+// transaction takes on its backend with session-level pg_advisory_lock
+// before its BEGIN / first statement is forwarded, and releases with
+// pg_advisory_unlock once its COMMIT / ROLLBACK completed (LockSql /
+// UnlockSql). When the shared table cannot be reached the set is empty
+// (local learning only), counted in Stats::cluster_sync_failures.
+//
+//   ClusterSync::Options o;  o.cluster_name = "shop"; o.proxy_id = "p1";
+//   ClusterSync sync(o, connect, local_top, &stats);
+//   sync.Start();                        // the sync thread
+//   std::vector<int64_t> keys;
+//   sync.KeysFor(txn.refs, &keys);       // loop thread, per transaction
+//   if (!keys.empty()) send(LockSql(keys)) ... send(UnlockSql(keys));
+//   sync.Stop();
+//
+// Thread safety: KeysFor, View and the counters may be called from any
+// thread while the sync thread runs; Start / Stop / SyncOnce from one
+// controlling thread (SyncOnce only while the thread is not started).
+#ifndef CORRAL_ADAPTERS_PROXY_CLUSTER_H_
+#define CORRAL_ADAPTERS_PROXY_CLUSTER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "adapters/pg_connection.h"
+#include "adapters/proxy/stats.h"
+#include "common/ids.h"
+#include "common/tsan_visible_mutex.h"
+
+namespace corral {
+namespace proxy {
+
+// One reference's abort count as a proxy publishes it.
+struct SharedRef {
+  uint64_t hash = 0;  // RefId::value()
+  double aborts = 0;
+  std::string text;  // display text ("" when unknown)
+};
+
+// A peer's published row (SyncOnce's read).
+struct PeerRow {
+  std::string proxy_id;
+  SharedRef ref;  // hash 0: the heartbeat row
+};
+
+// What SHOW CLUSTER shows of one ClusterSync.
+struct ClusterView {
+  std::string cluster_name, proxy_id;
+  bool shared_ok = false;       // the last round reached the table
+  int peers = 0;                // live peers seen in the last round
+  int shared_refs = 0;          // distinct references the peers published
+  int hot_refs = 0;             // references that take a lock now
+  int64_t last_publish_ms = -1;  // ms since the last successful publish; -1 never
+  std::string last_error;
+};
+
+// The merge: per reference, the local count plus every live peer's; the
+// references at or over `threshold` are hot, none when there is no peer.
+absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, const std::vector<PeerRow>& peers,
+                                       double threshold, int* peer_count, int* shared_refs);
+
+// The statement that takes `keys` (sorted) in order, each
+// `SELECT CASE WHEN pg_try_advisory_lock(k) THEN 0 ELSE (SELECT 1 FROM
+// pg_advisory_lock(k)) END`: one row per key, 1 when it had to wait.
+std::string LockSql(const std::vector<int64_t>& keys);
+// The statement that releases `keys` (pg_advisory_unlock each).
+std::string UnlockSql(const std::vector<int64_t>& keys);
+// The lock key of a reference (its 64-bit hash as PostgreSQL's bigint).
+inline int64_t LockKey(RefId r) { return static_cast<int64_t>(r.value()); }
+
+class ClusterSync {
+ public:
+  struct Options {
+    std::string cluster_name;
+    std::string proxy_id;
+    int64_t publish_interval_ms = 1000;
+    double hot_threshold = 3;
+    size_t top_k = 64;  // references published per round
+  };
+  using Connect = std::function<absl::StatusOr<std::unique_ptr<adapters::PgConnection>>()>;
+  using LocalTop = std::function<std::vector<SharedRef>(size_t k)>;
+
+  // `connect` opens the sync connection; `local_top` gives this proxy's
+  // hottest references (the History's, thread-safe); `stats` gets the
+  // cluster_* counters.
+  ClusterSync(Options o, Connect connect, LocalTop local_top, Stats* stats);
+  ~ClusterSync();
+
+  void Start();
+  void Stop();
+  // One round: (re)connect, make the table, publish, read, merge.
+  absl::Status SyncOnce();
+
+  // The lock keys of refs that are hot now, sorted and distinct (cleared first).
+  void KeysFor(const RefVec& refs, std::vector<int64_t>* keys) const;
+  ClusterView View() const;
+  const Options& options() const { return o_; }
+
+ private:
+  void Run();
+  absl::Status Round();
+
+  const Options o_;
+  Connect connect_;
+  LocalTop local_top_;
+  Stats& stats_;
+  std::unique_ptr<adapters::PgConnection> conn_;  // the sync thread's
+  bool table_ready_ = false;
+
+  // TsanVisibleMutex, not absl::Mutex: the TSan pass must see the hand-over.
+  mutable TsanVisibleMutex mu_;
+  TsanVisibleCondVar stop_cv_;
+  absl::flat_hash_set<uint64_t> hot_ ABSL_GUARDED_BY(mu_);
+  ClusterView view_ ABSL_GUARDED_BY(mu_);
+  int64_t last_publish_nanos_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace proxy
+}  // namespace corral
+
+#endif  // CORRAL_ADAPTERS_PROXY_CLUSTER_H_

@@ -1,0 +1,136 @@
+// Proxy::Loop (see proxy_internal.h): the multi-proxy mode's hooks in the
+// event loop (cluster.h). Each Database in a cluster has a ClusterSync
+// (its own thread and connection); here, per transaction:
+//   - Attach: the keys of its shared-hot references are locked on the
+//     backend (session-level pg_advisory_lock, sorted) by a swallowed
+//     statement sent before anything of the transaction (attach SQL, held
+//     BEGIN, first statement): the server runs them in order, so the
+//     snapshot is taken only once the locks are held;
+//   - EndTxn / CloseClient: once its COMMIT / ROLLBACK completed (or the
+//     client left and the ROLLBACK was sent) the keys are unlocked before
+//     the backend can take the next transaction; an unlock that failed
+//     (a cancel that landed on it) is sent again;
+//   - FailBackend: the server ended the session, and its locks with it.
+// Also SHOW CLUSTER.
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "adapters/libpq_connection.h"
+#include "adapters/proxy/proxy_internal.h"
+#include "adapters/proxy/wire.h"
+
+namespace corral {
+namespace proxy {
+
+void Proxy::Loop::StartCluster(Database* db) {
+  if (opt_.cluster_name.empty()) return;
+  if (cluster_proxy_id_.empty()) {
+    cluster_proxy_id_ = opt_.cluster_proxy_id;
+    if (cluster_proxy_id_.empty()) {
+      char host[256] = {0};
+      (void)gethostname(host, sizeof(host) - 1);
+      cluster_proxy_id_ = absl::StrFormat("%s/%d/%08x", host, static_cast<int>(getpid()),
+                                          static_cast<uint32_t>(std::random_device{}()));
+    }
+  }
+  ClusterSync::Options o;
+  o.cluster_name = opt_.cluster_name;
+  o.proxy_id = cluster_proxy_id_;
+  o.publish_interval_ms = opt_.cluster_publish_interval_ms;
+  o.hot_threshold = opt_.cluster_hot_threshold;
+  const std::string conninfo = absl::StrCat(CatalogConninfo(opt_, db->entry), " connect_timeout=2");
+  scheduler::Scheduler* sched = db->sched;
+  db->cluster = std::make_unique<ClusterSync>(
+      o, [conninfo] { return adapters::ConnectLibpq(conninfo); },
+      [sched](size_t k) {
+        std::vector<SharedRef> out;
+        for (const auto& e : sched->history().TopByAborts(k)) {
+          out.push_back({e.ref.value(), static_cast<double>(e.counts.aborts), e.text});
+        }
+        return out;
+      },
+      &stats_);
+  db->cluster->Start();
+}
+
+void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
+  const ClusterSync* cl = c->pool->db->cluster.get();
+  if (cl == nullptr || !b->adv_locks.empty()) return;
+  cl->KeysFor(c->route.txn.refs, &b->adv_locks);
+  if (b->adv_locks.empty()) return;
+  SendInternal(b, LockSql(b->adv_locks));
+  b->batches[b->batches.size() - 2].cluster_lock = true;
+  stats_.cluster_lock_txns++;
+  stats_.cluster_locks_taken += static_cast<int64_t>(b->adv_locks.size());
+  stats_.cluster_locks_held += static_cast<int64_t>(b->adv_locks.size());
+}
+
+void Proxy::Loop::ReleaseClusterLocks(Backend* b) {
+  if (b->adv_locks.empty() || !b->alive) return;
+  SendInternal(b, UnlockSql(b->adv_locks));
+  b->batches[b->batches.size() - 2].cluster_unlock = true;
+}
+
+void Proxy::Loop::DropClusterLocks(Backend* b) {
+  stats_.cluster_locks_held -= static_cast<int64_t>(b->adv_locks.size());
+  b->adv_locks.clear();
+  b->unlock_failed = false;
+  b->unlock_retries = 0;
+}
+
+void Proxy::Loop::OnClusterMessage(Backend* b, const Batch& front, char type, absl::string_view body) {
+  if (front.cluster_lock && type == 'D') {
+    // One row per key: 1 when pg_try_advisory_lock found it taken.
+    wire::Reader r(body);
+    if (r.Int16() == 1) {
+      const int32_t len = r.Int32();
+      if (len == 1 && r.Bytes(1) == "1") stats_.cluster_lock_waits++;
+    }
+  } else if (front.cluster_unlock && type == 'E') {
+    b->unlock_failed = true;
+  }
+}
+
+void Proxy::Loop::ClusterBatchDone(Backend* b, const Batch& front) {
+  if (!front.cluster_unlock) return;
+  if (b->unlock_failed) {
+    b->unlock_failed = false;
+    if (++b->unlock_retries > 3) {
+      // Last resort (never seen: a cancel lands on an unlock at most once):
+      // every session-level advisory lock of this backend goes.
+      std::fprintf(stderr, "corral proxy: backend %d: advisory unlock failed 4 times; unlocking all\n", b->index);
+      DropClusterLocks(b);
+      SendInternal(b, "SELECT pg_advisory_unlock_all()");
+      return;
+    }
+    stats_.cluster_unlock_retries++;
+    ReleaseClusterLocks(b);
+    return;
+  }
+  DropClusterLocks(b);
+}
+
+AdminTable Proxy::Loop::Cluster() const {
+  AdminTable t;
+  t.columns = {"database", "cluster_name", "proxy_id",     "state",      "peers",        "shared_refs",
+               "hot_refs", "last_publish_ms", "locks_held", "locks_taken", "lock_waits", "sync_failures",
+               "last_error"};
+  for (const auto& [name, db] : dbs_) {
+    if (db->cluster == nullptr) continue;
+    const ClusterView v = db->cluster->View();
+    t.rows.push_back({name, v.cluster_name, v.proxy_id, v.shared_ok ? "ok" : "local-only",
+                      std::to_string(v.peers), std::to_string(v.shared_refs), std::to_string(v.hot_refs),
+                      std::to_string(v.last_publish_ms), std::to_string(stats_.cluster_locks_held.load()),
+                      std::to_string(stats_.cluster_locks_taken.load()),
+                      std::to_string(stats_.cluster_lock_waits.load()),
+                      std::to_string(stats_.cluster_sync_failures.load()), v.last_error});
+  }
+  return t;
+}
+
+}  // namespace proxy
+}  // namespace corral

@@ -1,0 +1,167 @@
+#include "adapters/proxy/cluster.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "adapters/fake_pg_connection.h"
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace proxy {
+namespace {
+
+using adapters::FakePgConnection;
+using adapters::PgConnection;
+using adapters::PgResult;
+
+TEST(MergeHotTest, NoPeerNoLock) {
+  int peers = -1, shared = -1;
+  auto hot = MergeHot({{42, 100, "k=1"}}, {}, 3, &peers, &shared);
+  EXPECT_TRUE(hot.empty());
+  EXPECT_EQ(peers, 0);
+  EXPECT_EQ(shared, 0);
+}
+
+TEST(MergeHotTest, SumsLocalAndPeersOverThreshold) {
+  std::vector<PeerRow> rows = {{"b", {0, 0, ""}},       // b's heartbeat
+                               {"b", {7, 2, "k=7"}},
+                               {"c", {7, 1.5, "k=7"}},  // 3.5 with b's
+                               {"c", {8, 1, "k=8"}}};
+  int peers = 0, shared = 0;
+  auto hot = MergeHot({{9, 2, "k=9"}, {8, 1, "k=8"}}, rows, 3, &peers, &shared);
+  EXPECT_EQ(peers, 2);
+  EXPECT_EQ(shared, 2);  // 7 and 8
+  EXPECT_TRUE(hot.contains(7));
+  EXPECT_FALSE(hot.contains(8));  // 2 < 3
+  EXPECT_FALSE(hot.contains(9));  // local 2 only
+  // A reference only this proxy learned is hot once a peer exists.
+  hot = MergeHot({{9, 5, "k=9"}}, {{"b", {0, 0, ""}}}, 3, &peers, &shared);
+  EXPECT_TRUE(hot.contains(9));
+}
+
+TEST(LockSqlTest, OneProbePerKeyInOrder) {
+  const std::string sql = LockSql({-5, 3});
+  const size_t a = sql.find("pg_try_advisory_lock(-5)");
+  const size_t b = sql.find("pg_try_advisory_lock(3)");
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  EXPECT_LT(a, b);
+  EXPECT_TRUE(absl::StrContains(sql, "pg_advisory_lock(3)"));
+  EXPECT_EQ(UnlockSql({-5, 3}), "SELECT pg_advisory_unlock(-5), pg_advisory_unlock(3)");
+}
+
+// A fake server for the sync connection: answers the peers' read with
+// `peer_rows` and records the statements.
+struct FakeServer {
+  std::vector<std::vector<absl::optional<std::string>>> peer_rows;
+  FakePgConnection* conn = nullptr;
+  bool refuse = false;
+  ClusterSync::Connect Connect() {
+    return [this]() -> absl::StatusOr<std::unique_ptr<PgConnection>> {
+      if (refuse) return absl::UnavailableError("connection refused");
+      auto c = std::make_unique<FakePgConnection>();
+      c->SetResponder([this](absl::string_view sql, auto) {
+        if (absl::StartsWith(sql, "SELECT proxy_id")) {
+          return PgResult::Rows({"proxy_id", "ref_hash", "aborts", "ref_text"}, peer_rows);
+        }
+        return PgResult::Ok("OK");
+      });
+      conn = c.get();
+      return std::unique_ptr<PgConnection>(std::move(c));
+    };
+  }
+};
+
+ClusterSync::Options Opts() {
+  ClusterSync::Options o;
+  o.cluster_name = "c'1";
+  o.proxy_id = "me";
+  o.hot_threshold = 3;
+  return o;
+}
+
+TEST(ClusterSyncTest, PublishesReadsAndLocksSortedKeys) {
+  FakeServer server;
+  server.peer_rows = {{std::string("peer"), std::string("0"), std::string("0"), std::string("")},
+                      {std::string("peer"), std::string("-9"), std::string("4"), std::string("k=1")},
+                      {std::string("peer"), std::string("5"), std::string("1"), std::string("k=2")}};
+  Stats stats;
+  ClusterSync sync(Opts(), server.Connect(), [](size_t) { return std::vector<SharedRef>{{5, 2.5, "k=2"}}; },
+                   &stats);
+  ASSERT_TRUE(sync.SyncOnce().ok());
+  EXPECT_EQ(stats.cluster_publishes.load(), 1);
+  bool published = false;
+  for (const std::string& s : server.conn->log()) {
+    // The cluster name is quoted; this proxy's count of 5 goes out.
+    if (absl::StrContains(s, "INSERT INTO corral.hot_refs") && absl::StrContains(s, "E'c''1'") &&
+        absl::StrContains(s, ", 5, 2.5,")) {
+      published = true;
+    }
+  }
+  EXPECT_TRUE(published);
+  const ClusterView v = sync.View();
+  EXPECT_TRUE(v.shared_ok);
+  EXPECT_EQ(v.peers, 1);
+  EXPECT_EQ(v.shared_refs, 2);
+  EXPECT_EQ(v.hot_refs, 2);  // -9 (4) and 5 (1 + 2.5)
+  RefVec refs = {RefId(5), RefId(77), RefId(static_cast<uint64_t>(int64_t{-9})), RefId(5)};
+  std::vector<int64_t> keys;
+  sync.KeysFor(refs, &keys);
+  EXPECT_EQ(keys, (std::vector<int64_t>{-9, 5}));
+}
+
+TEST(ClusterSyncTest, UnreachableFallsBackToLocalOnlyAndCounts) {
+  FakeServer server;
+  server.peer_rows = {{std::string("peer"), std::string("5"), std::string("9"), std::string("k=2")}};
+  Stats stats;
+  ClusterSync sync(Opts(), server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
+  ASSERT_TRUE(sync.SyncOnce().ok());
+  std::vector<int64_t> keys;
+  sync.KeysFor({RefId(5)}, &keys);
+  EXPECT_EQ(keys.size(), 1u);
+  // The table goes away: the round fails, no key is locked any more.
+  server.conn->FailWhen("SELECT proxy_id", "42P01", 1, "relation \"corral.hot_refs\" does not exist");
+  EXPECT_FALSE(sync.SyncOnce().ok());
+  EXPECT_EQ(stats.cluster_sync_failures.load(), 1);
+  EXPECT_FALSE(sync.View().shared_ok);
+  sync.KeysFor({RefId(5)}, &keys);
+  EXPECT_TRUE(keys.empty());
+  // Unreachable server: still counted, still no key; it comes back later.
+  server.refuse = true;
+  EXPECT_FALSE(sync.SyncOnce().ok());
+  EXPECT_EQ(stats.cluster_sync_failures.load(), 2);
+  server.refuse = false;
+  ASSERT_TRUE(sync.SyncOnce().ok());
+  sync.KeysFor({RefId(5)}, &keys);
+  EXPECT_EQ(keys.size(), 1u);
+}
+
+// The sync thread runs rounds while the loop thread asks for keys (TSan
+// checks the hand-over).
+TEST(ClusterSyncTest, ThreadPublishesWhileKeysAreRead) {
+  FakeServer server;
+  server.peer_rows = {{std::string("peer"), std::string("5"), std::string("9"), std::string("k=2")}};
+  Stats stats;
+  ClusterSync::Options o = Opts();
+  o.publish_interval_ms = 1;
+  ClusterSync sync(o, server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
+  sync.Start();
+  std::vector<int64_t> keys;
+  size_t seen = 0;
+  while (stats.cluster_publishes.load() < 5) {
+    sync.KeysFor({RefId(5), RefId(6)}, &keys);
+    seen = std::max(seen, keys.size());
+    (void)sync.View();
+  }
+  sync.Stop();
+  sync.KeysFor({RefId(5)}, &keys);
+  EXPECT_EQ(keys, (std::vector<int64_t>{5}));
+  EXPECT_EQ(stats.cluster_sync_failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Multi-proxy benchmark (issue 25): N proxies in front of one PostgreSQL,
+# pgbench clients split evenly across them (one pgbench per proxy, run at
+# the same time, CLIENTS/N clients each), POOL backends in total (POOL/N
+# per proxy), for N in PROXIES (default "1 2 4"). Per N, three fleets:
+#   coordinated  N Corral proxies with one cluster_name (cluster.h: shared
+#                hot references, advisory locks before BEGIN)
+#   uncoord      the same N proxies with sharing off (each learns alone)
+#   pgbouncer    N PgBouncers (transaction pooling)
+# Workloads (SERIALIZABLE, --max-tries): hot-row (hot_row.sql, rows
+# 1..HOT_ROWS) and two-row (contended.sql, rows 1..HOT_ROWS), and
+# select-only (pgbench -S) for the pooling cost. ISOLATIONS="serializable
+# read-committed" also runs the two scripts under READ COMMITTED (workload
+# names hot-row-rc, two-row-rc). Every measured run follows
+# a WARMUP-second run of the same workload on the same fleet (learning).
+# Prints one line per run (tps and retried transactions summed over the N
+# pgbench processes) and writes them to $OUT/results.tsv with the proxies'
+# SHOW STATS / SHOW CLUSTER after each run.
+#
+#   bash bench/proxy/multi.sh
+#   SECONDS_PER_RUN=10 PROXIES="1 2" FLEETS="coordinated uncoord" bash bench/proxy/multi.sh
+#   OUT=bench/results/p25 bash bench/proxy/multi.sh
+#
+# Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DUR=${SECONDS_PER_RUN:-15}
+WARMUP=${WARMUP:-3}
+CLIENTS=${CLIENTS:-16}
+POOL=${POOL:-8}
+SCALE=${SCALE:-10}
+HOT_ROWS=${HOT_ROWS:-20}
+MAX_TRIES=${MAX_TRIES:-100}
+PROXIES=${PROXIES:-1 2 4}
+FLEETS=${FLEETS:-coordinated uncoord pgbouncer}
+WORKLOADS=${WORKLOADS:-hot-row two-row select-only}
+ISOLATIONS=${ISOLATIONS:-serializable}
+INTERVAL_MS=${INTERVAL_MS:-200}
+THRESHOLD=${THRESHOLD:-3}
+OUT=${OUT:-$(mktemp -d /tmp/corral-multi.XXXXXX)}
+DB=corral_multi
+BAZEL="bazel${CORRAL_BAZEL_OUTPUT_BASE:+ --output_base=$CORRAL_BAZEL_OUTPUT_BASE}"
+
+$BAZEL build -c opt //bench/proxy:proxy_server >/dev/null 2>&1 || { echo "build failed"; exit 1; }
+SERVER_BIN="$($BAZEL info -c opt bazel-bin 2>/dev/null)/bench/proxy/proxy_server"
+
+started_pg=0
+if [ -z "${PGPORT:-}" ]; then
+  eval "$(bash scripts/pg.sh start)"
+  started_pg=1
+fi
+mkdir -p "$OUT"
+WORK=$(mktemp -d /tmp/corral-multi-work.XXXXXX)
+chmod 755 "$WORK"
+fleet_pids=()
+stop_fleet() {
+  for p in "${fleet_pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  for p in "${fleet_pids[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
+  fleet_pids=()
+}
+cleanup() {
+  stop_fleet
+  if [ $started_pg = 1 ]; then bash scripts/pg.sh stop >/dev/null 2>&1 || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+PSQL="psql -X -q -h 127.0.0.1 -p $PGPORT -U postgres"
+
+$PSQL -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
+pgbench -i -q -s "$SCALE" -h 127.0.0.1 -p "$PGPORT" -U postgres $DB >/dev/null 2>&1
+# As run.sh: no autovacuum landing on one fleet's run.
+for t in accounts branches tellers history; do
+  $PSQL -d $DB -c "ALTER TABLE pgbench_$t SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)" >/dev/null
+done
+for f in hot_row contended; do
+  sed 's/ISOLATION LEVEL SERIALIZABLE/ISOLATION LEVEL READ COMMITTED/' bench/proxy/$f.sql > "$WORK/$f-rc.sql"
+done
+if [[ " $ISOLATIONS " == *" read-committed "* ]]; then
+  for w in hot-row two-row; do [[ " $WORKLOADS " == *" $w "* ]] && WORKLOADS="$WORKLOADS $w-rc"; done
+fi
+if [[ " $ISOLATIONS " != *" serializable "* ]]; then
+  WORKLOADS=$(echo " $WORKLOADS " | sed 's/ hot-row / /; s/ two-row / /')
+fi
+echo '"postgres" ""' > "$WORK/userlist.txt"
+chmod 644 "$WORK/userlist.txt"
+
+ports=()
+start_fleet() {  # fleet n
+  local fleet=$1 n=$2 pool=$(($POOL / $2)) i port
+  ports=()
+  for i in $(seq 1 "$n"); do
+    port=$(free_port)
+    ports+=("$port")
+    case $fleet in
+      pgbouncer)
+        cat > "$WORK/pgb$i.ini" <<INI
+[databases]
+$DB = host=127.0.0.1 port=$PGPORT dbname=$DB user=postgres
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = trust
+auth_file = $WORK/userlist.txt
+pool_mode = transaction
+default_pool_size = $pool
+max_client_conn = 200
+ignore_startup_parameters = extra_float_digits
+logfile = $WORK/pgb$i.log
+INI
+        chmod 644 "$WORK/pgb$i.ini"
+        touch "$WORK/pgb$i.log" && chown postgres "$WORK/pgb$i.log" 2>/dev/null || true
+        if [ "$(id -u)" = 0 ]; then
+          runuser -u postgres -- /usr/sbin/pgbouncer -q "$WORK/pgb$i.ini" &
+        else
+          /usr/sbin/pgbouncer -q "$WORK/pgb$i.ini" &
+        fi
+        fleet_pids+=($!) ;;
+      *)
+        local cluster=""
+        [ "$fleet" = coordinated ] && cluster="multi_$n"
+        cat > "$WORK/corral$i.ini" <<INI
+listen_addr = 127.0.0.1
+listen_port = $port
+pool_size = $pool
+max_client_conn = 200
+server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=$DB
+cluster_name = $cluster
+cluster_proxy_id = p$i
+cluster_publish_interval_ms = $INTERVAL_MS
+cluster_hot_threshold = $THRESHOLD
+INI
+        "$SERVER_BIN" "$WORK/corral$i.ini" 2> "$WORK/corral$i.log" &
+        fleet_pids+=($!) ;;
+    esac
+  done
+  sleep 2
+}
+
+# Runs one pgbench per proxy at once; prints "tps retried failed" summed.
+split_run() {  # dur args...
+  local dur=$1 n=${#ports[@]} i per pb=()
+  shift
+  per=$(($CLIENTS / $n))
+  for i in $(seq 0 $(($n - 1))); do
+    pgbench -n -h 127.0.0.1 -p "${ports[$i]}" -U postgres -c "$per" -j 1 -T "$dur" "$@" $DB > "$WORK/pgbench$i.out" 2>&1 &
+    pb+=($!)
+  done
+  for i in "${pb[@]}"; do wait "$i" || true; done
+  local tps=0 retried=0 failed=0 t r f
+  for i in $(seq 0 $(($n - 1))); do
+    t=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$WORK/pgbench$i.out")
+    r=$(sed -n 's/^number of transactions retried: \([0-9]*\) .*/\1/p' "$WORK/pgbench$i.out")
+    f=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$WORK/pgbench$i.out")
+    [ -n "$t" ] || tail -3 "$WORK/pgbench$i.out" >&2
+    tps=$(awk -v a="$tps" -v b="${t:-0}" 'BEGIN { printf "%.1f", a + b }')
+    retried=$((retried + ${r:-0}))
+    failed=$((failed + ${f:-0}))
+  done
+  echo "$tps $retried $failed"
+}
+
+snapshot() {  # fleet n workload
+  [ "$1" = pgbouncer ] && return 0
+  local i
+  for i in $(seq 0 $((${#ports[@]} - 1))); do
+    psql -X -h 127.0.0.1 -p "${ports[$i]}" -U postgres -d corral -c "SHOW STATS" -c "SHOW CLUSTER" \
+      > "$OUT/admin-$1-n$2-$3-p$((i + 1)).txt" 2>&1 || true
+  done
+}
+
+RES="$OUT/results.tsv"
+echo -e "n\tfleet\tworkload\ttps\tretried\tfailed" > "$RES"
+echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s warmup=${WARMUP}s scale=$SCALE hot_rows=$HOT_ROWS" \
+  "interval_ms=$INTERVAL_MS threshold=$THRESHOLD nproc=$(nproc)" | tee "$OUT/header.txt"
+echo "# start: $(date -u) $(uptime)" | tee -a "$OUT/header.txt"
+for n in $PROXIES; do
+  for fleet in $FLEETS; do
+    start_fleet "$fleet" "$n"
+    for w in $WORKLOADS; do
+      case $w in
+        hot-row) args=(-f bench/proxy/hot_row.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
+        two-row) args=(-f bench/proxy/contended.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
+        hot-row-rc) args=(-f "$WORK/hot_row-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
+        two-row-rc) args=(-f "$WORK/contended-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
+        select-only) args=(-S) ;;
+      esac
+      [ "$WARMUP" -gt 0 ] && split_run "$WARMUP" "${args[@]}" >/dev/null
+      read -r tps retried failed < <(split_run "$DUR" "${args[@]}")
+      snapshot "$fleet" "$n" "$w"
+      printf 'n=%s %-11s %-11s tps=%-9s retried=%-7s failed=%s\n' "$n" "$fleet" "$w" "$tps" "$retried" "$failed"
+      echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed" >> "$RES"
+    done
+    stop_fleet
+  done
+done
+echo "# end: $(date -u) $(uptime)" | tee -a "$OUT/header.txt"
+echo "# results: $RES"

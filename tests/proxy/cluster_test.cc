@@ -1,0 +1,279 @@
+// Multi-proxy mode (issue 25), end to end against the test server: two
+// proxies in one process with the same cluster_name share what they learn
+// through corral.hot_refs; a reference hot on one is serialized by the
+// other with session-level advisory locks taken before the transaction's
+// BEGIN reaches the server. Every assertion is on an order of events the
+// test forces (a transaction that must wait for a lock, pg_locks rows),
+// not on rates or timings; waits poll with a generous bound.
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "libpq-fe.h"
+#include "tests/proxy/proxy_test_util.h"
+
+namespace corral {
+namespace proxy {
+namespace {
+
+// Polls `pred` every 20 ms for up to 15 s.
+template <typename F>
+bool Eventually(F pred) {
+  for (int i = 0; i < 750; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
+// The value of column `col` of SHOW CLUSTER's first row on proxy `p`'s
+// admin console ("" when none).
+std::string ClusterValue(ProxyUnderTest& p, const std::string& col) {
+  PGconn* a = PQconnectdb(p.ClientConninfo("corral").c_str());
+  PGresult* r = PQexec(a, "SHOW CLUSTER");
+  std::string v;
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) {
+    const int f = PQfnumber(r, col.c_str());
+    if (f >= 0) v = PQgetvalue(r, 0, f);
+  }
+  PQclear(r);
+  PQfinish(a);
+  return v;
+}
+
+class ClusterTest : public ScratchTableTest {
+ protected:
+  Options ClusterOptions(const std::string& cluster, const std::string& id) {
+    Options o;
+    o.pool_size = 2;
+    o.history_half_life_s = 0;  // no aging: what was learned stays
+    o.cluster_name = cluster;
+    o.cluster_proxy_id = id;
+    o.cluster_publish_interval_ms = 100;
+    o.cluster_hot_threshold = 1;
+    return o;
+  }
+  std::string Update(int k) { return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k); }
+
+  // Proxy `p` learns a serialization failure on row k: a SERIALIZABLE
+  // transaction reads it, the row changes behind it, its update fails.
+  void LearnAbort(ProxyUnderTest& p, int k) {
+    PGconn* x = PQconnectdb(p.ClientConninfo().c_str());
+    ASSERT_EQ(PQstatus(x), CONNECTION_OK);
+    ASSERT_EQ(ExecValue(x, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+    ASSERT_EQ(ExecValue(x, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k)), "0");
+    ASSERT_EQ(ExecValue(server_conn_, Update(k)), "UPDATE 1");
+    ASSERT_EQ(ExecValue(x, Update(k)), "ERROR 40001");
+    ExecValue(x, "ROLLBACK");
+    PQfinish(x);
+  }
+
+  // The advisory-lock rows on key `key` in pg_locks: "granted" or "waiting"
+  // counts.
+  int Locks(int64_t key, bool granted) {
+    const uint64_t u = static_cast<uint64_t>(key);
+    return std::atoi(ExecValue(server_conn_,
+                               absl::StrCat("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = ",
+                                            u >> 32, " AND objid = ", u & 0xffffffffu,
+                                            " AND objsubid = 1 AND granted = ", granted ? "true" : "false"))
+                         .c_str());
+  }
+
+  // The key proxy `id` published for row k's reference (0 when none yet).
+  int64_t PublishedKey(const std::string& cluster, const std::string& id) {
+    const std::string v = ExecValue(
+        server_conn_, absl::StrCat("SELECT ref_hash FROM corral.hot_refs WHERE cluster_name = '", cluster,
+                                   "' AND proxy_id = '", id, "' AND ref_hash <> 0 ORDER BY aborts DESC LIMIT 1"));
+    return v.empty() || v.rfind("ERROR", 0) == 0 ? 0 : std::strtoll(v.c_str(), nullptr, 10);
+  }
+
+  // Two proxies of `cluster` (or with sharing off when cluster is ""); A
+  // has learned row 1's abort. Returns the lock key (0 with sharing off).
+  int64_t TwoProxies(const std::string& cluster, ProxyUnderTest* a, ProxyUnderTest* b) {
+    EXPECT_TRUE(IsOk(a->Start(server_, ClusterOptions(cluster, cluster + "_a"))));
+    EXPECT_TRUE(IsOk(b->Start(server_, ClusterOptions(cluster, cluster + "_b"))));
+    LearnAbort(*a, 1);
+    if (cluster.empty()) return 0;
+    int64_t key = 0;
+    EXPECT_TRUE(Eventually([&] { return (key = PublishedKey(cluster, cluster + "_a")) != 0; }));
+    // B merged A's count; A knows B exists: both lock the reference.
+    EXPECT_TRUE(Eventually([&] { return ClusterValue(*b, "hot_refs") == "1"; }));
+    EXPECT_TRUE(Eventually([&] { return ClusterValue(*a, "hot_refs") == "1"; }));
+    EXPECT_EQ(ClusterValue(*b, "peers"), "1");
+    EXPECT_EQ(ClusterValue(*b, "state"), "ok");
+    return key;
+  }
+
+  // A cluster of two proxies, A having learned row 1's abort; Y (via B)
+  // updates row 1 in an open transaction, holding row 1's key.
+  void HoldHotRow(ProxyUnderTest* a, ProxyUnderTest* b, int64_t* key, PGconn** y) {
+    *key = TwoProxies(PgUniqueName("cl"), a, b);
+    ASSERT_NE(*key, 0);
+    *y = PQconnectdb(b->ClientConninfo().c_str());
+    ASSERT_EQ(ExecValue(*y, "BEGIN"), "BEGIN");
+    ASSERT_EQ(ExecValue(*y, Update(1)), "UPDATE 1");
+    ASSERT_EQ(Locks(*key, true), 1);
+  }
+
+  // A client dies without a Terminate message.
+  static void Kill(PGconn* c) {
+    ::shutdown(PQsocket(c), SHUT_RDWR);
+    PQfinish(c);
+  }
+
+  // Y (via B) updates row 1 and keeps its transaction open; Z (via A) then
+  // updates row 1 too; Y commits. Returns Z's update's outcome.
+  std::string Race(ProxyUnderTest& a, ProxyUnderTest& b, int64_t key) {
+    PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
+    PGconn* z = PQconnectdb(a.ClientConninfo().c_str());
+    EXPECT_EQ(ExecValue(y, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+    EXPECT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
+    if (key != 0) EXPECT_EQ(Locks(key, true), 1);  // Y's backend took it before BEGIN
+    EXPECT_EQ(ExecValue(z, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+    EXPECT_EQ(PQsendQuery(z, Update(1).c_str()), 1);
+    if (key != 0) {
+      // Z's backend waits for the lock: its snapshot is not taken yet.
+      EXPECT_TRUE(Eventually([&] { return Locks(key, false) == 1; }));
+    } else {
+      // Z's update waits for Y's row lock, snapshot taken.
+      EXPECT_TRUE(Eventually([&] {
+        return ExecValue(server_conn_, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                       "AND query LIKE 'UPDATE " + table_ + "%'") == "1";
+      }));
+    }
+    EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+    std::string z_result;
+    while (PGresult* r = PQgetResult(z)) {
+      if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
+        z_result = absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE));
+      } else {
+        z_result = PQcmdStatus(r);
+      }
+      PQclear(r);
+    }
+    if (z_result == "UPDATE 1") {
+      EXPECT_EQ(ExecValue(z, "COMMIT"), "COMMIT");
+    } else {
+      ExecValue(z, "ROLLBACK");
+    }
+    PQfinish(y);
+    PQfinish(z);
+    if (key != 0) EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && Locks(key, false) == 0; }));
+    return z_result;
+  }
+};
+
+TEST_F(ClusterTest, HotReferenceLearnedByOneIsSerializedByTheOther) {
+  const std::string cluster = PgUniqueName("cl");
+  ProxyUnderTest a, b;
+  const int64_t key = TwoProxies(cluster, &a, &b);
+  ASSERT_NE(key, 0);
+  // B never saw row 1 abort; its transaction still takes the lock, and A's
+  // waits for it: Z's snapshot comes after Y's commit, no 40001.
+  EXPECT_EQ(Race(a, b, key), "UPDATE 1");
+  EXPECT_GE(b.proxy().stats().cluster_lock_txns.load(), 1);
+  EXPECT_GE(a.proxy().stats().cluster_lock_waits.load(), 1);
+  EXPECT_EQ(a.proxy().stats().aborts_40001.load(), 1);  // LearnAbort's only
+  EXPECT_TRUE(Eventually([&] {
+    return a.proxy().stats().cluster_locks_held.load() == 0 && b.proxy().stats().cluster_locks_held.load() == 0;
+  }));
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "3");
+}
+
+TEST_F(ClusterTest, SharingOffTheSameRaceFailsWith40001) {
+  ProxyUnderTest a, b;
+  TwoProxies("", &a, &b);
+  EXPECT_EQ(Race(a, b, 0), "ERROR 40001");
+  EXPECT_EQ(a.proxy().stats().cluster_lock_txns.load(), 0);
+  EXPECT_EQ(b.proxy().stats().cluster_lock_txns.load(), 0);
+}
+
+TEST_F(ClusterTest, KilledClientLeavesTheKeyFree) {
+  ProxyUnderTest a, b;
+  int64_t key = 0;
+  PGconn* y = nullptr;
+  HoldHotRow(&a, &b, &key, &y);
+  ASSERT_FALSE(HasFatalFailure());
+  // Z (via A) waits for the key; it dies while waiting: its backend's lock
+  // request is cancelled, nothing is left waiting or granted to it.
+  PGconn* z = PQconnectdb(a.ClientConninfo().c_str());
+  ASSERT_EQ(ExecValue(z, "BEGIN"), "BEGIN");
+  ASSERT_EQ(PQsendQuery(z, Update(1).c_str()), 1);
+  ASSERT_TRUE(Eventually([&] { return Locks(key, false) == 1; }));
+  Kill(z);
+  EXPECT_TRUE(Eventually([&] { return Locks(key, false) == 0; }));
+  EXPECT_EQ(Locks(key, true), 1);  // Y's
+  // Y dies holding it (no Terminate message).
+  Kill(y);
+  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && Locks(key, false) == 0; }));
+  EXPECT_GE(b.proxy().stats().client_rollbacks.load(), 1);
+  EXPECT_GE(a.proxy().stats().client_rollbacks.load(), 1);
+  EXPECT_TRUE(Eventually([&] {
+    return a.proxy().stats().cluster_locks_held.load() == 0 && b.proxy().stats().cluster_locks_held.load() == 0;
+  }));
+  // Rolled back: the row is as LearnAbort left it, and the backends serve again.
+  for (ProxyUnderTest* p : {&a, &b}) {
+    PGconn* w = PQconnectdb(p->ClientConninfo().c_str());
+    EXPECT_EQ(ExecValue(w, Update(1)), "UPDATE 1");
+    PQfinish(w);
+  }
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "3");
+}
+
+TEST_F(ClusterTest, KilledBackendLeavesTheKeyFree) {
+  ProxyUnderTest a, b;
+  int64_t key = 0;
+  PGconn* y = nullptr;
+  HoldHotRow(&a, &b, &key, &y);
+  ASSERT_FALSE(HasFatalFailure());
+  const uint64_t u = static_cast<uint64_t>(key);
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = "
+                                                 "'advisory' AND granted AND classid = ",
+                                                 u >> 32, " AND objid = ", u & 0xffffffffu)),
+            "t");
+  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0; }));
+  // The client hears its transaction was lost; the proxy forgets the keys.
+  EXPECT_EQ(ExecValue(y, "COMMIT").rfind("ERROR", 0), 0u);
+  PQfinish(y);
+  EXPECT_TRUE(Eventually([&] { return b.proxy().stats().cluster_locks_held.load() == 0; }));
+  EXPECT_GE(b.proxy().stats().backend_failures.load(), 1);
+}
+
+TEST_F(ClusterTest, SharedTableUnreachableFallsBackWithoutClientErrors) {
+  // A database whose corral.hot_refs is not the proxy's table: every
+  // publish fails; clients must not notice.
+  const std::string db = PgUniqueName("cldb");
+  ASSERT_TRUE(IsOk(RecreateDatabase(server_, db)));
+  {
+    PGconn* d = PQconnectdb(absl::StrCat(server_.conninfo, " dbname=", db).c_str());
+    ASSERT_TRUE(ExecOk(d, "CREATE SCHEMA corral; CREATE TABLE corral.hot_refs (x int)"));
+    ASSERT_TRUE(ExecOk(d, "CREATE TABLE t (k int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)"));
+    PQfinish(d);
+  }
+  Options o = ClusterOptions(PgUniqueName("cl"), "solo");
+  o.server_dbname = db;
+  ProxyUnderTest p;
+  ASSERT_TRUE(IsOk(p.Start(server_, o)));
+  EXPECT_TRUE(Eventually([&] { return p.proxy().stats().cluster_sync_failures.load() >= 2; }));
+  PGconn* c = PQconnectdb(p.ClientConninfo(db).c_str());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(ExecValue(c, "BEGIN"), "BEGIN");
+    ASSERT_EQ(ExecValue(c, "UPDATE t SET v = v + 1 WHERE k = 1"), "UPDATE 1");
+    ASSERT_EQ(ExecValue(c, "COMMIT"), "COMMIT");
+  }
+  EXPECT_EQ(ExecValue(c, "SELECT v FROM t WHERE k = 1"), "20");
+  PQfinish(c);
+  EXPECT_EQ(ClusterValue(p, "state"), "local-only");
+  EXPECT_EQ(p.proxy().stats().cluster_lock_txns.load(), 0);
+  EXPECT_EQ(p.proxy().stats().cluster_publishes.load(), 0);
+  p.Stop();
+  DropDatabase(server_, db);
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral
