@@ -65,6 +65,11 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("undecodable_params", s.undecodable_params);
     row("tls_clients", s.tls_clients);
     row("tls_handshake_failures", s.tls_handshake_failures);
+    row("retries_remembered", s.retries_remembered);
+    row("retries_routed", s.retries_routed);
+    row("retries_behind_holder", s.retries_behind_holder);
+    row("retries_clean", s.retries_clean);
+    row("retry_memory_evictions", s.retry_memory_evictions);
     const AdminSource::LearnedSizes l = source_.Learned();
     row("history_entries", l.history_entries);
     row("history_max_entries", l.history_max_entries);

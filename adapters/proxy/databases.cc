@@ -59,6 +59,8 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
     }
   }
   db->router = std::make_unique<Router>(db->sched, schema, &stats_.undecodable_params);
+  db->retry_routing = e.retry_routing < 0 ? opt_.retry_routing : e.retry_routing > 0;
+  db->retries = std::make_unique<RetryMemory>(opt_.retry_memory_size);
   if (fallback) ++fallback_dbs_;
   Database* raw = db.get();
   dbs_[e.name] = std::move(db);

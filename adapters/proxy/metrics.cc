@@ -47,6 +47,15 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_tls_clients_total", "Clients that completed a TLS handshake.", stats.tls_clients);
   counter("corral_tls_handshake_failures_total", "Client TLS handshakes that failed.",
           stats.tls_handshake_failures);
+  counter("corral_retries_remembered_total", "Transactions failed with 40001/40P01 remembered for their retry.",
+          stats.retries_remembered);
+  counter("corral_retries_routed_total", "Retries recognized and routed on their remembered references.",
+          stats.retries_routed);
+  counter("corral_retries_behind_holder_total", "Routed retries queued behind the running holder of a reference.",
+          stats.retries_behind_holder);
+  counter("corral_retries_clean_total", "Routed retries that committed.", stats.retries_clean);
+  counter("corral_retry_memory_evictions_total", "Remembered transactions dropped for retry_memory_size.",
+          stats.retry_memory_evictions);
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

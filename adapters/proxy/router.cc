@@ -39,6 +39,7 @@ void RoutedTxn::ClearRefs() {
   txn.ref_mult.clear();
   ref_texts.clear();
   deferred.clear();
+  first_key.clear();
 }
 
 void RoutedTxn::ClearOutcome() {
@@ -83,7 +84,12 @@ void Router::AddUnit(const std::deque<Msg>& pending, size_t end, const Statement
     } else if (u.type == 'B') {
       r.CString();  // portal
       const PreparedDef* d = FindStatement(local, stmts, std::string(r.CString()));
-      if (d != nullptr) AddBind(*d, u.body(), t);
+      if (d == nullptr) continue;
+      if (t->first_key.empty() && ClassifyTxnControl(d->query) != TxnControl::kBegin) {
+        // The parameter part (formats, values, result formats) follows the names.
+        t->first_key = RetryStatementKey(d->query, r.rest());
+      }
+      AddBind(*d, u.body(), t);
     }
   }
 }
@@ -146,11 +152,21 @@ absl::Status Router::CheckSyntax(absl::string_view sql) {
   return absl::OkStatus();
 }
 
-int Router::Route(RoutedTxn* t, bool want_affinity, bool* affinity, int num_queues) {
+int Router::Route(RoutedTxn* t, const RefVec& extra, bool want_affinity, bool* affinity, int num_queues) {
   t->txn.decision_start_ns = 0;
   t->txn.attempts = 1;
   *affinity = false;
-  const QueueId q = want_affinity ? sched_.Route(t->txn, affinity) : sched_.Route(t->txn);
+  scheduler::Txn* on = &t->txn;
+  scheduler::Txn whole;
+  if (!extra.empty()) {
+    whole.refs = t->txn.refs;
+    for (RefId r : extra) {
+      if (std::find(whole.refs.begin(), whole.refs.end(), r) == whole.refs.end()) whole.refs.push_back(r);
+    }
+    on = &whole;
+  }
+  const QueueId q = want_affinity ? sched_.Route(*on, affinity) : sched_.Route(*on);
+  t->txn.queue = on->queue;
   // A pool smaller than its database's queue count (a [users] pool_size)
   // folds the queues onto its backends.
   return q.value() < 0 ? 0 : static_cast<int>(q.value() % num_queues);

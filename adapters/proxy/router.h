@@ -38,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "adapters/proxy/prepared.h"
+#include "adapters/proxy/retry_memory.h"
 #include "policies/pg_params.h"
 #include "policies/ref_extractor.h"
 #include "policies/schema.h"
@@ -63,6 +64,9 @@ struct RoutedTxn {
   scheduler::Txn txn;
   std::vector<std::string> ref_texts;
   std::vector<DeferredBind> deferred;
+  // Its first statement's RetryStatementKey (retry_memory.h): the text of
+  // a simple Query, or the first Bind's statement text and parameters.
+  std::string first_key;
   // What the backend answered, for the outcome.
   std::string conflict_state;  // 40001 / 40P01, "" when none
   bool had_error = false;
@@ -105,7 +109,12 @@ class Router {
 
   // The queue, in [0, num_queues); *affinity (when asked: it costs a Decide)
   // says whether learned affinity placed it.
-  int Route(RoutedTxn* t, bool want_affinity, bool* affinity, int num_queues);
+  int Route(RoutedTxn* t, bool want_affinity, bool* affinity, int num_queues) {
+    return Route(t, RefVec(), want_affinity, affinity, num_queues);
+  }
+  // As Route, deciding on t's references plus `extra` (a retry's
+  // remembered ones, retry_memory.h); t's own references are unchanged.
+  int Route(RoutedTxn* t, const RefVec& extra, bool want_affinity, bool* affinity, int num_queues);
   // The transaction ended with `o`: decodes its deferred Binds (those whose
   // types are still unknown count as undecodable), then records the outcome
   // for every statement's references.

@@ -49,6 +49,15 @@ struct Stats {
   std::atomic<int64_t> client_output_peak_bytes{0};
   std::atomic<int64_t> tls_clients{0};             // clients that completed a TLS handshake
   std::atomic<int64_t> tls_handshake_failures{0};  // clients whose TLS handshake failed
+  // Retry-aware routing (retry_memory.h): conflict-failed transactions
+  // remembered; retries recognized and routed on their remembered
+  // references; of them, placed behind a running holder; retries that
+  // committed (clean); entries dropped for the memory bound.
+  std::atomic<int64_t> retries_remembered{0};
+  std::atomic<int64_t> retries_routed{0};
+  std::atomic<int64_t> retries_behind_holder{0};
+  std::atomic<int64_t> retries_clean{0};
+  std::atomic<int64_t> retry_memory_evictions{0};
 };
 
 }  // namespace proxy
