@@ -67,6 +67,10 @@ absl::Status ParseEntryFields(absl::string_view what, absl::string_view value, D
       bool on = false;
       if (auto st = OnOff("retry_routing", v, &on); !st.ok()) return st;
       e->retry_routing = on ? 1 : 0;
+    } else if (k == "templates") {
+      bool on = false;
+      if (auto st = OnOff("templates", v, &on); !st.ok()) return st;
+      e->templates = on ? 1 : 0;
     }  // other libpq / PgBouncer keys (connect_timeout, pool_mode, ...) do not apply
   }
   return absl::OkStatus();
@@ -266,6 +270,17 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     }
   } else if (key == "retry_routing") {
     if (auto st = OnOff(key, value, &o->retry_routing); !st.ok()) return st;
+  } else if (key == "templates") {
+    if (auto st = OnOff(key, value, &o->templates); !st.ok()) return st;
+  } else if (key == "template_threshold") {
+    double d = 0;
+    if (!absl::SimpleAtod(value, &d) || d <= 0 || d > 1) {
+      return absl::InvalidArgumentError(absl::StrCat("template_threshold must be in (0, 1], not '", value, "'"));
+    }
+    o->template_threshold = d;
+  } else if (key == "template_max") {
+    if (auto st = Int(key, value, 0, int64_t{1} << 20, &n); !st.ok()) return st;
+    o->template_max = static_cast<size_t>(n);
   } else if (key == "retry_memory_size") {
     if (auto st = Int(key, value, 0, int64_t{1} << 24, &n); !st.ok()) return st;
     o->retry_memory_size = static_cast<size_t>(n);

@@ -76,6 +76,7 @@ struct DatabaseEntry {
   int pool_size = 0;
   std::string auth_user;  // for auth_query; "" = the global auth_user
   int retry_routing = -1;  // retry_routing=on|off for this database; -1 = the global key
+  int templates = -1;      // templates=on|off for this database; -1 = the global key
 };
 
 struct Options {
@@ -154,6 +155,13 @@ struct Options {
   // retry_memory_size: remembered transactions per database at most.
   bool retry_routing = true;
   size_t retry_memory_size = 4096;
+  // Statement templates (templates.h): learn which statements follow a
+  // first one and how their parameters relate; route on the references
+  // they predict once a mapping holds in template_threshold of its window.
+  // template_max: first-statement shapes per database at most.
+  bool templates = false;
+  double template_threshold = 0.9;
+  size_t template_max = 1024;
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
 };
 

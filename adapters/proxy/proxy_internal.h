@@ -496,6 +496,7 @@ class Proxy::Loop : private AdminSource {
   AdminTable Databases() const override;
   AdminTable Pools() const override;
   AdminTable Users() const override;
+  AdminTable TemplateRows() const override;
 
   // --- backends (backend.cc)
   absl::Status ConnectBackend(Backend* b);

@@ -184,15 +184,24 @@ void Proxy::Loop::StartTxn(Client* c) {
   c->retry = pool.db->retry_routing && !c->route.first_key.empty() &&
              pool.db->retries->Take(c->id, c->route.first_key, &remembered);
   c->retry_pinned = false;
-  int qi = pool.db->router->Route(&c->route, remembered, want, &c->affinity,
-                                  static_cast<int>(pool.backends.size()));
-  if (c->retry) {
-    stats_.retries_routed++;
+  // Statement templates: the later references its first statement predicts.
+  Router& router = *pool.db->router;
+  if (router.templates() != nullptr && router.PredictRefs(&c->route) > 0) {
+    stats_.template_predictions++;
+    stats_.template_predicted_refs += static_cast<int64_t>(c->route.predicted.size());
+    for (RefId r : c->route.predicted) {
+      if (std::find(remembered.begin(), remembered.end(), r) == remembered.end()) remembered.push_back(r);
+    }
+  }
+  int qi = router.Route(&c->route, remembered, want, &c->affinity, static_cast<int>(pool.backends.size()));
+  if (c->retry) stats_.retries_routed++;
+  if (!remembered.empty()) {
+    // Behind the running holder of a remembered or predicted reference.
     const int holder = RetryHolder(pool, c, remembered);
     if (holder >= 0) {
       qi = holder;
       c->retry_pinned = true;
-      stats_.retries_behind_holder++;
+      (c->retry ? stats_.retries_behind_holder : stats_.template_behind_holder)++;
     }
   }
   if (c->affinity) stats_.affine_txns++;
@@ -323,7 +332,10 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
       stats_.commits++;
       break;
   }
+  Templates* templates = RouterOf(c).templates();
+  const int64_t dropped = templates != nullptr ? templates->counters().mappings_dropped : 0;
   RouterOf(c).Finish(&c->route, o);
+  if (templates != nullptr) stats_.template_mappings_dropped += templates->counters().mappings_dropped - dropped;
   RememberForRetry(c, o);
   Detach(b, c);
   Dispatch(b);
@@ -332,6 +344,13 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
 
 void Proxy::Loop::RememberForRetry(Client* c, scheduler::Outcome o) {
   Database& db = *c->pool->db;
+  if (!c->route.predicted.empty()) {
+    int64_t hits = 0;
+    for (RefId r : c->route.predicted) {
+      if (std::find(c->route.txn.refs.begin(), c->route.txn.refs.end(), r) != c->route.txn.refs.end()) ++hits;
+    }
+    stats_.template_predicted_hits += hits;
+  }
   if (c->retry && o == scheduler::Outcome::kCommitted) stats_.retries_clean++;
   c->retry = false;
   c->retry_pinned = false;

@@ -40,6 +40,8 @@ void RoutedTxn::ClearRefs() {
   ref_texts.clear();
   deferred.clear();
   first_key.clear();
+  trace.clear();
+  predicted.clear();
 }
 
 void RoutedTxn::ClearOutcome() {
@@ -68,6 +70,10 @@ void Router::SetSchema(std::shared_ptr<const Schema> schema) {
 }
 
 void Router::AddQuery(absl::string_view sql, RoutedTxn* t) {
+  if (templates_ != nullptr && t->trace.size() <= Templates::kMaxPositions &&
+      ClassifyTxnControl(sql) == TxnControl::kOther) {
+    t->trace.push_back(Stmt::FromSimple(sql));
+  }
   (void)extractor_->Extract(sql, sched_.policy().extraction, ParamSpan(), &t->txn.refs, &t->txn.ref_mult,
                             &t->ref_texts);
 }
@@ -135,6 +141,17 @@ void Router::LearnParamTypes(const std::string& key, absl::string_view parameter
 void Router::AddBindImpl(const PreparedDef& d, absl::string_view bind_body, bool may_defer, RoutedTxn* t) {
   // A malformed Bind yields nothing here; the server reports it to the client.
   if (!ParseBindMessage(bind_body, &bind_).ok()) return;
+  if (templates_ != nullptr && may_defer && t->trace.size() <= Templates::kMaxPositions &&
+      ClassifyTxnControl(d.query) == TxnControl::kOther) {
+    std::vector<std::string> vals;
+    const std::vector<int16_t>& fmts = bind_.param_formats;
+    for (size_t i = 0; i < bind_.values.size(); ++i) {
+      const int16_t fmt = fmts.empty() ? 0 : (fmts.size() == 1 ? fmts[0] : (i < fmts.size() ? fmts[i] : 0));
+      vals.push_back(fmt == 0 && !bind_.values[i].is_null ? std::string(bind_.values[i].bytes)
+                                                         : std::string(kUnknownLiteral));
+    }
+    t->trace.push_back(Stmt::FromExtended(d.query, std::move(vals)));
+  }
   if (!ResolveTypes(d) && may_defer) {
     t->deferred.push_back(DeferredBind{d, std::string(bind_body)});
     return;
@@ -143,6 +160,27 @@ void Router::AddBindImpl(const PreparedDef& d, absl::string_view bind_body, bool
   if (bound_.undecodable() > 0) undecodable_ += bound_.undecodable();
   (void)extractor_->Extract(d.query, sched_.policy().extraction, bound_.params(), &t->txn.refs,
                             &t->txn.ref_mult, &t->ref_texts);
+}
+
+size_t Router::PredictRefs(RoutedTxn* t) {
+  t->predicted.clear();
+  if (templates_ == nullptr || t->trace.empty()) return 0;
+  RefVec refs;
+  RefMult mult;
+  std::vector<std::string> texts;
+  for (const std::string& sql : templates_->Predict(t->trace[0])) {
+    refs.clear();
+    mult.clear();
+    texts.clear();
+    (void)extractor_->Extract(sql, sched_.policy().extraction, ParamSpan(), &refs, &mult, &texts);
+    for (size_t i = 0; i < refs.size(); ++i) {
+      const bool unknown = i < texts.size() && texts[i].find("corral_unpredicted") != std::string::npos;
+      if (!unknown && std::find(t->predicted.begin(), t->predicted.end(), refs[i]) == t->predicted.end()) {
+        t->predicted.push_back(refs[i]);
+      }
+    }
+  }
+  return t->predicted.size();
 }
 
 absl::Status Router::CheckSyntax(absl::string_view sql) {
@@ -176,6 +214,10 @@ void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {
   for (const DeferredBind& b : txn->deferred) AddBindImpl(b.def, b.body, /*may_defer=*/false, txn);
   txn->deferred.clear();
   const RoutedTxn& t = *txn;
+  if (templates_ != nullptr && !t.trace.empty() &&
+      (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort)) {
+    templates_->Learn(t.trace);
+  }
   if (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort) {
     const std::vector<std::string>& texts = t.ref_texts;
     history::History::TextProvider provider = [&texts](size_t i) {

@@ -39,6 +39,7 @@
 #include "absl/strings/string_view.h"
 #include "adapters/proxy/prepared.h"
 #include "adapters/proxy/retry_memory.h"
+#include "adapters/proxy/templates.h"
 #include "policies/pg_params.h"
 #include "policies/ref_extractor.h"
 #include "policies/schema.h"
@@ -67,6 +68,10 @@ struct RoutedTxn {
   // Its first statement's RetryStatementKey (retry_memory.h): the text of
   // a simple Query, or the first Bind's statement text and parameters.
   std::string first_key;
+  // Templates on (templates.h): its statements so far (the first
+  // Templates::kMaxPositions + 1), and the references predicted for it.
+  TxnTrace trace;
+  RefVec predicted;
   // What the backend answered, for the outcome.
   std::string conflict_state;  // 40001 / 40P01, "" when none
   bool had_error = false;
@@ -104,6 +109,16 @@ class Router {
   // (PreparedDef::key); a malformed one is ignored.
   void LearnParamTypes(const std::string& key, absl::string_view parameter_description);
   const ParamTypeCache& param_types() const { return types_; }
+  // Statement templates (templates.h), null = off: statements are traced,
+  // every committed or conflict-failed transaction teaches them (Finish),
+  // and PredictRefs predicts a transaction's later references.
+  void SetTemplates(std::unique_ptr<Templates> t) { templates_ = std::move(t); }
+  Templates* templates() { return templates_.get(); }
+  const Templates* templates() const { return templates_.get(); }
+  // The references the templates predict for t's later statements from its
+  // first (those naming an unpredictable parameter dropped), into
+  // t->predicted (replaced); how many.
+  size_t PredictRefs(RoutedTxn* t);
   // The syntax error of a statement, OK when it parses (or fails otherwise).
   absl::Status CheckSyntax(absl::string_view sql);
 
@@ -135,6 +150,7 @@ class Router {
   BindMessage bind_;
   BoundParams bound_;
   std::vector<uint32_t> oids_;
+  std::unique_ptr<Templates> templates_;
 };
 
 }  // namespace proxy

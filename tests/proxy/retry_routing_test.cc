@@ -2,7 +2,9 @@
 // (CORRAL_PG_CONNINFO; skipped without one): a transaction that fails with
 // 40001 is remembered by its client and first statement; its retry is
 // routed on everything it touched, behind the running holder of the
-// conflicting row, before its first statement takes its snapshot.
+// conflicting row, before its first statement takes its snapshot. And
+// statement templates: learned from transactions, a first statement's
+// predicted later rows route it the same way.
 #include <libpq-fe.h>
 
 #include <chrono>
@@ -192,6 +194,50 @@ TEST_F(RetryRoutingTest, OffRemembersNothingAndTheMemoryIsBounded) {
     ASSERT_TRUE(ExecOk(c, "COMMIT"));
   }
   EXPECT_EQ(stats().retries_routed.load(), 1);
+}
+
+// Transactions "read row a, update a, update a + 1" teach a template; then
+// a first statement alone predicts row a + 1, and a transaction on a is
+// placed behind the running holder of a + 1.
+TEST_F(RetryRoutingTest, TemplatePredictsTheLaterRowAndRoutesBehindItsHolder) {
+  Options o;
+  o.pool_size = 2;
+  o.templates = true;
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
+  PGconn* c = Connect();
+  PGconn* h = Connect();
+  auto first = [&](int a) { return absl::StrCat("SELECT v, pg_backend_pid() FROM ", table_, " WHERE k = ", a); };
+  for (int i = 0; i < 30; ++i) {
+    const int a = i % 9;
+    ASSERT_TRUE(ExecOk(c, "BEGIN"));
+    EXPECT_NE(ExecValue(c, first(a)), "");
+    EXPECT_EQ(ExecValue(c, Update(a)), "UPDATE 1");
+    EXPECT_EQ(ExecValue(c, Update(a + 1)), "UPDATE 1");
+    ASSERT_TRUE(ExecOk(c, "COMMIT"));
+  }
+  // Predicted from the 21st on (min_observations 20), every prediction right.
+  EXPECT_GE(stats().template_predictions.load(), 9);
+  EXPECT_GT(stats().template_predicted_refs.load(), 0);
+  EXPECT_EQ(stats().template_predicted_hits.load(), stats().template_predicted_refs.load());
+  PGconn* a = PQconnectdb(proxy_.ClientConninfo("corral").c_str());
+  PGresult* r = PQexec(a, "SHOW TEMPLATES");
+  ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK);
+  ASSERT_EQ(PQntuples(r), 2);
+  // update a + 1: the constant 1, and the first statement's parameter plus one
+  EXPECT_STREQ(PQgetvalue(r, 1, 5), "1, p1+1");
+  EXPECT_STREQ(PQgetvalue(r, 1, 6), "yes");
+  PQclear(r);
+  PQfinish(a);
+
+  ASSERT_TRUE(ExecOk(h, "BEGIN"));
+  const std::string holder = ExecValue(h, absl::StrCat(Update(6), " RETURNING pg_backend_pid()"));
+  ASSERT_TRUE(ExecOk(c, "BEGIN"));
+  ASSERT_EQ(PQsendQuery(c, first(5).c_str()), 1);  // predicts row 6: waits for h
+  ASSERT_TRUE(Eventually([&] { return stats().template_behind_holder.load() == 1; }));
+  EXPECT_EQ(Waiting()[holder], 1);
+  ASSERT_TRUE(ExecOk(h, "COMMIT"));
+  EXPECT_EQ(Collect(c), holder);
+  ASSERT_TRUE(ExecOk(c, "COMMIT"));
 }
 
 }  // namespace
