@@ -216,7 +216,7 @@ void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {
   const RoutedTxn& t = *txn;
   if (templates_ != nullptr && !t.trace.empty() &&
       (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort)) {
-    templates_->Learn(t.trace);
+    templates_->Learn(t.trace, o == scheduler::Outcome::kCommitted);
   }
   if (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort) {
     const std::vector<std::string>& texts = t.ref_texts;

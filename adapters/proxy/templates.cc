@@ -194,7 +194,7 @@ Templates::Relation Templates::Fresh(const Stmt& first, const std::string& v) {
   return r;
 }
 
-void Templates::Learn(const TxnTrace& trace) {
+void Templates::Learn(const TxnTrace& trace, bool complete) {
   if (trace.empty() || opt_.max_templates == 0) return;
   const Stmt& first = trace[0];
   const std::string key = first.shape;
@@ -220,6 +220,7 @@ void Templates::Learn(const TxnTrace& trace) {
   for (size_t j = 0; j < t.positions.size(); ++j) {
     Position& p = t.positions[j];
     const Stmt* s = j + 1 < trace.size() ? &trace[j + 1] : nullptr;
+    if (s == nullptr && !complete) break;
     const bool same = s != nullptr && s->shape == p.shape && s->extended == p.extended;
     if (Observe(&p.t, same) || p.shape.empty()) {
       // The shape lost its majority (or is new): relearn from this one.

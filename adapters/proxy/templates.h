@@ -86,9 +86,10 @@ class Templates {
 
   explicit Templates(const Options& o) : opt_(o) {}
 
-  // A finished transaction (committed or failed by a conflict): its
-  // statements in order (trace[0] the first).
-  void Learn(const TxnTrace& trace);
+  // A finished transaction: its statements in order (trace[0] the first).
+  // `complete` false (it failed part-way, e.g. by a conflict): only the
+  // positions it reached are observed, a missing one is no evidence.
+  void Learn(const TxnTrace& trace, bool complete = true);
   // The later statements the reliable mappings of first's template
   // predict, rendered as SQL (unpredictable parameters as kUnknownLiteral).
   std::vector<std::string> Predict(const Stmt& first);

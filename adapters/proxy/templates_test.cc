@@ -141,6 +141,30 @@ TEST(Templates, MemoryIsBounded) {
   EXPECT_TRUE(t.Predict(Stmt::FromSimple("SELECT v FROM a WHERE id = 1")).empty());
 }
 
+TEST(Templates, ATransactionThatFailedPartWayIsNoEvidenceAgainstLaterStatements) {
+  Templates t(Templates::Options{});
+  auto first = [](int a) { return Stmt::FromSimple(absl::StrCat("SELECT v FROM acct WHERE id = ", a)); };
+  auto second = [](int a) { return Stmt::FromSimple(absl::StrCat("UPDATE acct SET v = 0 WHERE id = ", a + 1)); };
+  for (int i = 0; i < 60; ++i) {
+    if (i % 2 == 0) {
+      t.Learn({first(i), second(i)});
+    } else {
+      t.Learn({first(i)}, /*complete=*/false);  // aborted after its first statement
+    }
+  }
+  EXPECT_EQ(t.Predict(first(7)), (std::vector<std::string>{"update acct set v = 0 where id = 8"}));
+  // The same ending alone, complete: the second statement is not a rule.
+  Templates u(Templates::Options{});
+  for (int i = 0; i < 60; ++i) {
+    if (i % 2 == 0) {
+      u.Learn({first(i), second(i)});
+    } else {
+      u.Learn({first(i)});
+    }
+  }
+  EXPECT_TRUE(u.Predict(first(7)).empty());
+}
+
 }  // namespace
 }  // namespace proxy
 }  // namespace corral

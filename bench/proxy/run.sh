@@ -14,7 +14,7 @@
 #   order         order.sql (issue 24): a cold customer row, then two stock
 #                 rows from 1..HOT_ROWS (hot) or half the accounts (cold)
 #                 (these three are not in the default WORKLOADS; e.g.
-#     CORRAL_MODES="on noretry" PATHS="pgbouncer corral corral-noretry" \
+#     CORRAL_MODES="on noretry templates" PATHS="pgbouncer corral corral-noretry corral-templates" \
 #         WORKLOADS="two-row transfer function-pair order" bash bench/proxy/run.sh)
 #   hot-row-asyncpg  hot_row.sql's transaction on rows 1..HOT_ROWS driven by
 #                 asyncpg (clients/hot_row_asyncpg.py: binary parameters,
@@ -32,7 +32,8 @@
 #         WORKLOADS="hot-row-asyncpg hot-row-jdbc" bash bench/proxy/run.sh
 # Corral runs as one proxy per stealing mode (CORRAL_MODES, default: on =
 # affinity- and in-flight-aware, affinity, any = plain stealing, off; and
-# noretry = on with retry-aware routing off, issue 24's "mechanism off"). Prints one line per run, then a summary: tps vs
+# noretry = on with retry-aware routing off, issue 24's "mechanism off";
+# templates = on with statement templates on as well). Prints one line per run, then a summary: tps vs
 # PgBouncer, retried transactions vs PgBouncer and direct, and the contention
 # penalty (hot tps / cold tps on the same path).
 #
@@ -181,6 +182,7 @@ for mode in $CORRAL_MODES; do
   PORT[$name]=$(free_port)
   margs="stealing=$mode"
   [ $mode = noretry ] && margs="stealing=on retry_routing=off"
+  [ $mode = templates ] && margs="stealing=on templates=on"
   # shellcheck disable=SC2086
   "$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[$name]} $margs 2> "$WORK/$name.log" &
   pids+=($!)
