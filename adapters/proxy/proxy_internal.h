@@ -387,10 +387,11 @@ class Proxy::Loop : private AdminSource {
   void ClientReady(Client* c, char status);
   void ClientError(Client* c, absl::string_view sqlstate, absl::string_view message);
   void EndTxn(Client* c, Backend* b);
-  // Retry-aware routing (retry_memory.h): the backend index of the running
-  // transaction (not c's) that holds one of `remembered`, -1 when none; at
-  // the end of c's transaction, counts a clean retry and remembers a
-  // conflict-failed one.
+  // Retry-aware routing (retry_memory.h) and templates: the backend index
+  // of the running transaction (not c's) that touched one of `remembered`
+  // (or else was routed on one ahead), -1 when none; at the end of c's
+  // transaction, counts predicted references it touched and a clean retry,
+  // and remembers a conflict-failed one.
   int RetryHolder(const Pool& pool, const Client* c, const RefVec& remembered) const;
   void RememberForRetry(Client* c, scheduler::Outcome o);
   void Dispatch(Backend* b);

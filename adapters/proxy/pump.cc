@@ -194,6 +194,7 @@ void Proxy::Loop::StartTxn(Client* c) {
     }
   }
   int qi = router.Route(&c->route, remembered, want, &c->affinity, static_cast<int>(pool.backends.size()));
+  c->route.ahead = remembered;
   if (c->retry) stats_.retries_routed++;
   if (!remembered.empty()) {
     // Behind the running holder of a remembered or predicted reference.
@@ -226,12 +227,18 @@ void Proxy::Loop::StartTxn(Client* c) {
 }
 
 int Proxy::Loop::RetryHolder(const Pool& pool, const Client* c, const RefVec& remembered) const {
-  std::vector<const RefVec*> running(pool.backends.size(), nullptr);
+  // What running transactions touched so far, then what they were routed
+  // on ahead of running it.
+  std::vector<const RefVec*> touched(pool.backends.size(), nullptr), ahead(pool.backends.size(), nullptr);
   for (size_t i = 0; i < pool.backends.size(); ++i) {
     const Client* holder = pool.backends[i]->client;
-    if (holder != nullptr && holder != c) running[i] = &holder->route.txn.refs;
+    if (holder != nullptr && holder != c) {
+      touched[i] = &holder->route.txn.refs;
+      ahead[i] = &holder->route.ahead;
+    }
   }
-  return PickHolder(remembered, running);
+  const int h = PickHolder(remembered, touched);
+  return h >= 0 ? h : PickHolder(remembered, ahead);
 }
 
 void Proxy::Loop::Attach(Client* c, Backend* b) {

@@ -42,6 +42,7 @@ void RoutedTxn::ClearRefs() {
   first_key.clear();
   trace.clear();
   predicted.clear();
+  ahead.clear();
 }
 
 void RoutedTxn::ClearOutcome() {

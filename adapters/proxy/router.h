@@ -72,6 +72,9 @@ struct RoutedTxn {
   // Templates::kMaxPositions + 1), and the references predicted for it.
   TxnTrace trace;
   RefVec predicted;
+  // What it was routed on beyond its first statement's references (a
+  // retry's remembered ones, predicted ones): running, it holds these too.
+  RefVec ahead;
   // What the backend answered, for the outcome.
   std::string conflict_state;  // 40001 / 40P01, "" when none
   bool had_error = false;
