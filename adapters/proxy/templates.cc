@@ -17,6 +17,16 @@ bool IdentChar(char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c
 
 bool AsInt(absl::string_view v, int64_t* out) { return absl::SimpleAtoi(v, out); }
 
+// Whether an operand (not an operator) comes next after `shape`: its last
+// non-space character is an operator or an opening parenthesis / comma.
+bool SignedHere(const std::string& shape) {
+  size_t k = shape.size();
+  while (k > 0 && shape[k - 1] == ' ') --k;
+  if (k == 0) return true;
+  const char p = shape[k - 1];
+  return !(IdentChar(p) || p == ')' || p == kHole || p == '"' || p == ']');
+}
+
 // A shape for people: its literal holes as '?'.
 std::string Display(const std::string& shape) {
   std::string s = shape;
@@ -61,8 +71,11 @@ Stmt Stmt::FromSimple(absl::string_view sql) {
       j = j == absl::string_view::npos ? in.size() : j + 1;
       s.shape.append(in.data() + i, j - i);
       i = j;
-    } else if (absl::ascii_isdigit(c) && (i == 0 || !IdentChar(in[i - 1]))) {
-      size_t j = i;
+    } else if ((absl::ascii_isdigit(c) && (i == 0 || !IdentChar(in[i - 1]))) ||
+               (c == '-' && i + 1 < in.size() && absl::ascii_isdigit(in[i + 1]) && SignedHere(s.shape))) {
+      // A number; a '-' right before it is its sign where an operand is
+      // expected (pgbench's "v - -37" and "v - 37" are one shape).
+      size_t j = c == '-' ? i + 1 : i;
       while (j < in.size() && (absl::ascii_isdigit(in[j]) || in[j] == '.')) ++j;
       s.values.emplace_back(in.substr(i, j - i));
       s.shape.push_back(kHole);

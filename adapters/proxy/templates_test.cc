@@ -22,6 +22,11 @@ TEST(Stmt, SimpleShapeTakesLiteralsOut) {
   EXPECT_EQ(s.Render(s.values), "update acct set v = v - 12 where id = 5 and name = 'o''k' and x1 = 3");
   EXPECT_EQ(Stmt::FromSimple("select v from acct where id = 9").shape,
             Stmt::FromSimple("SELECT v FROM acct WHERE id = 10").shape);
+  // A negative number is one literal: pgbench's "v - -37" is "v - 37"'s shape.
+  const Stmt neg = Stmt::FromSimple("UPDATE acct SET v = v - -37 WHERE id = 5");
+  EXPECT_EQ(neg.shape, Stmt::FromSimple("UPDATE acct SET v = v - 37 WHERE id = 5").shape);
+  EXPECT_EQ(neg.values, (std::vector<std::string>{"-37", "5"}));
+  EXPECT_EQ(Stmt::FromSimple("SELECT v-1 FROM acct").values, (std::vector<std::string>{"1"}));
   const Stmt e = Stmt::FromExtended("SELECT v FROM acct WHERE id = $1 AND n = $2", {"7", "a'b"});
   EXPECT_EQ(e.Render(e.values), "SELECT v FROM acct WHERE id = 7 AND n = 'a''b'");
 }
