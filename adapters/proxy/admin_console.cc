@@ -72,6 +72,16 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("cluster_unlock_retries", s.cluster_unlock_retries);
     row("cluster_publishes", s.cluster_publishes);
     row("cluster_sync_failures", s.cluster_sync_failures);
+    row("retries_remembered", s.retries_remembered);
+    row("retries_routed", s.retries_routed);
+    row("retries_behind_holder", s.retries_behind_holder);
+    row("retries_clean", s.retries_clean);
+    row("retry_memory_evictions", s.retry_memory_evictions);
+    row("template_predictions", s.template_predictions);
+    row("template_predicted_refs", s.template_predicted_refs);
+    row("template_predicted_hits", s.template_predicted_hits);
+    row("template_behind_holder", s.template_behind_holder);
+    row("template_mappings_dropped", s.template_mappings_dropped);
     const AdminSource::LearnedSizes l = source_.Learned();
     row("history_entries", l.history_entries);
     row("history_max_entries", l.history_max_entries);
@@ -99,6 +109,11 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
                          : words[1] == "pools"   ? source_.Pools()
                          : words[1] == "cluster" ? source_.Cluster()
                                                  : source_.Users();
+    wire::AppendTextResult(out, t.columns, t.rows);
+    return done();
+  }
+  if (is("show", "templates")) {
+    const AdminTable t = source_.TemplateRows();
     wire::AppendTextResult(out, t.columns, t.rows);
     return done();
   }

@@ -1,6 +1,7 @@
 // The proxy's admin console: the SQL a client connected to the admin
 // database ("corral") may send (SHOW STATS | QUEUES | CLIENTS | HISTORY |
-// POLICY | DATABASES | POOLS | USERS | CLUSTER, SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN), answered as
+// POLICY | DATABASES | POOLS | USERS | CLUSTER | TEMPLATES, SET POLICY <name>, RELOAD, PAUSE,
+// RESUME, SHUTDOWN), answered as
 // protocol bytes. It works
 // against AdminSource, a narrow view of the proxy (counters, queues, clients,
 // history, the policy setter and reload), so it is testable without sockets.
@@ -83,6 +84,9 @@ class AdminSource {
   virtual AdminTable Cluster() const { return {}; }
   virtual AdminTable Pools() const = 0;
   virtual AdminTable Users() const = 0;
+  // SHOW TEMPLATES: the learned statement templates (templates.h) of every
+  // database with templates on.
+  virtual AdminTable TemplateRows() const { return {}; }
   virtual std::string PolicyName() const = 0;
   virtual std::string StealingName() const = 0;
   // The policy by name (ParsePolicy's names); an error for an unknown one.

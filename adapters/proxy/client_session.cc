@@ -357,6 +357,7 @@ void Proxy::Loop::CloseClient(Client* c) {
   c->fd = -1;
   keys_.erase(c->cancel_key());
   if (c->pool != nullptr && c->phase == Client::kReady) c->pool->clients--;
+  if (c->pool != nullptr) c->pool->db->retries->Forget(c->id);
   if (c->waiting) {
     auto& q = c->pool->waitq[c->wait_queue];
     q.erase(std::remove(q.begin(), q.end(), c), q.end());

@@ -25,6 +25,18 @@ absl::Status Int(absl::string_view key, absl::string_view v, int64_t lo, int64_t
   return absl::OkStatus();
 }
 
+absl::Status OnOff(absl::string_view key, absl::string_view value, bool* out) {
+  const std::string v = absl::AsciiStrToLower(value);
+  if (v == "1" || v == "on" || v == "true" || v == "yes") {
+    *out = true;
+  } else if (v == "0" || v == "off" || v == "false" || v == "no") {
+    *out = false;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(key, " must be on or off, not '", value, "'"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ParseEntryFields(absl::string_view what, absl::string_view value, DatabaseEntry* e) {
@@ -51,6 +63,14 @@ absl::Status ParseEntryFields(absl::string_view what, absl::string_view value, D
       e->pool_size = static_cast<int>(n);
     } else if (k == "auth_user") {
       e->auth_user = std::string(v);
+    } else if (k == "retry_routing") {
+      bool on = false;
+      if (auto st = OnOff("retry_routing", v, &on); !st.ok()) return st;
+      e->retry_routing = on ? 1 : 0;
+    } else if (k == "templates") {
+      bool on = false;
+      if (auto st = OnOff("templates", v, &on); !st.ok()) return st;
+      e->templates = on ? 1 : 0;
     }  // other libpq / PgBouncer keys (connect_timeout, pool_mode, ...) do not apply
   }
   return absl::OkStatus();
@@ -259,6 +279,22 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     for (absl::string_view u : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
       users.insert(std::string(absl::StripAsciiWhitespace(u)));
     }
+  } else if (key == "retry_routing") {
+    if (auto st = OnOff(key, value, &o->retry_routing); !st.ok()) return st;
+  } else if (key == "templates") {
+    if (auto st = OnOff(key, value, &o->templates); !st.ok()) return st;
+  } else if (key == "template_threshold") {
+    double d = 0;
+    if (!absl::SimpleAtod(value, &d) || d <= 0 || d > 1) {
+      return absl::InvalidArgumentError(absl::StrCat("template_threshold must be in (0, 1], not '", value, "'"));
+    }
+    o->template_threshold = d;
+  } else if (key == "template_max") {
+    if (auto st = Int(key, value, 0, int64_t{1} << 20, &n); !st.ok()) return st;
+    o->template_max = static_cast<size_t>(n);
+  } else if (key == "retry_memory_size") {
+    if (auto st = Int(key, value, 0, int64_t{1} << 24, &n); !st.ok()) return st;
+    o->retry_memory_size = static_cast<size_t>(n);
   } else if (key == "allow_trust_on_network") {
     const std::string v = absl::AsciiStrToLower(value);
     if (v == "1" || v == "on" || v == "true" || v == "yes") {

@@ -21,7 +21,10 @@
 //   client_output_limit_bytes = 4194304   (back-pressure bound; 0 = off)
 //   auth_user = pgbouncer   auth_query = SELECT usename, passwd FROM pg_shadow WHERE usename=$1
 //   max_fallback_databases = 16
+//   retry_routing = on | off       retry_memory_size = 4096   (retry_memory.h; per database)
+//   templates = off | on           template_threshold = 0.9   template_max = 1024   (templates.h)
 //   [databases]  name = host=... port=... dbname=... user=... password=... pool_size=... auth_user=...
+//                       retry_routing=on|off templates=on|off
 //                * = host=...     (fallback: dbname = the client's database)
 //   [users]      alice = pool_size=2
 //   client_tls_sslmode = disable | allow | prefer | require | verify-ca | verify-full

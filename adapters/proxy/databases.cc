@@ -59,11 +59,33 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
     }
   }
   db->router = std::make_unique<Router>(db->sched, schema, &stats_.undecodable_params);
+  db->retry_routing = e.retry_routing < 0 ? opt_.retry_routing : e.retry_routing > 0;
+  db->retries = std::make_unique<RetryMemory>(opt_.retry_memory_size);
+  if (e.templates < 0 ? opt_.templates : e.templates > 0) {
+    Templates::Options to;
+    to.threshold = opt_.template_threshold;
+    to.max_templates = opt_.template_max;
+    db->router->SetTemplates(std::make_unique<Templates>(to));
+  }
   if (fallback) ++fallback_dbs_;
   StartCluster(db.get());
   Database* raw = db.get();
   dbs_[e.name] = std::move(db);
   return raw;
+}
+
+AdminTable Proxy::Loop::TemplateRows() const {
+  AdminTable t;
+  t.columns = {"database", "first_statement", "observations", "position", "statement", "parameters", "reliable"};
+  for (const auto& [name, db] : dbs_) {
+    const Templates* tp = db->router->templates();
+    if (tp == nullptr) continue;
+    for (std::vector<std::string>& r : tp->Rows()) {
+      r.insert(r.begin(), name);
+      t.rows.push_back(std::move(r));
+    }
+  }
+  return t;
 }
 
 absl::StatusOr<std::string> Proxy::Loop::PasswordOf(Client* c) {

@@ -61,6 +61,25 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
                   "# HELP corral_cluster_locks_held Cross-proxy advisory lock keys held now.\n"
                   "# TYPE corral_cluster_locks_held gauge\ncorral_cluster_locks_held ",
                   stats.cluster_locks_held.load(), "\n");
+  counter("corral_retries_remembered_total", "Transactions failed with 40001/40P01 remembered for their retry.",
+          stats.retries_remembered);
+  counter("corral_retries_routed_total", "Retries recognized and routed on their remembered references.",
+          stats.retries_routed);
+  counter("corral_retries_behind_holder_total", "Routed retries queued behind the running holder of a reference.",
+          stats.retries_behind_holder);
+  counter("corral_retries_clean_total", "Routed retries that committed.", stats.retries_clean);
+  counter("corral_retry_memory_evictions_total", "Remembered transactions dropped for retry_memory_size.",
+          stats.retry_memory_evictions);
+  counter("corral_template_predictions_total", "First statements whose template predicted later references.",
+          stats.template_predictions);
+  counter("corral_template_predicted_refs_total", "References predicted by statement templates.",
+          stats.template_predicted_refs);
+  counter("corral_template_predicted_hits_total", "Predicted references the transaction then touched.",
+          stats.template_predicted_hits);
+  counter("corral_template_behind_holder_total",
+          "Transactions queued behind the running holder of a predicted reference.", stats.template_behind_holder);
+  counter("corral_template_mappings_dropped_total", "Learned template mappings that stopped holding.",
+          stats.template_mappings_dropped);
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

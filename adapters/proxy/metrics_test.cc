@@ -15,7 +15,11 @@ TEST(Metrics, TextCarriesCountersAndGauge) {
   s.aborts_40001 = 2;
   s.aborts_40P01 = 1;
   s.undecodable_params = 3;
+  s.retries_routed = 6;
+  s.retries_clean = 5;
   const std::string t = MetricsText(s, 4);
+  EXPECT_TRUE(absl::StrContains(t, "# TYPE corral_retries_routed_total counter\ncorral_retries_routed_total 6\n"));
+  EXPECT_TRUE(absl::StrContains(t, "corral_retries_clean_total 5\n"));
   EXPECT_TRUE(absl::StrContains(t, "# TYPE corral_undecodable_params_total counter\ncorral_undecodable_params_total 3\n"));
   EXPECT_TRUE(absl::StrContains(t, "# TYPE corral_transactions_total counter\ncorral_transactions_total 10\n"));
   EXPECT_TRUE(absl::StrContains(t, "corral_commits_total 7\n"));

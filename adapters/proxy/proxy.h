@@ -75,6 +75,8 @@ struct DatabaseEntry {
   std::string user, password;
   int pool_size = 0;
   std::string auth_user;  // for auth_query; "" = the global auth_user
+  int retry_routing = -1;  // retry_routing=on|off for this database; -1 = the global key
+  int templates = -1;      // templates=on|off for this database; -1 = the global key
 };
 
 struct Options {
@@ -158,6 +160,19 @@ struct Options {
   std::string client_tls_cert_file, client_tls_key_file, client_tls_ca_file;
   std::string server_tls_sslmode = "disable";
   std::string server_tls_ca_file, server_tls_cert_file, server_tls_key_file;
+  // Retry-aware routing (retry_memory.h): a transaction that failed with
+  // 40001 / 40P01 is remembered (references touched, by client and first
+  // statement) and its retry routed on them, behind their running holder.
+  // retry_memory_size: remembered transactions per database at most.
+  bool retry_routing = true;
+  size_t retry_memory_size = 4096;
+  // Statement templates (templates.h): learn which statements follow a
+  // first one and how their parameters relate; route on the references
+  // they predict once a mapping holds in template_threshold of its window.
+  // template_max: first-statement shapes per database at most.
+  bool templates = false;
+  double template_threshold = 0.9;
+  size_t template_max = 1024;
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
 };
 

@@ -57,6 +57,7 @@
 #include "adapters/proxy/cluster.h"
 #include "adapters/proxy/prepared.h"
 #include "adapters/proxy/proxy.h"
+#include "adapters/proxy/retry_memory.h"
 #include "adapters/proxy/router.h"
 #include "adapters/proxy/session_params.h"
 #include "adapters/proxy/steal.h"
@@ -212,6 +213,11 @@ struct Client : Conn {
   std::string deferred;     // admin: that answer
   std::unique_ptr<auth::ScramServer> scram;  // during SCRAM authentication
   RoutedTxn route;
+  // Its current transaction is a recognized retry (retry_memory.h), and
+  // was placed behind the running holder of a remembered reference: it
+  // waits for that backend and is not stolen (as a blocked affine one).
+  bool retry = false;
+  bool retry_pinned = false;
   size_t routed_ahead = 0;  // pending messages whose references routing already took
   StatementMap stmts;
   int64_t txns = 0;
@@ -241,6 +247,10 @@ struct Database {
   scheduler::Scheduler* sched = nullptr;
   std::unique_ptr<Router> router;
   int pools = 0;
+  // Retry-aware routing (retry_memory.h): on for this database, and its
+  // remembered conflict-failed transactions.
+  bool retry_routing = false;
+  std::unique_ptr<RetryMemory> retries;
   // Multi-proxy mode (cluster.h); null when cluster_name is empty. Last:
   // stopped (joined) before the Scheduler it reads goes.
   std::unique_ptr<ClusterSync> cluster;
@@ -387,6 +397,13 @@ class Proxy::Loop : private AdminSource {
   void ClientReady(Client* c, char status);
   void ClientError(Client* c, absl::string_view sqlstate, absl::string_view message);
   void EndTxn(Client* c, Backend* b);
+  // Retry-aware routing (retry_memory.h) and templates: the backend index
+  // of the running transaction (not c's) that touched one of `remembered`
+  // (or else was routed on one ahead), -1 when none; at the end of c's
+  // transaction, counts predicted references it touched and a clean retry,
+  // and remembers a conflict-failed one.
+  int RetryHolder(const Pool& pool, const Client* c, const RefVec& remembered) const;
+  void RememberForRetry(Client* c, scheduler::Outcome o);
   void Dispatch(Backend* b);
   // Ends the backend's association with its client; releases the client's
   // affine references (and, if any, lets idle backends look again).
@@ -490,6 +507,7 @@ class Proxy::Loop : private AdminSource {
   AdminTable Databases() const override;
   AdminTable Pools() const override;
   AdminTable Users() const override;
+  AdminTable TemplateRows() const override;
 
   // --- multi-proxy mode (cluster_loop.cc)
   // Makes and starts db's ClusterSync when cluster_name is set.

@@ -503,6 +503,29 @@ TEST(Config, StealingModes) {
   EXPECT_FALSE(ParseConfigText("stealing = sometimes\n", "t.ini", &o).ok());
 }
 
+TEST(Config, RetryRoutingAndTemplates) {
+  Options o;
+  EXPECT_TRUE(o.retry_routing);  // the defaults
+  EXPECT_FALSE(o.templates);
+  ASSERT_TRUE(ParseConfigText("retry_routing = off\nretry_memory_size = 16\ntemplates = on\n"
+                              "template_threshold = 0.8\ntemplate_max = 32\n"
+                              "[databases]\nshop = retry_routing=on templates=off\nhr =\n",
+                              "t.ini", &o)
+                  .ok());
+  EXPECT_FALSE(o.retry_routing);
+  EXPECT_EQ(o.retry_memory_size, 16u);
+  EXPECT_TRUE(o.templates);
+  EXPECT_DOUBLE_EQ(o.template_threshold, 0.8);
+  EXPECT_EQ(o.template_max, 32u);
+  EXPECT_EQ(o.databases["shop"].retry_routing, 1);
+  EXPECT_EQ(o.databases["shop"].templates, 0);
+  EXPECT_EQ(o.databases["hr"].retry_routing, -1);  // the global key
+  EXPECT_FALSE(ApplyConfigLine("retry_routing", "sometimes", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("template_threshold", "1.5", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("retry_memory_size", "-1", &o).ok());
+  EXPECT_FALSE(ApplyDatabaseLine("x", "templates=maybe", &o).ok());
+}
+
 }  // namespace
 }  // namespace proxy
 }  // namespace corral

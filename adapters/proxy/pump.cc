@@ -143,6 +143,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
       return true;
     }
     c->route.ClearRefs();
+    c->route.first_key = RetryStatementKey(sql);
     RouterOf(c).AddQuery(sql, &c->route);
     c->routed_ahead = 1;
     StartTxn(c);
@@ -177,7 +178,33 @@ void Proxy::Loop::StartTxn(Client* c) {
   // Affinity only matters to the affinity-aware rule (it costs a Decide).
   const bool want = mode == StealMode::kAffinity || mode == StealMode::kInFlight;
   Pool& pool = *c->pool;
-  const int qi = pool.db->router->Route(&c->route, want, &c->affinity, static_cast<int>(pool.backends.size()));
+  // A retry of a transaction that failed with 40001 / 40P01: routed on
+  // everything it touched, before its first statement takes its snapshot.
+  RefVec remembered;
+  c->retry = pool.db->retry_routing && !c->route.first_key.empty() &&
+             pool.db->retries->Take(c->id, c->route.first_key, &remembered);
+  c->retry_pinned = false;
+  // Statement templates: the later references its first statement predicts.
+  Router& router = *pool.db->router;
+  if (router.templates() != nullptr && router.PredictRefs(&c->route) > 0) {
+    stats_.template_predictions++;
+    stats_.template_predicted_refs += static_cast<int64_t>(c->route.predicted.size());
+    for (RefId r : c->route.predicted) {
+      if (std::find(remembered.begin(), remembered.end(), r) == remembered.end()) remembered.push_back(r);
+    }
+  }
+  int qi = router.Route(&c->route, remembered, want, &c->affinity, static_cast<int>(pool.backends.size()));
+  c->route.ahead = remembered;
+  if (c->retry) stats_.retries_routed++;
+  if (!remembered.empty()) {
+    // Behind the running holder of a remembered or predicted reference.
+    const int holder = RetryHolder(pool, c, remembered);
+    if (holder >= 0) {
+      qi = holder;
+      c->retry_pinned = true;
+      (c->retry ? stats_.retries_behind_holder : stats_.template_behind_holder)++;
+    }
+  }
   if (c->affinity) stats_.affine_txns++;
   stats_.transactions++;
   Backend* b = pool.backends[qi].get();
@@ -191,12 +218,27 @@ void Proxy::Loop::StartTxn(Client* c) {
   c->wait_since = MonoNanos();
   pool.waitq[qi].push_back(c);
   stats_.queue_waits++;
-  if (MaySteal(mode, c->affinity, blocked, 0, opt_.steal_after_ms * 1000000LL)) {
+  if (!c->retry_pinned && MaySteal(mode, c->affinity, blocked, 0, opt_.steal_after_ms * 1000000LL)) {
     for (auto& other : pool.backends) {
       if (other->Free()) Dispatch(other.get());
       if (!c->waiting) break;
     }
   }
+}
+
+int Proxy::Loop::RetryHolder(const Pool& pool, const Client* c, const RefVec& remembered) const {
+  // What running transactions touched so far, then what they were routed
+  // on ahead of running it.
+  std::vector<const RefVec*> touched(pool.backends.size(), nullptr), ahead(pool.backends.size(), nullptr);
+  for (size_t i = 0; i < pool.backends.size(); ++i) {
+    const Client* holder = pool.backends[i]->client;
+    if (holder != nullptr && holder != c) {
+      touched[i] = &holder->route.txn.refs;
+      ahead[i] = &holder->route.ahead;
+    }
+  }
+  const int h = PickHolder(remembered, touched);
+  return h >= 0 ? h : PickHolder(remembered, ahead);
 }
 
 void Proxy::Loop::Attach(Client* c, Backend* b) {
@@ -255,6 +297,9 @@ void Proxy::Loop::Dispatch(Backend* b) {
   const int64_t now = MonoNanos();
   const int64_t after = opt_.steal_after_ms * 1000000LL;
   auto blocked = [this](const Client* w) { return Blocked(w); };
+  // A retry pinned behind its holder is, to the other backends, an affine
+  // transaction whose reference is held.
+  auto steal_blocked = [this](const Client* w) { return w->retry_pinned || Blocked(w); };
   auto since = [](const Client* w) { return w->wait_since; };
   auto& waitq = b->pool->waitq;
   auto& own = waitq[b->index];
@@ -264,8 +309,8 @@ void Proxy::Loop::Dispatch(Backend* b) {
     own.erase(own.begin() + mine);
   } else if (mode != StealMode::kOff) {
     const StealPick sp = PickSteal(
-        waitq, b->index, mode, now, after, [](const Client* w) { return w->affinity; }, blocked,
-        since);
+        waitq, b->index, mode, now, after, [](const Client* w) { return w->affinity || w->retry_pinned; },
+        steal_blocked, since);
     if (sp.queue < 0) return;
     auto& wq = waitq[sp.queue];
     pick = wq[sp.pos];
@@ -295,11 +340,34 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
       stats_.commits++;
       break;
   }
+  Templates* templates = RouterOf(c).templates();
+  const int64_t dropped = templates != nullptr ? templates->counters().mappings_dropped : 0;
   RouterOf(c).Finish(&c->route, o);
   ReleaseClusterLocks(b);  // the backend is not Free until they are released
+  if (templates != nullptr) stats_.template_mappings_dropped += templates->counters().mappings_dropped - dropped;
+  RememberForRetry(c, o);
   Detach(b, c);
   Dispatch(b);
   Pump(c);
+}
+
+void Proxy::Loop::RememberForRetry(Client* c, scheduler::Outcome o) {
+  Database& db = *c->pool->db;
+  if (!c->route.predicted.empty()) {
+    int64_t hits = 0;
+    for (RefId r : c->route.predicted) {
+      if (std::find(c->route.txn.refs.begin(), c->route.txn.refs.end(), r) != c->route.txn.refs.end()) ++hits;
+    }
+    stats_.template_predicted_hits += hits;
+  }
+  if (c->retry && o == scheduler::Outcome::kCommitted) stats_.retries_clean++;
+  c->retry = false;
+  c->retry_pinned = false;
+  if (!db.retry_routing || o != scheduler::Outcome::kConflictAbort || c->route.first_key.empty()) return;
+  const int64_t evicted = db.retries->evictions();
+  db.retries->Remember(c->id, c->route.first_key, c->route.txn.refs);
+  stats_.retries_remembered++;
+  stats_.retry_memory_evictions += db.retries->evictions() - evicted;
 }
 
 void Proxy::Loop::Detach(Backend* b, Client* c) {

@@ -39,6 +39,10 @@ void RoutedTxn::ClearRefs() {
   txn.ref_mult.clear();
   ref_texts.clear();
   deferred.clear();
+  first_key.clear();
+  trace.clear();
+  predicted.clear();
+  ahead.clear();
 }
 
 void RoutedTxn::ClearOutcome() {
@@ -67,6 +71,10 @@ void Router::SetSchema(std::shared_ptr<const Schema> schema) {
 }
 
 void Router::AddQuery(absl::string_view sql, RoutedTxn* t) {
+  if (templates_ != nullptr && t->trace.size() <= Templates::kMaxPositions &&
+      ClassifyTxnControl(sql) == TxnControl::kOther) {
+    t->trace.push_back(Stmt::FromSimple(sql));
+  }
   (void)extractor_->Extract(sql, sched_.policy().extraction, ParamSpan(), &t->txn.refs, &t->txn.ref_mult,
                             &t->ref_texts);
 }
@@ -83,7 +91,12 @@ void Router::AddUnit(const std::deque<Msg>& pending, size_t end, const Statement
     } else if (u.type == 'B') {
       r.CString();  // portal
       const PreparedDef* d = FindStatement(local, stmts, std::string(r.CString()));
-      if (d != nullptr) AddBind(*d, u.body(), t);
+      if (d == nullptr) continue;
+      if (t->first_key.empty() && ClassifyTxnControl(d->query) != TxnControl::kBegin) {
+        // The parameter part (formats, values, result formats) follows the names.
+        t->first_key = RetryStatementKey(d->query, r.rest());
+      }
+      AddBind(*d, u.body(), t);
     }
   }
 }
@@ -129,6 +142,17 @@ void Router::LearnParamTypes(const std::string& key, absl::string_view parameter
 void Router::AddBindImpl(const PreparedDef& d, absl::string_view bind_body, bool may_defer, RoutedTxn* t) {
   // A malformed Bind yields nothing here; the server reports it to the client.
   if (!ParseBindMessage(bind_body, &bind_).ok()) return;
+  if (templates_ != nullptr && may_defer && t->trace.size() <= Templates::kMaxPositions &&
+      ClassifyTxnControl(d.query) == TxnControl::kOther) {
+    std::vector<std::string> vals;
+    const std::vector<int16_t>& fmts = bind_.param_formats;
+    for (size_t i = 0; i < bind_.values.size(); ++i) {
+      const int16_t fmt = fmts.empty() ? 0 : (fmts.size() == 1 ? fmts[0] : (i < fmts.size() ? fmts[i] : 0));
+      vals.push_back(fmt == 0 && !bind_.values[i].is_null ? std::string(bind_.values[i].bytes)
+                                                         : std::string(kUnknownLiteral));
+    }
+    t->trace.push_back(Stmt::FromExtended(d.query, std::move(vals)));
+  }
   if (!ResolveTypes(d) && may_defer) {
     t->deferred.push_back(DeferredBind{d, std::string(bind_body)});
     return;
@@ -139,6 +163,27 @@ void Router::AddBindImpl(const PreparedDef& d, absl::string_view bind_body, bool
                             &t->txn.ref_mult, &t->ref_texts);
 }
 
+size_t Router::PredictRefs(RoutedTxn* t) {
+  t->predicted.clear();
+  if (templates_ == nullptr || t->trace.empty()) return 0;
+  RefVec refs;
+  RefMult mult;
+  std::vector<std::string> texts;
+  for (const std::string& sql : templates_->Predict(t->trace[0])) {
+    refs.clear();
+    mult.clear();
+    texts.clear();
+    (void)extractor_->Extract(sql, sched_.policy().extraction, ParamSpan(), &refs, &mult, &texts);
+    for (size_t i = 0; i < refs.size(); ++i) {
+      const bool unknown = i < texts.size() && texts[i].find("corral_unpredicted") != std::string::npos;
+      if (!unknown && std::find(t->predicted.begin(), t->predicted.end(), refs[i]) == t->predicted.end()) {
+        t->predicted.push_back(refs[i]);
+      }
+    }
+  }
+  return t->predicted.size();
+}
+
 absl::Status Router::CheckSyntax(absl::string_view sql) {
   RefVec scratch;
   absl::Status st = extractor_->Extract(sql, sched_.policy().extraction, &scratch);
@@ -146,11 +191,21 @@ absl::Status Router::CheckSyntax(absl::string_view sql) {
   return absl::OkStatus();
 }
 
-int Router::Route(RoutedTxn* t, bool want_affinity, bool* affinity, int num_queues) {
+int Router::Route(RoutedTxn* t, const RefVec& extra, bool want_affinity, bool* affinity, int num_queues) {
   t->txn.decision_start_ns = 0;
   t->txn.attempts = 1;
   *affinity = false;
-  const QueueId q = want_affinity ? sched_.Route(t->txn, affinity) : sched_.Route(t->txn);
+  scheduler::Txn* on = &t->txn;
+  scheduler::Txn whole;
+  if (!extra.empty()) {
+    whole.refs = t->txn.refs;
+    for (RefId r : extra) {
+      if (std::find(whole.refs.begin(), whole.refs.end(), r) == whole.refs.end()) whole.refs.push_back(r);
+    }
+    on = &whole;
+  }
+  const QueueId q = want_affinity ? sched_.Route(*on, affinity) : sched_.Route(*on);
+  t->txn.queue = on->queue;
   // A pool smaller than its database's queue count (a [users] pool_size)
   // folds the queues onto its backends.
   return q.value() < 0 ? 0 : static_cast<int>(q.value() % num_queues);
@@ -160,6 +215,10 @@ void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {
   for (const DeferredBind& b : txn->deferred) AddBindImpl(b.def, b.body, /*may_defer=*/false, txn);
   txn->deferred.clear();
   const RoutedTxn& t = *txn;
+  if (templates_ != nullptr && !t.trace.empty() &&
+      (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort)) {
+    templates_->Learn(t.trace, o == scheduler::Outcome::kCommitted);
+  }
   if (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort) {
     const std::vector<std::string>& texts = t.ref_texts;
     history::History::TextProvider provider = [&texts](size_t i) {

@@ -38,6 +38,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "adapters/proxy/prepared.h"
+#include "adapters/proxy/retry_memory.h"
+#include "adapters/proxy/templates.h"
 #include "policies/pg_params.h"
 #include "policies/ref_extractor.h"
 #include "policies/schema.h"
@@ -63,6 +65,16 @@ struct RoutedTxn {
   scheduler::Txn txn;
   std::vector<std::string> ref_texts;
   std::vector<DeferredBind> deferred;
+  // Its first statement's RetryStatementKey (retry_memory.h): the text of
+  // a simple Query, or the first Bind's statement text and parameters.
+  std::string first_key;
+  // Templates on (templates.h): its statements so far (the first
+  // Templates::kMaxPositions + 1), and the references predicted for it.
+  TxnTrace trace;
+  RefVec predicted;
+  // What it was routed on beyond its first statement's references (a
+  // retry's remembered ones, predicted ones): running, it holds these too.
+  RefVec ahead;
   // What the backend answered, for the outcome.
   std::string conflict_state;  // 40001 / 40P01, "" when none
   bool had_error = false;
@@ -100,12 +112,27 @@ class Router {
   // (PreparedDef::key); a malformed one is ignored.
   void LearnParamTypes(const std::string& key, absl::string_view parameter_description);
   const ParamTypeCache& param_types() const { return types_; }
+  // Statement templates (templates.h), null = off: statements are traced,
+  // every committed or conflict-failed transaction teaches them (Finish),
+  // and PredictRefs predicts a transaction's later references.
+  void SetTemplates(std::unique_ptr<Templates> t) { templates_ = std::move(t); }
+  Templates* templates() { return templates_.get(); }
+  const Templates* templates() const { return templates_.get(); }
+  // The references the templates predict for t's later statements from its
+  // first (those naming an unpredictable parameter dropped), into
+  // t->predicted (replaced); how many.
+  size_t PredictRefs(RoutedTxn* t);
   // The syntax error of a statement, OK when it parses (or fails otherwise).
   absl::Status CheckSyntax(absl::string_view sql);
 
   // The queue, in [0, num_queues); *affinity (when asked: it costs a Decide)
   // says whether learned affinity placed it.
-  int Route(RoutedTxn* t, bool want_affinity, bool* affinity, int num_queues);
+  int Route(RoutedTxn* t, bool want_affinity, bool* affinity, int num_queues) {
+    return Route(t, RefVec(), want_affinity, affinity, num_queues);
+  }
+  // As Route, deciding on t's references plus `extra` (a retry's
+  // remembered ones, retry_memory.h); t's own references are unchanged.
+  int Route(RoutedTxn* t, const RefVec& extra, bool want_affinity, bool* affinity, int num_queues);
   // The transaction ended with `o`: decodes its deferred Binds (those whose
   // types are still unknown count as undecodable), then records the outcome
   // for every statement's references.
@@ -126,6 +153,7 @@ class Router {
   BindMessage bind_;
   BoundParams bound_;
   std::vector<uint32_t> oids_;
+  std::unique_ptr<Templates> templates_;
 };
 
 }  // namespace proxy

@@ -60,6 +60,24 @@ struct Stats {
   std::atomic<int64_t> cluster_unlock_retries{0};
   std::atomic<int64_t> cluster_publishes{0};
   std::atomic<int64_t> cluster_sync_failures{0};
+  // Retry-aware routing (retry_memory.h): conflict-failed transactions
+  // remembered; retries recognized and routed on their remembered
+  // references; of them, placed behind a running holder; retries that
+  // committed (clean); entries dropped for the memory bound.
+  std::atomic<int64_t> retries_remembered{0};
+  std::atomic<int64_t> retries_routed{0};
+  std::atomic<int64_t> retries_behind_holder{0};
+  std::atomic<int64_t> retries_clean{0};
+  std::atomic<int64_t> retry_memory_evictions{0};
+  // Statement templates (templates.h): first statements with a
+  // prediction, references predicted, of them touched by the transaction,
+  // transactions placed behind the running holder of a predicted reference,
+  // learned mappings that stopped holding.
+  std::atomic<int64_t> template_predictions{0};
+  std::atomic<int64_t> template_predicted_refs{0};
+  std::atomic<int64_t> template_predicted_hits{0};
+  std::atomic<int64_t> template_behind_holder{0};
+  std::atomic<int64_t> template_mappings_dropped{0};
 };
 
 }  // namespace proxy

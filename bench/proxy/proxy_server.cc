@@ -53,11 +53,17 @@ int main(int argc, char** argv) {
   const auto& s = (*p)->stats();
   std::fprintf(stderr,
                "proxy_server: commits %lld, 40001 %lld, 40P01 %lld, user errors %lld, queue waits %lld, "
-               "steals %lld (affine %lld), affine transactions %lld of %lld\n",
+               "steals %lld (affine %lld), affine transactions %lld of %lld, retries remembered %lld routed %lld "
+               "behind holder %lld clean %lld, template predictions %lld refs %lld hits %lld behind holder %lld "
+               "dropped %lld\n",
                (long long)s.commits.load(), (long long)s.aborts_40001.load(), (long long)s.aborts_40P01.load(),
                (long long)s.user_errors.load(), (long long)s.queue_waits.load(), (long long)s.steals.load(),
                (long long)s.steals_affine.load(), (long long)s.affine_txns.load(),
-               (long long)s.transactions.load());
+               (long long)s.transactions.load(), (long long)s.retries_remembered.load(),
+               (long long)s.retries_routed.load(), (long long)s.retries_behind_holder.load(),
+               (long long)s.retries_clean.load(), (long long)s.template_predictions.load(),
+               (long long)s.template_predicted_refs.load(), (long long)s.template_predicted_hits.load(),
+               (long long)s.template_behind_holder.load(), (long long)s.template_mappings_dropped.load());
   (*p)->Stop();
   return 0;
 }

@@ -7,6 +7,15 @@
 #                 table (cold), --max-tries
 #   two-row       contended.sql: two random rows, routed by the first only
 #                 (the hard case), hot and cold, --max-tries
+#   transfer      transfer_skewed.sql (issue 24): blind-write transfer whose
+#                 second row is independent and Zipf-skewed (hot: rows
+#                 1..HOT_ROWS, skew on; cold: every account, uniform)
+#   function-pair function_pair.sql (issue 24): second row = first + 1
+#   order         order.sql (issue 24): a cold customer row, then two stock
+#                 rows from 1..HOT_ROWS (hot) or half the accounts (cold)
+#                 (these three are not in the default WORKLOADS; e.g.
+#     CORRAL_MODES="on noretry templates" PATHS="pgbouncer corral corral-noretry corral-templates" \
+#         WORKLOADS="two-row transfer function-pair order" bash bench/proxy/run.sh)
 #   hot-row-asyncpg  hot_row.sql's transaction on rows 1..HOT_ROWS driven by
 #                 asyncpg (clients/hot_row_asyncpg.py: binary parameters,
 #                 statement_cache_size=0 so PgBouncer can run it)
@@ -22,7 +31,9 @@
 #     SECONDS_PER_RUN=10 CORRAL_MODES=on PATHS="pgbouncer corral" \
 #         WORKLOADS="hot-row-asyncpg hot-row-jdbc" bash bench/proxy/run.sh
 # Corral runs as one proxy per stealing mode (CORRAL_MODES, default: on =
-# affinity- and in-flight-aware, affinity, any = plain stealing, off). Prints one line per run, then a summary: tps vs
+# affinity- and in-flight-aware, affinity, any = plain stealing, off; and
+# noretry = on with retry-aware routing off, issue 24's "mechanism off";
+# templates = on with statement templates on as well). Prints one line per run, then a summary: tps vs
 # PgBouncer, retried transactions vs PgBouncer and direct, and the contention
 # penalty (hot tps / cold tps on the same path).
 #
@@ -169,7 +180,11 @@ for mode in $CORRAL_MODES; do
   name=corral-$mode
   [ $mode = on ] && name=corral
   PORT[$name]=$(free_port)
-  "$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[$name]} stealing=$mode 2> "$WORK/$name.log" &
+  margs="stealing=$mode"
+  [ $mode = noretry ] && margs="stealing=on retry_routing=off"
+  [ $mode = templates ] && margs="stealing=on templates=on"
+  # shellcheck disable=SC2086
+  "$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[$name]} $margs 2> "$WORK/$name.log" &
   pids+=($!)
   CPID[$name]=$!
 done
@@ -255,6 +270,20 @@ for w in $WORKLOADS; do
         [ $variant = cold ] && rows=$NROWS
         for p in $PATHS; do
           run "$p" "$w" $variant -f $script -D rows=$rows --max-tries="$MAX_TRIES"
+        done
+      done ;;
+    transfer|function-pair|order)
+      case $w in
+        transfer) script=bench/proxy/transfer_skewed.sql ;;
+        function-pair) script=bench/proxy/function_pair.sql ;;
+        order) script=bench/proxy/order.sql ;;
+      esac
+      for variant in cold hot; do
+        rows=$HOT_ROWS skew=1
+        [ $variant = cold ] && rows=$NROWS && skew=0
+        [ $variant = cold ] && [ $w = order ] && rows=$((NROWS / 2))
+        for p in $PATHS; do
+          run "$p" "$w" $variant -f $script -D rows=$rows -D skew=$skew -D naccounts=$NROWS --max-tries="$MAX_TRIES"
         done
       done ;;
     hot-row-asyncpg|hot-row-jdbc)
