@@ -80,6 +80,23 @@ clean "$R"
 s=$("$PY" "$SUMMARY" "$J") || fail "summary of a clean tree: exit $?"
 grep -qx "1 passed, 0 failed" <<<"$(tail -1 <<<"$s")" || fail "summary of a clean tree: $s"
 
+# Stale runs: a target once run with --runs_per_test keeps run_k_of_N/test.xml
+# beside later plain runs; only the newest group of a target counts.
+xml() { mkdir -p "$(dirname "$1")"; printf '<testsuites><testsuite><testcase classname="T" name="%s" status="run">%s</testcase></testsuite></testsuites>\n' "$2" "$3" > "$1"; }
+S="$T/stale"
+rm -rf "$S"
+xml "$S/a/run_1_of_2/test.xml" Old '<failure message="x"/>'
+xml "$S/a/run_2_of_2/test.xml" Old ''
+touch -d '2 hours ago' "$S/a/run_1_of_2/test.xml" "$S/a/run_2_of_2/test.xml"
+xml "$S/a/test.xml" New ''
+xml "$S/b/test.xml" Plain ''
+s=$("$PY" "$SUMMARY" "$S") || fail "stale runs: exit $?: $s"
+grep -qx "2 passed, 0 failed" <<<"$(tail -1 <<<"$s")" || fail "stale runs counted: $s"
+touch -d '3 hours ago' "$S/a/test.xml"
+s=$("$PY" "$SUMMARY" "$S"); rc=$?
+[ $rc -eq 1 ] || fail "newer run_k_of_N group: exit $rc, want 1"
+grep -qx "2 passed, 1 failed" <<<"$(tail -1 <<<"$s")" || fail "newer run_k_of_N group not counted: $s"
+
 if [ $fails -gt 0 ]; then
   echo "$fails check(s) failed"
   exit 1

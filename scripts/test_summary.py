@@ -4,9 +4,18 @@
 A test target that crashed before writing its own XML (Bazel then writes a
 stub with one failing case) counts as one failure. Skipped cases (GTEST_SKIP,
 e.g. PostgreSQL tests without a server) are reported as skipped.
+
+Bazel leaves the logs of earlier invocations in place: a target once run
+with --runs_per_test=5 keeps run_k_of_5/test.xml beside the test.xml of every
+later plain run. Per target only the newest group of results counts (the
+plain test.xml, or one run_k_of_N / shard_k_of_N set), so stale runs of an
+earlier investigation neither add passes nor report old failures.
 """
 import os
+import re
 import sys
+
+_RUN_DIR = re.compile(r"^(run|shard)_\d+_of_(\d+)$")
 import xml.etree.ElementTree as ET
 
 
@@ -30,20 +39,38 @@ def count(xml_path):
     return passed, failed, skipped, failures
 
 
+def newest_results(d):
+    """The test.xml paths under d, keeping per target only its newest group."""
+    groups = {}  # target dir -> {group signature: [paths]}
+    for root, _, files in os.walk(d):
+        if "test.xml" not in files:
+            continue
+        target, parts = root, []
+        while _RUN_DIR.match(os.path.basename(target)):
+            m = _RUN_DIR.match(os.path.basename(target))
+            parts.append("%s_of_%s" % (m.group(1), m.group(2)))
+            target = os.path.dirname(target)
+        groups.setdefault(target, {}).setdefault(tuple(parts), []).append(os.path.join(root, "test.xml"))
+    paths = []
+    for by_sig in groups.values():
+        newest = max(by_sig.values(), key=lambda ps: max(os.path.getmtime(p) for p in ps))
+        paths += sorted(newest)
+    return paths
+
+
 def main(dirs):
     tp = tf = ts = 0
     all_failures = []
     for d in dirs:
         if not d or not os.path.isdir(d):
             continue
-        for root, _, files in os.walk(d):
-            if "test.xml" in files:
-                p, f, s, fl = count(os.path.join(root, "test.xml"))
-                tp += p
-                tf += f
-                ts += s
-                rel = os.path.relpath(root, d)
-                all_failures += ["%s: %s" % (rel, x) for x in fl]
+        for path in newest_results(d):
+            p, f, s, fl = count(path)
+            tp += p
+            tf += f
+            ts += s
+            rel = os.path.relpath(os.path.dirname(path), d)
+            all_failures += ["%s: %s" % (rel, x) for x in fl]
     for x in all_failures:
         print("FAILED:", x)
     if ts:
