@@ -64,15 +64,8 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-PSQL="psql -X -q -h 127.0.0.1 -p $PGPORT -U postgres"
-
-$PSQL -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
-pgbench -i -q -s "$SCALE" -h 127.0.0.1 -p "$PGPORT" -U postgres $DB >/dev/null 2>&1
-# As run.sh: no autovacuum landing on one fleet's run.
-for t in accounts branches tellers history; do
-  $PSQL -d $DB -c "ALTER TABLE pgbench_$t SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)" >/dev/null
-done
+. bench/proxy/lib.sh
+bench_db "$DB" "$SCALE" "$PGPORT"   # as run.sh: no autovacuum landing on one fleet's run
 for f in hot_row contended; do
   sed 's/ISOLATION LEVEL SERIALIZABLE/ISOLATION LEVEL READ COMMITTED/' bench/proxy/$f.sql > "$WORK/$f-rc.sql"
 done
@@ -94,28 +87,8 @@ start_fleet() {  # fleet n
     ports+=("$port")
     case $fleet in
       pgbouncer)
-        cat > "$WORK/pgb$i.ini" <<INI
-[databases]
-$DB = host=127.0.0.1 port=$PGPORT dbname=$DB user=postgres
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $port
-unix_socket_dir =
-auth_type = trust
-auth_file = $WORK/userlist.txt
-pool_mode = transaction
-default_pool_size = $pool
-max_client_conn = 200
-ignore_startup_parameters = extra_float_digits
-logfile = $WORK/pgb$i.log
-INI
-        chmod 644 "$WORK/pgb$i.ini"
-        touch "$WORK/pgb$i.log" && chown postgres "$WORK/pgb$i.log" 2>/dev/null || true
-        if [ "$(id -u)" = 0 ]; then
-          runuser -u postgres -- /usr/sbin/pgbouncer -q "$WORK/pgb$i.ini" &
-        else
-          /usr/sbin/pgbouncer -q "$WORK/pgb$i.ini" &
-        fi
+        pgbouncer_ini "$WORK/pgb$i.ini" "$DB" "$PGPORT" "$port" "$pool" "$WORK/userlist.txt" "$WORK/pgb$i.log"
+        start_pgbouncer "$WORK/pgb$i.ini" "$WORK/pgb$i.log"
         fleet_pids+=($!) ;;
       *)
         local cluster=""

@@ -106,24 +106,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-
-psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
-pgbench -i -q -s "$SCALE" -F "${FILLFACTOR:-100}" -h 127.0.0.1 -p "$PGPORT" -U postgres $DB >/dev/null 2>&1
-# No autovacuum on the bench tables (pgbench -i has just vacuumed and
-# analyzed them): the paths run one after another on this one database, and
-# an autovacuum lands at a time nobody chooses, on whichever path runs then.
-# A VACUUM of pgbench_accounts after the cold runs lists the pages their
-# updates left one free slot on; from then on a hot row's update finds no
-# room on its page, is not HOT, moves the row to such a page and inserts into
-# the primary key's leaf page, on which every hot-row transaction holds an
-# SSI read lock: serialization failures across different rows, which routing
-# by row cannot avoid (measured: Corral's hot run 10-18% retried instead of
-# 0.1%, 99% of them "read/write dependencies"; bench/results/hotrow/NOTES.md).
-for t in accounts branches tellers history; do
-  psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB \
-    -c "ALTER TABLE pgbench_$t SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)" >/dev/null
-done
+. bench/proxy/lib.sh
+bench_db "$DB" "$SCALE" "$PGPORT" "${FILLFACTOR:-100}"
 
 TLS_INI=""
 if [ "$TLS" = 1 ]; then
@@ -142,26 +126,10 @@ fi
 # PgBouncer 1.18, transaction pooling, same pool size (runs as postgres: it refuses root).
 BPORT=$(free_port)
 echo '"postgres" ""' > "$WORK/userlist.txt"
-cat > "$WORK/pgbouncer.ini" <<INI
-[databases]
-$DB = host=127.0.0.1 port=$PGPORT dbname=$DB user=postgres
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $BPORT
-unix_socket_dir =
-auth_type = trust
-auth_file = $WORK/userlist.txt
-pool_mode = transaction
-default_pool_size = $POOL
-max_client_conn = 200
-ignore_startup_parameters = extra_float_digits
-logfile = $WORK/pgbouncer.log
-$TLS_INI
-INI
+pgbouncer_ini "$WORK/pgbouncer.ini" "$DB" "$PGPORT" "$BPORT" "$POOL" "$WORK/userlist.txt" "$WORK/pgbouncer.log" "$TLS_INI"
 chmod 644 "$WORK"/*
 if [ "$TLS" = 1 ]; then chown postgres "$WORK/server.key" && chmod 600 "$WORK/server.key"; fi
-touch "$WORK/pgbouncer.log" && chown postgres "$WORK/pgbouncer.log"
-runuser -u postgres -- /usr/sbin/pgbouncer -q "$WORK/pgbouncer.ini" &
+start_pgbouncer "$WORK/pgbouncer.ini" "$WORK/pgbouncer.log"
 pids+=($!)
 
 declare -A PORT CPID

@@ -1,0 +1,70 @@
+# Shell functions the proxy benchmarks share (bench/proxy/run.sh, multi.sh):
+# the pgbench database, PgBouncer's config and start. Source it after `cd`
+# to the repository root:
+#
+#   . bench/proxy/lib.sh
+#   port=$(free_port)
+#   bench_db corral_bench 10 "$PGPORT"                  # pgbench -i, autovacuum off
+#   pgbouncer_ini "$WORK/pgb.ini" corral_bench "$PGPORT" "$port" 8 "$WORK/userlist.txt" "$WORK/pgb.log"
+#   start_pgbouncer "$WORK/pgb.ini" "$WORK/pgb.log"; pids+=($!)
+
+# A free TCP port on 127.0.0.1.
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+# bench_db DB SCALE PGPORT [FILLFACTOR]: a fresh pgbench database (as
+# postgres on 127.0.0.1) with autovacuum off on its tables. pgbench -i has
+# just vacuumed and analyzed them; the paths run one after another on this
+# one database, and an autovacuum lands at a time nobody chooses, on
+# whichever path runs then. A VACUUM of pgbench_accounts after the cold runs
+# lists the pages their updates left one free slot on; from then on a hot
+# row's update finds no room on its page, is not HOT, moves the row to such a
+# page and inserts into the primary key's leaf page, on which every hot-row
+# transaction holds an SSI read lock: serialization failures across
+# different rows, which routing by row cannot avoid (measured: Corral's hot
+# run 10-18% retried instead of 0.1%, 99% of them "read/write dependencies";
+# bench/results/hotrow/NOTES.md).
+bench_db() {
+  local db=$1 scale=$2 port=$3 fill=${4:-100} t
+  psql -X -q -h 127.0.0.1 -p "$port" -U postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+  pgbench -i -q -s "$scale" -F "$fill" -h 127.0.0.1 -p "$port" -U postgres "$db" >/dev/null 2>&1
+  for t in accounts branches tellers history; do
+    psql -X -q -h 127.0.0.1 -p "$port" -U postgres -d "$db" \
+      -c "ALTER TABLE pgbench_$t SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)" >/dev/null
+  done
+}
+
+# pgbouncer_ini FILE DB PGPORT PORT POOL USERLIST LOG [EXTRA]: PgBouncer in
+# transaction mode in front of DB, trust auth, EXTRA lines appended.
+pgbouncer_ini() {
+  local file=$1 db=$2 pgport=$3 port=$4 pool=$5 userlist=$6 log=$7 extra=${8:-}
+  cat > "$file" <<INI
+[databases]
+$db = host=127.0.0.1 port=$pgport dbname=$db user=postgres
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = trust
+auth_file = $userlist
+pool_mode = transaction
+default_pool_size = $pool
+max_client_conn = 200
+ignore_startup_parameters = extra_float_digits
+logfile = $log
+$extra
+INI
+  chmod 644 "$file"
+}
+
+# start_pgbouncer FILE LOG: starts it in the background ($! is its pid), as
+# postgres when run as root (PgBouncer refuses to run as root).
+start_pgbouncer() {
+  local file=$1 log=$2
+  touch "$log"
+  if [ "$(id -u)" = 0 ]; then
+    chown postgres "$log" 2>/dev/null || true
+    runuser -u postgres -- /usr/sbin/pgbouncer -q "$file" &
+  else
+    /usr/sbin/pgbouncer -q "$file" &
+  fi
+}
