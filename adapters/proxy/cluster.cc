@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -155,6 +157,10 @@ absl::Status ClusterSync::Round() {
                                                     "; SET lock_timeout = ", timeout));
     if (!r.ok()) return r.ToStatus("setting the sync connection's timeouts");
   }
+  if (!locks_checked_) {
+    absl::Status st = CheckLocks();
+    if (!st.ok()) return st;
+  }
   if (!table_ready_) {
     adapters::PgResult r = conn_->Exec(absl::StrCat(
         "BEGIN; SELECT pg_advisory_xact_lock(", kDdlLockKey,
@@ -225,11 +231,48 @@ absl::Status ClusterSync::Round() {
   return absl::OkStatus();
 }
 
+absl::Status ClusterSync::CheckLocks() {
+  // A key of this proxy's own (two proxies checking at once do not meet).
+  const int64_t key = static_cast<int64_t>(std::hash<std::string>()(o_.proxy_id) ^ 0x436f7272616c4c6bULL);
+  const std::string try_sql = absl::StrCat("SELECT pg_try_advisory_lock(", key, ")");
+  std::string refused;  // why locks are off ("" = they exclude)
+  adapters::PgResult mine = conn_->Exec(try_sql);
+  if (!mine.ok() && mine.sqlstate().rfind("08", 0) == 0) return mine.ToStatus("checking advisory locks");
+  if (!mine.ok()) {
+    refused = absl::StrCat("pg_try_advisory_lock failed: ", mine.ToStatus("").message());
+  } else if (mine.num_rows() != 1 || mine.Get(0, 0) != "t") {
+    return absl::UnavailableError("checking advisory locks: this proxy's check key is taken; again next round");
+  } else {
+    auto other = connect_();
+    if (!other.ok()) {
+      (void)conn_->Exec(absl::StrCat("SELECT pg_advisory_unlock(", key, ")"));
+      return other.status();
+    }
+    adapters::PgResult theirs = (*other)->Exec(try_sql);
+    if (!theirs.ok()) {
+      refused = absl::StrCat("a second session's pg_try_advisory_lock failed: ", theirs.ToStatus("").message());
+    } else if (theirs.num_rows() == 1 && theirs.Get(0, 0) == "t") {
+      refused = "a second session got the same advisory lock (the server's advisory locks do not exclude)";
+      (void)(*other)->Exec(absl::StrCat("SELECT pg_advisory_unlock(", key, ")"));
+    }
+    adapters::PgResult un = conn_->Exec(absl::StrCat("SELECT pg_advisory_unlock(", key, ")"));
+    if (!un.ok()) return un.ToStatus("checking advisory locks");
+  }
+  locks_checked_ = true;
+  TsanVisibleMutexLock l(&mu_);
+  view_.locks_ok = refused.empty();
+  if (!refused.empty()) {
+    std::fprintf(stderr, "corral proxy: cluster \"%s\": %s; sharing references, taking no locks\n",
+                 o_.cluster_name.c_str(), refused.c_str());
+  }
+  return absl::OkStatus();
+}
+
 void ClusterSync::KeysFor(const RefVec& refs, std::vector<int64_t>* keys) const {
   keys->clear();
   {
     TsanVisibleMutexLock l(&mu_);
-    if (hot_.empty()) return;
+    if (hot_.empty() || !view_.locks_ok) return;
     for (RefId r : refs) {
       if (hot_.contains(r.value())) keys->push_back(LockKey(r));
     }

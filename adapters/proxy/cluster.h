@@ -9,6 +9,13 @@
 //     stale and ignored), and merges them with its own counts: a reference
 //     whose merged abort count reaches `hot_threshold` while at least one
 //     live peer exists is "shared-hot".
+// Before its first round the sync thread checks that the server's advisory
+// locks exclude: it takes a key on its connection and asks for the same key
+// from a second connection, which must be refused. Where they do not (the
+// no-op stubs of CockroachDB) or do not exist (older YugabyteDB), the
+// proxies still share what they learn but take no lock ("sharing-only" in
+// SHOW CLUSTER, logged once): a lock that does not exclude would only cost
+// round trips.
 // The event loop asks KeysFor(refs) per transaction: the advisory-lock keys
 // (the references' 64-bit RefId hashes, sorted, deduplicated) that the
 // transaction takes on its backend with session-level pg_advisory_lock
@@ -67,6 +74,7 @@ struct PeerRow {
 struct ClusterView {
   std::string cluster_name, proxy_id;
   bool shared_ok = false;       // the last round reached the table
+  bool locks_ok = true;         // the server's advisory locks exclude (checked once)
   int peers = 0;                // live peers seen in the last round
   int shared_refs = 0;          // distinct references the peers published
   int hot_refs = 0;             // references that take a lock now
@@ -108,7 +116,8 @@ class ClusterSync {
 
   void Start();
   void Stop();
-  // One round: (re)connect, make the table, publish, read, merge.
+  // One round: (re)connect, check the locks once, make the table, publish,
+  // read, merge.
   absl::Status SyncOnce();
 
   // The lock keys of refs that are hot now, sorted and distinct (cleared first).
@@ -119,6 +128,9 @@ class ClusterSync {
  private:
   void Run();
   absl::Status Round();
+  // The advisory-lock check (see above): OK with locks_ok_ set, or an error
+  // when the server could not be asked (checked again next round).
+  absl::Status CheckLocks();
 
   const Options o_;
   Connect connect_;
@@ -126,6 +138,7 @@ class ClusterSync {
   Stats& stats_;
   std::unique_ptr<adapters::PgConnection> conn_;  // the sync thread's
   bool table_ready_ = false;
+  bool locks_checked_ = false;
 
   // TsanVisibleMutex, not absl::Mutex: the TSan pass must see the hand-over.
   mutable TsanVisibleMutex mu_;

@@ -122,7 +122,7 @@ AdminTable Proxy::Loop::Cluster() const {
   for (const auto& [name, db] : dbs_) {
     if (db->cluster == nullptr) continue;
     const ClusterView v = db->cluster->View();
-    t.rows.push_back({name, v.cluster_name, v.proxy_id, v.shared_ok ? "ok" : "local-only",
+    t.rows.push_back({name, v.cluster_name, v.proxy_id, !v.shared_ok ? "local-only" : (v.locks_ok ? "ok" : "sharing-only"),
                       std::to_string(v.peers), std::to_string(v.shared_refs), std::to_string(v.hot_refs),
                       std::to_string(v.last_publish_ms), std::to_string(stats_.cluster_locks_held.load()),
                       std::to_string(stats_.cluster_locks_taken.load()),

@@ -1,6 +1,8 @@
 #include "adapters/proxy/cluster.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,22 +56,45 @@ TEST(LockSqlTest, OneProbePerKeyInOrder) {
 }
 
 // A fake server for the sync connection: answers the peers' read with
-// `peer_rows` and records the statements.
+// `peer_rows` and records the statements. Advisory locks as `locks` says:
+// "exclude" (PostgreSQL's), "no-op" (stubs that grant every request, as
+// CockroachDB's) or "missing" (an error, as where they are not implemented).
 struct FakeServer {
   std::vector<std::vector<absl::optional<std::string>>> peer_rows;
-  FakePgConnection* conn = nullptr;
+  FakePgConnection* conn = nullptr;  // the connection that last published
   bool refuse = false;
+  std::string locks = "exclude";
+  std::map<std::string, int> held;  // key -> holding connection
+  int connections = 0;
   ClusterSync::Connect Connect() {
     return [this]() -> absl::StatusOr<std::unique_ptr<PgConnection>> {
       if (refuse) return absl::UnavailableError("connection refused");
       auto c = std::make_unique<FakePgConnection>();
-      c->SetResponder([this](absl::string_view sql, auto) {
+      const int id = ++connections;
+      FakePgConnection* self = c.get();
+      c->SetResponder([this, id, self](absl::string_view sql, auto) {
         if (absl::StartsWith(sql, "SELECT proxy_id")) {
           return PgResult::Rows({"proxy_id", "ref_hash", "aborts", "ref_text"}, peer_rows);
         }
+        if (absl::StrContains(sql, "INSERT INTO corral.hot_refs")) conn = self;
+        for (const char* fn : {"pg_try_advisory_lock(", "pg_advisory_unlock("}) {
+          const size_t at = sql.find(fn);
+          if (at == absl::string_view::npos) continue;
+          if (locks == "missing") return PgResult::Error("42883", "function does not exist");
+          const size_t from = at + strlen(fn);
+          const std::string key(sql.substr(from, sql.find(')', from) - from));
+          bool granted = true;
+          if (fn[3] == 't') {  // pg_try_advisory_lock
+            auto it = held.find(key);
+            granted = locks == "no-op" || it == held.end() || it->second == id;
+            if (granted) held[key] = id;
+          } else {
+            held.erase(key);
+          }
+          return PgResult::Rows({"r"}, {{std::string(granted ? "t" : "f")}});
+        }
         return PgResult::Ok("OK");
       });
-      conn = c.get();
       return std::unique_ptr<PgConnection>(std::move(c));
     };
   }
@@ -160,6 +185,46 @@ TEST(ClusterSyncTest, ThreadPublishesWhileKeysAreRead) {
   sync.KeysFor({RefId(5)}, &keys);
   EXPECT_EQ(keys, (std::vector<int64_t>{5}));
   EXPECT_EQ(stats.cluster_sync_failures.load(), 0);
+}
+
+// Advisory locks that do not exclude (no-op stubs) or do not exist: the
+// proxies still share what they learn, but no transaction takes a lock.
+TEST(ClusterSyncTest, LocksThatDoNotExcludeAreNotTaken) {
+  for (const std::string locks : {"no-op", "missing"}) {
+    SCOPED_TRACE(locks);
+    FakeServer server;
+    server.locks = locks;
+    server.peer_rows = {{std::string("peer"), std::string("5"), std::string("9"), std::string("k=2")}};
+    Stats stats;
+    ClusterSync sync(Opts(), server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
+    ASSERT_TRUE(sync.SyncOnce().ok());
+    const ClusterView v = sync.View();
+    EXPECT_TRUE(v.shared_ok);
+    EXPECT_FALSE(v.locks_ok);
+    EXPECT_EQ(v.hot_refs, 1);  // still learned together
+    std::vector<int64_t> keys;
+    sync.KeysFor({RefId(5)}, &keys);
+    EXPECT_TRUE(keys.empty());
+    EXPECT_TRUE(server.held.empty());  // the check left no key behind
+    // Checked once: the next round does not ask again.
+    const int made = server.connections;
+    ASSERT_TRUE(sync.SyncOnce().ok());
+    EXPECT_EQ(server.connections, made);
+  }
+}
+
+TEST(ClusterSyncTest, ExcludingLocksAreCheckedWithASecondSessionAndReleased) {
+  FakeServer server;
+  server.peer_rows = {{std::string("peer"), std::string("5"), std::string("9"), std::string("k=2")}};
+  Stats stats;
+  ClusterSync sync(Opts(), server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
+  ASSERT_TRUE(sync.SyncOnce().ok());
+  EXPECT_TRUE(sync.View().locks_ok);
+  EXPECT_EQ(server.connections, 2);  // the sync connection and the checking one
+  EXPECT_TRUE(server.held.empty());
+  std::vector<int64_t> keys;
+  sync.KeysFor({RefId(5)}, &keys);
+  EXPECT_EQ(keys, (std::vector<int64_t>{5}));
 }
 
 }  // namespace
