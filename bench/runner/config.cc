@@ -158,12 +158,17 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
     for (absl::string_view item : absl::StrSplit(v, absl::ByAnyChar(",; "), absl::SkipEmpty())) {
       std::vector<absl::string_view> parts = absl::StrSplit(item, ':');
       workloads::SkewPhase p;
-      if (parts.size() < 2 || parts.size() > 4 || !absl::SimpleAtod(parts[0], &p.duration_s) ||
-          !absl::SimpleAtod(parts[1], &p.zipf_theta) ||
-          (parts.size() > 2 && !absl::SimpleAtod(parts[2], &p.hot_fraction)) ||
-          (parts.size() > 3 && !absl::SimpleAtoi(parts[3], &p.hot_size))) {
-        return Bad(key, item, "duration_s:zipf_theta[:hot_fraction[:hot_size]]");
+      // An empty field keeps the workload's default ("5::0.9:50:200").
+      auto field = [&](size_t i, auto* out) {
+        return parts.size() <= i || parts[i].empty() || absl::SimpleAtod(parts[i], out);
+      };
+      double size = -1, offset = 0;
+      if (parts.size() < 2 || parts.size() > 5 || !absl::SimpleAtod(parts[0], &p.duration_s) ||
+          !field(1, &p.zipf_theta) || !field(2, &p.hot_fraction) || !field(3, &size) || !field(4, &offset)) {
+        return Bad(key, item, "duration_s:zipf_theta[:hot_fraction[:hot_size[:hot_offset]]]");
       }
+      p.hot_size = static_cast<int64_t>(size);
+      p.hot_offset = static_cast<int64_t>(offset);
       c->skew_phases.push_back(p);
     }
     return absl::OkStatus();

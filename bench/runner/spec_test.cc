@@ -1,5 +1,7 @@
 #include "bench/runner/spec.h"
 
+#include <filesystem>
+
 #include "gtest/gtest.h"
 
 namespace corral {
@@ -86,12 +88,24 @@ TEST(Spec, RoundKeys) {
 }
 
 TEST(Spec, EveryCheckedInSpecParses) {
-  for (const char* name : {"quick", "headline_tpcc", "headline_tpcc_delay", "headline_tpcc_2wh", "headline_tpcc_nosteal",
-                           "headline_smallbank", "headline_smallbank_delay", "headline_tatp", "headline_tatp_delay",
-                           "factorial_tpcc", "threads_tpcc", "throttled_tpcc", "skew_shift", "deneva_ycsb_skew",
-                           "deneva_ycsb_update", "deneva_tpcc"}) {
+  // Every file in bench/experiments: it parses and each of its cells is valid.
+  int specs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("bench/experiments")) {
+    if (entry.path().extension() != ".spec") continue;
+    ++specs;
+    const std::string name = entry.path().stem().string();
+    auto s = ReadSpecFile(entry.path().string());
+    ASSERT_TRUE(s.ok()) << name << ": " << s.status();
+    for (const BenchConfig& c : ExpandCells(*s)) EXPECT_TRUE(Validate(c).ok()) << name << " " << c.sweep_label;
+  }
+  EXPECT_GE(specs, 20);
+  // The online specs of issue 16: the hot spot moves between phases.
+  for (const char* name : {"online_shift_smallbank", "online_shift_ycsb"}) {
     auto s = ReadSpecFile(std::string("bench/experiments/") + name + ".spec");
-    EXPECT_TRUE(s.ok()) << name << ": " << s.status();
+    ASSERT_TRUE(s.ok()) << name << ": " << s.status();
+    ASSERT_EQ(s->base.skew_phases.size(), 3u) << name;
+    EXPECT_NE(s->base.skew_phases[0].hot_offset, s->base.skew_phases[1].hot_offset) << name;
+    EXPECT_NE(s->base.skew_phases[1].hot_offset, s->base.skew_phases[2].hot_offset) << name;
   }
   // Deneva's figures: six protocols x {original, learned} at every point, every cell valid.
   for (const auto& [name, points] : std::vector<std::pair<std::string, size_t>>{
@@ -165,6 +179,25 @@ TEST(Config, ApplyAndValidate) {
   c.queues = 100;
   EXPECT_FALSE(Validate(c).ok());
   EXPECT_FALSE(ApplySetting(&c, "seed", "-x").ok());
+}
+
+TEST(Config, SkewPhasesTakeAHotOffsetAndEmptyFields) {
+  BenchConfig c;
+  ASSERT_TRUE(ApplySetting(&c, "skew_phases", "5:0.99 5:0.99:::4 5::0.9:50:5000").ok());
+  ASSERT_EQ(c.skew_phases.size(), 3u);
+  EXPECT_EQ(c.skew_phases[0].hot_offset, 0);
+  EXPECT_DOUBLE_EQ(c.skew_phases[1].zipf_theta, 0.99);
+  EXPECT_DOUBLE_EQ(c.skew_phases[1].hot_fraction, -1);  // empty: the workload's
+  EXPECT_EQ(c.skew_phases[1].hot_size, -1);
+  EXPECT_EQ(c.skew_phases[1].hot_offset, 4);
+  EXPECT_DOUBLE_EQ(c.skew_phases[2].zipf_theta, -1);
+  EXPECT_DOUBLE_EQ(c.skew_phases[2].hot_fraction, 0.9);
+  EXPECT_EQ(c.skew_phases[2].hot_size, 50);
+  EXPECT_EQ(c.skew_phases[2].hot_offset, 5000);
+  const absl::Status bad = ApplySetting(&c, "skew_phases", "5:0.9:0.5:50:x");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.message()).find("hot_offset"), std::string::npos) << bad;
+  EXPECT_FALSE(ApplySetting(&c, "skew_phases", "5:1:2:3:4:5").ok());
 }
 
 TEST(Config, CalvinBatchIsTimeOrCount) {

@@ -104,6 +104,40 @@ TEST(SmallBankTest, PhaseOverridesHotSpot) {
   EXPECT_NEAR(in_hot / 20000.0, 0.1, 0.02);
 }
 
+// A later phase's hot_offset moves the hot accounts (the online spec's
+// "hot accounts move"); Zipf heads move the same way.
+TEST(SmallBankTest, PhaseHotOffsetMovesTheHotAccounts) {
+  SmallBankWorkload w(SmallBankParams{});
+  SkewPhase here, moved, zipf_moved;
+  here.hot_fraction = moved.hot_fraction = 0.9;
+  here.hot_size = moved.hot_size = 50;
+  moved.hot_offset = 5000;
+  zipf_moved.zipf_theta = 0.99;
+  zipf_moved.hot_offset = 5000;
+  w.SetPhaseSchedule({here, moved, zipf_moved}, nullptr);
+  Rng rng(5);
+  auto shares = [&] {
+    int first = 0, shifted = 0;
+    for (int i = 0; i < 20000; ++i) {
+      const int64_t a = w.RandomAccount(rng);
+      first += a <= 50;
+      shifted += a > 5000 && a <= 5050;
+    }
+    return std::make_pair(first / 20000.0, shifted / 20000.0);
+  };
+  auto s = shares();
+  EXPECT_NEAR(s.first, 0.9, 0.02);
+  EXPECT_LT(s.second, 0.01);
+  w.SetPhase(1);
+  s = shares();
+  EXPECT_LT(s.first, 0.01);
+  EXPECT_NEAR(s.second, 0.9, 0.02);
+  w.SetPhase(2);
+  s = shares();
+  EXPECT_LT(s.first, 0.02);
+  EXPECT_GT(s.second, 0.3);  // the Zipf head now at 5001..
+}
+
 TEST(SmallBankTest, SqlReferencesAndFormsAgree) {
   auto schema = LoadPolicySchema("schemas/smallbank.sql");
   ASSERT_TRUE(schema.ok()) << schema.status();

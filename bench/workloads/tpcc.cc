@@ -693,7 +693,8 @@ void TpccWorkload::OnPhases() {
 int TpccWorkload::HomeWarehouse(Rng& rng) const {
   const int ph = phase();
   if (ph >= 0 && ph < static_cast<int>(phase_zipf_.size()) && phase_zipf_[ph] != nullptr) {
-    return 1 + static_cast<int>(phase_zipf_[ph]->Draw(rng));
+    return static_cast<int>(
+        ShiftKey(1 + static_cast<int64_t>(phase_zipf_[ph]->Draw(rng)), phases()[ph].hot_offset, p_.warehouses));
   }
   return static_cast<int>(rng.Uniform(1, p_.warehouses));
 }

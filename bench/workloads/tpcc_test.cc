@@ -404,6 +404,28 @@ TEST(TpccGenerationTest, PhaseScheduleSkewsHomeWarehouse) {
   EXPECT_GT(share_of_w1(), 0.25);
 }
 
+TEST(TpccGenerationTest, PhaseHotOffsetMovesTheHotWarehouse) {
+  TpccParams p;
+  p.warehouses = 10;
+  TpccWorkload w(p);
+  SkewPhase skewed, moved;
+  skewed.zipf_theta = moved.zipf_theta = 0.99;
+  moved.hot_offset = 4;
+  w.SetPhaseSchedule({skewed, moved}, nullptr);
+  auto share_of = [&](int wh) {
+    Rng rng(4);
+    int n = 0;
+    for (int i = 0; i < 20000; ++i) n += w.HomeWarehouse(rng) == wh;
+    return n / 20000.0;
+  };
+  w.SetPhase(0);
+  const double w1 = share_of(1);
+  EXPECT_GT(w1, 0.25);
+  w.SetPhase(1);
+  EXPECT_NEAR(share_of(5), w1, 0.02);  // the same draws, moved by 4
+  EXPECT_LT(share_of(1), 0.1);
+}
+
 TEST(TpccLoadTest, PaperScaleOneWarehouseLoadsAndChecks) {
   TpccParams p;
   p.warehouses = 1;

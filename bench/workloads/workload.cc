@@ -195,15 +195,19 @@ void HotSpotKeys::SetPhases(const std::vector<SkewPhase>& phases) {
 int64_t HotSpotKeys::Draw(Rng& rng, int phase) const {
   double hot_fraction = hot_fraction_;
   int64_t hot = hot_size_;
+  int64_t offset = 0;
   if (phase >= 0 && phase < static_cast<int>(phases_.size())) {
-    if (phase_zipf_[phase] != nullptr) return 1 + static_cast<int64_t>(phase_zipf_[phase]->Draw(rng));
     const SkewPhase& s = phases_[phase];
+    offset = s.hot_offset;
+    if (phase_zipf_[phase] != nullptr) {
+      return ShiftKey(1 + static_cast<int64_t>(phase_zipf_[phase]->Draw(rng)), offset, n_);
+    }
     if (s.hot_fraction >= 0) hot_fraction = s.hot_fraction;
     if (s.hot_size >= 0) hot = s.hot_size;
   }
   if (hot > n_) hot = n_;
-  if (hot > 0 && (hot == n_ || rng.Chance(hot_fraction))) return rng.Uniform(1, hot);
-  return rng.Uniform(hot + 1, n_);
+  if (hot > 0 && (hot == n_ || rng.Chance(hot_fraction))) return ShiftKey(rng.Uniform(1, hot), offset, n_);
+  return ShiftKey(rng.Uniform(hot + 1, n_), offset, n_);
 }
 
 }  // namespace workloads

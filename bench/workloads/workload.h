@@ -328,7 +328,20 @@ struct SkewPhase {
   // SmallBank/TATP hot spot: fraction of accesses to the hot range and its size.
   double hot_fraction = -1;
   int64_t hot_size = -1;
+  // Where the phase's hot keys sit: every drawn key moves this far (modulo
+  // the domain), so a later phase with another offset has a hot spot (or
+  // Zipf head) that moved: TPC-C's hot warehouse, SmallBank's hot accounts,
+  // TATP's hot subscribers, YCSB's hot range.
+  int64_t hot_offset = 0;
 };
+
+// Key k of 1..n moved by `offset` (modulo n): a phase's hot spot moved.
+inline int64_t ShiftKey(int64_t k, int64_t offset, int64_t n) {
+  if (offset == 0 || n <= 0) return k;
+  int64_t o = offset % n;
+  if (o < 0) o += n;
+  return (k - 1 + o) % n + 1;
+}
 
 // Keys 1..n for SmallBank (accounts) and TATP (subscribers): a hot spot
 // (hot_fraction of draws uniform over 1..hot_size, the rest over the others),

@@ -123,6 +123,9 @@ int64_t YcsbWorkload::RandomKey(Rng& rng) const {
   const int ph = phase();
   if (ph >= 0 && phase_zipf_[ph] != nullptr) z = phase_zipf_[ph].get();
   uint64_t rank = z->Draw(rng);
+  if (ph >= 0) {
+    rank = static_cast<uint64_t>(ShiftKey(static_cast<int64_t>(rank) + 1, phases()[ph].hot_offset, p_.records) - 1);
+  }
   if (p_.scrambled) rank = Fnv1a64(rank) % static_cast<uint64_t>(p_.records);
   return static_cast<int64_t>(rank);
 }

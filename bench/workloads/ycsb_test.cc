@@ -133,6 +133,32 @@ TEST(YcsbTest, ZipfSkewReadRatioAndDistinctKeys) {
   EXPECT_LT(low / 20000.0, 0.2);
 }
 
+TEST(YcsbTest, PhaseHotOffsetMovesTheZipfHead) {
+  YcsbParams p;
+  p.records = 10000;
+  YcsbWorkload w(p);
+  SkewPhase head, moved;
+  head.zipf_theta = moved.zipf_theta = 0.99;
+  moved.hot_offset = 9990;  // wraps: keys 9990..9999, then 0..
+  w.SetPhaseSchedule({head, moved}, nullptr);
+  Rng rng(6);
+  auto share = [&](int64_t lo, int64_t hi) {
+    int n = 0;
+    for (int i = 0; i < 20000; ++i) {
+      const int64_t k = w.RandomKey(rng);
+      EXPECT_GE(k, 0);
+      EXPECT_LT(k, p.records);
+      n += k >= lo && k < hi;
+    }
+    return n / 20000.0;
+  };
+  w.SetPhase(0);
+  EXPECT_GT(share(0, 10), 0.2);
+  w.SetPhase(1);
+  EXPECT_GT(share(9990, 10000), 0.2);
+  EXPECT_LT(share(10, 20), 0.05);
+}
+
 TEST(YcsbTest, SqlFormsAgree) {
   auto schema = LoadPolicySchema("bench/workloads/ycsb.sql");
   ASSERT_TRUE(schema.ok()) << schema.status();
