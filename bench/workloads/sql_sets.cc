@@ -165,9 +165,13 @@ SetDiff CompareAccessSets(const std::vector<engine::AccessSet::Entry>& set,
       ++i;
     } else if (i == s.size() || a[j] < s[i]) {
       ++d.missed;  // accessed, not declared
+      d.missed_tables.push_back(a[j].table);
       ++j;
     } else {
-      if (a[j].write && !s[i].write) ++d.missed;
+      if (a[j].write && !s[i].write) {
+        ++d.missed;
+        d.missed_tables.push_back(a[j].table);
+      }
       if (s[i].write && !a[j].write) ++d.over;
       ++i;
       ++j;

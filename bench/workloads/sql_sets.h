@@ -58,6 +58,7 @@ struct SetDiff {
   int set = 0;     // distinct (granule, mode) of the set
   int missed = 0;  // accessed granules the set lacks, or writes it has only as reads
   int over = 0;    // set granules not accessed, or writes only read
+  std::vector<const engine::Table*> missed_tables;  // the table of each miss
   bool complete() const { return missed == 0; }
   bool exact() const { return missed == 0 && over == 0; }
 };
