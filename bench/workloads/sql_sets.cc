@@ -214,6 +214,9 @@ absl::Status SqlSets::Init() {
       return absl::InvalidArgumentError(absl::StrCat("sets=sql: no table '", rule.table, "'"));
     }
     tables_.push_back(t);
+    if (rule.key.size() > kMaxKey || rule.granule > rule.key.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("sets=sql: bad key rule for ", rule.table));
+    }
     for (const std::string& col : schema_->ColumnsOf(rule.table)) {
       int key = -1;
       for (size_t k = 0; k < rule.key.size(); ++k) {
@@ -235,15 +238,120 @@ absl::Status SqlSets::Init() {
   return absl::OkStatus();
 }
 
+// Sentinel parameter values of a template's compilation: parameter i is
+// bound to kSentinel + i, recognized in the references' texts.
+constexpr int64_t kSentinel = 7000000000000000000;
+
+std::vector<SqlSets::Conj> SqlSets::Conjunctions(const std::vector<std::string>& texts) const {
+  std::vector<Conj> out;
+  std::vector<std::pair<absl::string_view, absl::string_view>> pairs;
+  for (const std::string& text : texts) {
+    SplitConjunction(text, &pairs);
+    Conj c;
+    for (const auto& [name, value] : pairs) {
+      auto it = columns_.find(name);
+      if (it == columns_.end()) continue;
+      Member m;
+      m.rule = it->second.rule;
+      m.key = it->second.key;
+      absl::string_view v = value;
+      m.quoted = v.size() >= 2 && v.front() == '\'' && v.back() == '\'';
+      if (m.quoted) v = v.substr(1, v.size() - 2);
+      m.is_int = absl::SimpleAtoi(v, &m.value);
+      c.push_back(m);
+    }
+    if (!c.empty()) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::StatusOr<const SqlSets::Plan*> SqlSets::Checked(const Plan* plan, size_t params) {
+  if (plan->params != params) {
+    return absl::InvalidArgumentError(absl::StrCat("sets=sql: a template bound with ", params,
+                                                   " parameters, compiled with ", plan->params));
+  }
+  return plan;
+}
+
+absl::StatusOr<const SqlSets::Plan*> SqlSets::PlanFor(absl::string_view tmpl, size_t params) const {
+  {
+    absl::ReaderMutexLock l(&mu_);
+    auto it = plans_.find(tmpl);
+    if (it != plans_.end()) return Checked(it->second.get(), params);
+  }
+  auto plan = std::make_unique<Plan>();
+  plan->params = params;
+  plan->write = Writes(tmpl);
+  std::vector<std::string> sentinel_texts(params);
+  std::vector<ParamValue> values(params);
+  for (size_t i = 0; i < params; ++i) {
+    sentinel_texts[i] = absl::StrCat(kSentinel + static_cast<int64_t>(i));
+    values[i].text = sentinel_texts[i];
+  }
+  RefVec ids;
+  std::vector<std::string> texts;
+  absl::Status st = extractor_->Extract(tmpl, {RefNaming::kLiteral, RefGrouping::kAll}, values, &ids, &texts);
+  if (!st.ok()) return st;
+  plan->conjs = Conjunctions(texts);
+  for (Conj& c : plan->conjs) {
+    for (Member& m : c) {
+      if (m.is_int && m.value >= kSentinel && m.value < kSentinel + static_cast<int64_t>(params)) {
+        m.param = static_cast<int>(m.value - kSentinel);
+      }
+    }
+  }
+  absl::MutexLock l(&mu_);
+  // A racing compilation of the same template made the same plan: keep the first.
+  auto it = plans_.try_emplace(std::string(tmpl), std::move(plan)).first;
+  return Checked(it->second.get(), params);
+}
+
 int SqlSets::DeriveBound(const BoundSql& bound, engine::AccessSet* set) const {
   int errors = 0;
-  std::vector<std::string> texts, param_texts;
-  std::vector<ParamValue> params;
-  std::vector<std::pair<absl::string_view, absl::string_view>> pairs;
-  std::vector<int64_t> values;
-  std::vector<bool> have;
   std::vector<bool> rule_written(rules_.size(), false);
   bool any_write = false;
+  std::vector<Conj> conjs;
+  std::string text;
+  for (const BoundSql::Statement& st : bound.statements()) {
+    const BoundSpan ps = bound.params(st);
+    absl::StatusOr<const Plan*> plan = PlanFor(st.tmpl, ps.size());
+    if (!plan.ok()) {
+      ++errors;
+      continue;
+    }
+    // Fill the parameters in: a NULL one names nothing (as in the text path).
+    conjs.clear();
+    for (const Conj& pc : (*plan)->conjs) {
+      Conj c;
+      for (Member m : pc) {
+        if (m.param >= 0) {
+          const BoundValue& v = ps[m.param];
+          if (v.is_null()) continue;
+          if (v.kind() == BoundValue::Kind::kInt && !m.quoted) {
+            m.value = v.int_value();
+            m.is_int = true;
+          } else {
+            text.clear();
+            AppendText(v, &text);
+            m.is_int = !m.quoted && absl::SimpleAtoi(text, &m.value);
+          }
+        }
+        c.push_back(m);
+      }
+      if (!c.empty()) conjs.push_back(std::move(c));
+    }
+    Apply(conjs, (*plan)->write, set, &rule_written, &any_write);
+  }
+  AddSlots(rule_written, any_write, set);
+  return errors;
+}
+
+int SqlSets::DeriveBoundByText(const BoundSql& bound, engine::AccessSet* set) const {
+  int errors = 0;
+  std::vector<bool> rule_written(rules_.size(), false);
+  bool any_write = false;
+  std::vector<std::string> texts, param_texts;
+  std::vector<ParamValue> params;
   for (const BoundSql::Statement& st : bound.statements()) {
     const BoundSpan ps = bound.params(st);
     param_texts.assign(ps.size(), std::string());
@@ -262,37 +370,46 @@ int SqlSets::DeriveBound(const BoundSql& bound, engine::AccessSet* set) const {
       ++errors;
       continue;
     }
-    const bool write = Writes(st.tmpl);
-    for (const std::string& text : texts) {
-      SplitConjunction(text, &pairs);
-      // The rules this conjunction touches, each checked once.
-      for (size_t r = 0; r < rules_.size(); ++r) {
-        const KeyRule& rule = rules_[r];
-        bool touched = false;
-        values.assign(rule.key.size(), 0);
-        have.assign(rule.key.size(), false);
-        for (const auto& [name, value] : pairs) {
-          auto it = columns_.find(name);
-          if (it == columns_.end() || it->second.rule != static_cast<int>(r)) continue;
-          touched = true;
-          int64_t v;
-          if (it->second.key >= 0 && absl::SimpleAtoi(value, &v)) {
-            values[it->second.key] = v;
-            have[it->second.key] = true;
-          }
+    Apply(Conjunctions(texts), Writes(st.tmpl), set, &rule_written, &any_write);
+  }
+  AddSlots(rule_written, any_write, set);
+  return errors;
+}
+
+void SqlSets::Apply(const std::vector<Conj>& conjs, bool write, engine::AccessSet* set,
+                    std::vector<bool>* rule_written, bool* any_write) const {
+  int64_t values[kMaxKey];
+  bool have[kMaxKey];
+  for (const Conj& c : conjs) {
+    // Each rule the conjunction touches names one row, if its granule's
+    // key columns are bound.
+    for (size_t r = 0; r < rules_.size(); ++r) {
+      const KeyRule& rule = rules_[r];
+      bool touched = false;
+      std::fill(values, values + kMaxKey, 0);
+      std::fill(have, have + kMaxKey, false);
+      for (const Member& m : c) {
+        if (m.rule != static_cast<int>(r)) continue;
+        touched = true;
+        if (m.key >= 0 && m.is_int) {
+          values[m.key] = m.value;
+          have[m.key] = true;
         }
-        if (!touched) continue;
-        bool bound_prefix = true;
-        for (size_t k = 0; k < rule.granule; ++k) bound_prefix = bound_prefix && have[k];
-        if (!bound_prefix) continue;
-        set->Add(tables_[r], rule.pack(values.data(), set->worker_id()), write);
-        if (write) {
-          rule_written[r] = true;
-          any_write = true;
-        }
+      }
+      if (!touched) continue;
+      bool bound_prefix = true;
+      for (size_t k = 0; k < rule.granule; ++k) bound_prefix = bound_prefix && have[k];
+      if (!bound_prefix) continue;
+      set->Add(tables_[r], rule.pack(values, set->worker_id()), write);
+      if (write) {
+        (*rule_written)[r] = true;
+        *any_write = true;
       }
     }
   }
+}
+
+void SqlSets::AddSlots(const std::vector<bool>& rule_written, bool any_write, engine::AccessSet* set) const {
   for (size_t s = 0; s < slots_.size(); ++s) {
     bool fire = slots_[s].trigger.empty() && any_write;
     for (size_t r = 0; r < rules_.size() && !fire; ++r) {
@@ -300,7 +417,6 @@ int SqlSets::DeriveBound(const BoundSql& bound, engine::AccessSet* set) const {
     }
     if (fire) set->Write(slot_tables_[s], static_cast<uint64_t>(set->worker_id()));
   }
-  return errors;
 }
 
 bool SqlSets::Derive(const WorkloadTxn& txn, engine::AccessSet& set) const {

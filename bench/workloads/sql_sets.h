@@ -42,7 +42,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "bench/workloads/workload.h"
 #include "engine/engine.h"
 #include "policies/ref_extractor.h"
@@ -126,15 +129,44 @@ class SqlSets final : public AccessDeriver {
   // set->worker_id()). Returns how many statements did not extract (syntax
   // errors; none for the workloads' SQL).
   int DeriveBound(const BoundSql& bound, engine::AccessSet* set) const;
+  // The same through the RefExtractor's text path for every statement (the
+  // parameters written out as text): what DeriveBound's compiled templates
+  // must agree with (tests).
+  int DeriveBoundByText(const BoundSql& bound, engine::AccessSet* set) const;
   // AccessDeriver: txn's SQL set; always "complete" (true): what it misses is
   // refused and re-planned at run time.
   bool Derive(const WorkloadTxn& txn, engine::AccessSet& set) const override;
 
  private:
+  static constexpr size_t kMaxKey = 8;
   struct Column {
     int rule;  // index into rules_
     int key;   // position in the rule's key, or -1
   };
+  // One `column=value` of a conjunction, on a column of a rule's table.
+  struct Member {
+    int rule = 0;
+    int key = -1;
+    int param = -1;  // compiled template: 0-based parameter feeding the value; -1: a constant
+    bool quoted = false;  // a string value (never an integer key)
+    bool is_int = false;
+    int64_t value = 0;
+  };
+  using Conj = std::vector<Member>;
+  // A template compiled once: its conjunctions with parameter slots (each
+  // parameter bound to a sentinel, found again in the references' texts).
+  struct Plan {
+    size_t params = 0;
+    bool write = false;
+    std::vector<Conj> conjs;
+  };
+  // The conjunctions of references' texts, restricted to the rules' tables.
+  std::vector<Conj> Conjunctions(const std::vector<std::string>& texts) const;
+  absl::StatusOr<const Plan*> PlanFor(absl::string_view tmpl, size_t params) const;
+  static absl::StatusOr<const Plan*> Checked(const Plan* plan, size_t params);
+  void Apply(const std::vector<Conj>& conjs, bool write, engine::AccessSet* set,
+             std::vector<bool>* rule_written, bool* any_write) const;
+  void AddSlots(const std::vector<bool>& rule_written, bool any_write, engine::AccessSet* set) const;
   SqlSets(std::shared_ptr<const Schema> schema, std::vector<KeyRule> rules,
           std::vector<SlotRule> slots, const engine::Database& db);
   absl::Status Init();
@@ -147,6 +179,9 @@ class SqlSets final : public AccessDeriver {
   std::vector<const engine::Table*> slot_tables_;  // per slot rule
   const engine::Database& db_;
   absl::flat_hash_map<std::string, Column> columns_;  // literal reference name -> column
+  mutable absl::Mutex mu_;
+  // Template text -> its plan; plans are never removed (stable pointers).
+  mutable absl::flat_hash_map<std::string, std::unique_ptr<Plan>> plans_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace workloads

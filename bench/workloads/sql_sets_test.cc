@@ -233,6 +233,45 @@ TEST(SqlSetsTest, YcsbReadsAndReadModifyWrites) {
   }
 }
 
+// The compiled templates (parameters into sentinel slots) give exactly
+// what the RefExtractor's text path gives, for every workload's generated
+// transactions (NULL parameters, IN lists of constants, joins included).
+TEST(SqlSetsTest, CompiledTemplatesAgreeWithTheTextPath) {
+  SmallBankParams sb;
+  sb.accounts = 100;
+  sb.mix = {4, 24, 24, 24, 24, 10};
+  TatpParams tp;
+  tp.subscribers = 100;
+  YcsbParams yp;
+  yp.records = 100;
+  yp.field_size = 10;
+  std::vector<std::unique_ptr<Workload>> ws;
+  ws.push_back(std::make_unique<TpccWorkload>(SmallTpcc()));
+  ws.push_back(std::make_unique<SmallBankWorkload>(sb));
+  ws.push_back(std::make_unique<TatpWorkload>(tp));
+  ws.push_back(std::make_unique<YcsbWorkload>(yp));
+  for (auto& w : ws) {
+    auto db = NewDb("occ");
+    ASSERT_TRUE(w->Load(db.get()).ok());
+    auto sets = SetsFor(*w, *db);
+    Rng rng(9);
+    size_t entries = 0;
+    for (int i = 0; i < 500; ++i) {
+      auto t = w->Next(rng);
+      BoundSql b;
+      t->AppendBound(&b);
+      engine::AccessSet compiled, text;
+      compiled.set_worker_id(4);
+      text.set_worker_id(4);
+      ASSERT_EQ(sets->DeriveBound(b, &compiled), 0);
+      ASSERT_EQ(sets->DeriveBoundByText(b, &text), 0);
+      EXPECT_EQ(Named(compiled.entries()), Named(text.entries())) << w->name() << " " << b.statements()[0].tmpl;
+      entries += compiled.entries().size();
+    }
+    EXPECT_GT(entries, 500u) << w->name();
+  }
+}
+
 TEST(SqlSetsTest, CompareCountsMissesOverApproximationAndModes) {
   auto db = NewDb("occ");
   engine::Schema s;
