@@ -39,6 +39,19 @@ std::unique_ptr<SqlSets> SetsFor(const Workload& w, const engine::Database& db) 
   return std::move(*s);
 }
 
+// A workload loaded into a fresh database under `protocol`, with its SqlSets.
+template <typename W>
+struct Loaded {
+  template <typename P>
+  explicit Loaded(const P& params, const std::string& protocol = "occ") : db(NewDb(protocol)), w(params) {
+    EXPECT_TRUE(w.Load(db.get()).ok());
+    sets = SetsFor(w, *db);
+  }
+  std::unique_ptr<engine::Database> db;
+  W w;
+  std::unique_ptr<SqlSets> sets;
+};
+
 Entries Derive(const SqlSets& sets, const BoundSql& b, int worker = 0) {
   engine::AccessSet set;
   set.set_worker_id(worker);
@@ -79,13 +92,11 @@ TpccParams SmallTpcc() {
 }
 
 TEST(SqlSetsTest, SmallBankStatementsNameTheirAccountsAndTheAuditSlot) {
-  auto db = NewDb("occ");
   SmallBankParams p;
   p.accounts = 100;
-  SmallBankWorkload w(p);
-  ASSERT_TRUE(w.Load(db.get()).ok());
-  auto sets = SetsFor(w, *db);
-  const SmallBankTables& t = w.tables();
+  Loaded<SmallBankWorkload> l(p);
+  const SqlSets* sets = l.sets.get();
+  const SmallBankTables& t = l.w.tables();
   BoundSql b;
   b.Add("SELECT bal FROM savings WHERE custid = $1").Int(7);
   EXPECT_EQ(Named(Derive(*sets, b)), Named({{t.savings, 7, false}}));
@@ -99,14 +110,13 @@ TEST(SqlSetsTest, SmallBankStatementsNameTheirAccountsAndTheAuditSlot) {
 }
 
 TEST(SqlSetsTest, SmallBankSqlSetsAreCompleteForEveryType) {
-  auto db = NewDb("occ");
   SmallBankParams p;
   p.accounts = 100;
   p.mix = {4, 24, 24, 24, 24, 10};  // SendPayment too
-  SmallBankWorkload w(p);
-  ASSERT_TRUE(w.Load(db.get()).ok());
-  auto sets = SetsFor(w, *db);
-  auto ex = db->NewExecutor(0, {}).value();
+  Loaded<SmallBankWorkload> l(p);
+  const SmallBankWorkload& w = l.w;
+  const SqlSets* sets = l.sets.get();
+  auto ex = l.db->NewExecutor(0, {}).value();
   Rng rng(5);
   std::vector<int> seen(w.TxnTypeNames().size(), 0);
   for (int i = 0; i < 300; ++i) {
@@ -122,10 +132,9 @@ TEST(SqlSetsTest, SmallBankSqlSetsAreCompleteForEveryType) {
 }
 
 TEST(SqlSetsTest, TpccNewOrderSqlSetIsTheDeclaredSet) {
-  auto db = NewDb("occ");
-  TpccWorkload w(SmallTpcc());
-  ASSERT_TRUE(w.Load(db.get()).ok());
-  auto sets = SetsFor(w, *db);
+  Loaded<TpccWorkload> l(SmallTpcc());
+  const TpccWorkload& w = l.w;
+  const SqlSets* sets = l.sets.get();
   auto t = Find(w, [](const WorkloadTxn& x) { return x.type.value() == kNewOrder; });
   ASSERT_NE(t, nullptr);
   engine::AccessSet sql, own;
@@ -138,21 +147,19 @@ TEST(SqlSetsTest, TpccNewOrderSqlSetIsTheDeclaredSet) {
   const SetDiff d = CompareAccessSets(sql.entries(), own.entries());
   EXPECT_TRUE(d.exact()) << d.missed << " missed, " << d.over << " over";
   const auto& in = static_cast<const TpccTxn&>(*t).new_order;
-  const TpccTables& tb = w.tables();
   const auto named = Named(sql.entries());
   EXPECT_TRUE(std::count(named.begin(), named.end(),
                          std::make_tuple(std::string("stock"),
                                          TpccStockKey(in.lines[0].supply_w_id, in.lines[0].i_id), true)) == 1);
   EXPECT_TRUE(std::count(named.begin(), named.end(),
                          std::make_tuple(std::string("orders"), TpccOrderKey(in.w_id, in.d_id, 0), true)) == 1);
-  (void)tb;
 }
 
 TEST(SqlSetsTest, TpccPaymentByLastNameMissesTheCustomerAndIsReplanned) {
-  auto db = NewDb("planned");
-  TpccWorkload w(SmallTpcc());
-  ASSERT_TRUE(w.Load(db.get()).ok());
-  auto sets = SetsFor(w, *db);
+  Loaded<TpccWorkload> l(SmallTpcc(), "planned");
+  const TpccWorkload& w = l.w;
+  engine::Database* db = l.db.get();
+  const SqlSets* sets = l.sets.get();
   auto t = Find(w, [](const WorkloadTxn& x) {
     return x.type.value() == kPayment && static_cast<const TpccTxn&>(x).payment.by_last_name;
   });
@@ -174,7 +181,7 @@ TEST(SqlSetsTest, TpccPaymentByLastNameMissesTheCustomerAndIsReplanned) {
 
   // Under "planned" with the SQL set: the customer access is refused, the
   // transaction re-planned (reconnaissance) and committed.
-  t->set_access_deriver(sets.get());
+  t->set_access_deriver(sets);
   auto ex = db->NewExecutor(0, {}).value();
   scheduler::ExecResult r = ex->Execute(*t);
   EXPECT_EQ(r.outcome, scheduler::Outcome::kCommitted) << r.status;
@@ -194,13 +201,11 @@ TEST(SqlSetsTest, TpccPaymentByLastNameMissesTheCustomerAndIsReplanned) {
 }
 
 TEST(SqlSetsTest, TatpDeleteCallForwardingNamesTheRowAndTheAuditSlot) {
-  auto db = NewDb("occ");
   TatpParams p;
   p.subscribers = 100;
-  TatpWorkload w(p);
-  ASSERT_TRUE(w.Load(db.get()).ok());
-  auto sets = SetsFor(w, *db);
-  const TatpTables& t = w.tables();
+  Loaded<TatpWorkload> l(p);
+  const SqlSets* sets = l.sets.get();
+  const TatpTables& t = l.w.tables();
   BoundSql b;
   b.Add(tatp_sql::kGetSubscriberId).Str("000000000000042");
   b.Add(tatp_sql::kDeleteCallForwarding).Int(42).Int(2).Int(8);
@@ -213,14 +218,13 @@ TEST(SqlSetsTest, TatpDeleteCallForwardingNamesTheRowAndTheAuditSlot) {
 }
 
 TEST(SqlSetsTest, YcsbReadsAndReadModifyWrites) {
-  auto db = NewDb("occ");
   YcsbParams p;
   p.records = 100;
   p.field_size = 10;
-  YcsbWorkload w(p);
-  ASSERT_TRUE(w.Load(db.get()).ok());
-  auto sets = SetsFor(w, *db);
-  auto ex = db->NewExecutor(0, {}).value();
+  Loaded<YcsbWorkload> l(p);
+  const YcsbWorkload& w = l.w;
+  const SqlSets* sets = l.sets.get();
+  auto ex = l.db->NewExecutor(0, {}).value();
   Rng rng(3);
   for (int i = 0; i < 100; ++i) {
     auto t = w.Next(rng);
