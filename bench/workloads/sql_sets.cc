@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
+#include <shared_mutex>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -275,7 +277,7 @@ absl::StatusOr<const SqlSets::Plan*> SqlSets::Checked(const Plan* plan, size_t p
 
 absl::StatusOr<const SqlSets::Plan*> SqlSets::PlanFor(absl::string_view tmpl, size_t params) const {
   {
-    absl::ReaderMutexLock l(&mu_);
+    std::shared_lock<std::shared_mutex> l(mu_);
     auto it = plans_.find(tmpl);
     if (it != plans_.end()) return Checked(it->second.get(), params);
   }
@@ -300,7 +302,7 @@ absl::StatusOr<const SqlSets::Plan*> SqlSets::PlanFor(absl::string_view tmpl, si
       }
     }
   }
-  absl::MutexLock l(&mu_);
+  std::unique_lock<std::shared_mutex> l(mu_);
   // A racing compilation of the same template made the same plan: keep the first.
   auto it = plans_.try_emplace(std::string(tmpl), std::move(plan)).first;
   return Checked(it->second.get(), params);
