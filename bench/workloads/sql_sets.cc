@@ -257,8 +257,7 @@ std::vector<SqlSets::Conj> SqlSets::Conjunctions(const std::vector<std::string>&
       m.rule = it->second.rule;
       m.key = it->second.key;
       absl::string_view v = value;
-      m.quoted = v.size() >= 2 && v.front() == '\'' && v.back() == '\'';
-      if (m.quoted) v = v.substr(1, v.size() - 2);
+      if (v.size() >= 2 && v.front() == '\'' && v.back() == '\'') v = v.substr(1, v.size() - 2);
       m.is_int = absl::SimpleAtoi(v, &m.value);
       c.push_back(m);
     }
@@ -329,13 +328,13 @@ int SqlSets::DeriveBound(const BoundSql& bound, engine::AccessSet* set) const {
         if (m.param >= 0) {
           const BoundValue& v = ps[m.param];
           if (v.is_null()) continue;
-          if (v.kind() == BoundValue::Kind::kInt && !m.quoted) {
+          if (v.kind() == BoundValue::Kind::kInt) {
             m.value = v.int_value();
             m.is_int = true;
           } else {
             text.clear();
             AppendText(v, &text);
-            m.is_int = !m.quoted && absl::SimpleAtoi(text, &m.value);
+            m.is_int = absl::SimpleAtoi(text, &m.value);
           }
         }
         c.push_back(m);

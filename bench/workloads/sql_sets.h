@@ -148,8 +148,7 @@ class SqlSets final : public AccessDeriver {
     int rule = 0;
     int key = -1;
     int param = -1;  // compiled template: 0-based parameter feeding the value; -1: a constant
-    bool quoted = false;  // a string value (never an integer key)
-    bool is_int = false;
+    bool is_int = false;  // the value (quotes stripped) is an integer
     int64_t value = 0;
   };
   using Conj = std::vector<Member>;
