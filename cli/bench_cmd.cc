@@ -27,6 +27,10 @@
 ABSL_FLAG(std::string, workload, "tpcc", "tpcc | tpcc-np | smallbank | tatp | ycsb");
 ABSL_FLAG(std::string, protocol, "occ",
           "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect | timestamp | mvcc | maat | calvin | planned");
+ABSL_FLAG(std::string, sets, "declared",
+          "protocol=calvin|planned: the read/write sets: declared (the workload's own, with "
+          "reconnaissance where they depend on reads) | sql (derived from the transaction's SQL "
+          "references; a miss is refused and re-planned)");
 ABSL_FLAG(std::string, calvin_batch, "time:100",
           "protocol=calvin: the sequencer seals a batch US microseconds after its first transaction "
           "(time:US) or once N wait, at the latest after US (count:N[:US], US default 1000)");
@@ -139,6 +143,7 @@ int RunBench(const std::vector<char*>& args) {
            {"policy", absl::GetFlag(FLAGS_policy)},
            {"mode", absl::GetFlag(FLAGS_mode)},
            {"calvin_batch", absl::GetFlag(FLAGS_calvin_batch)},
+           {"sets", absl::GetFlag(FLAGS_sets)},
            {"skew_phases", absl::GetFlag(FLAGS_skew_phases)},
            {"insert_refs", absl::GetFlag(FLAGS_insert_refs)},
            {"tpcc_mix", absl::GetFlag(FLAGS_tpcc_mix)},

@@ -44,7 +44,7 @@ const std::vector<std::string>& SettingKeys() {
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
       "pg_seqscan", "history_half_life_s", "split_max_k", "tpcc_mix", "tpcc_rows", "update_rate",
-      "calvin_batch"};
+      "calvin_batch", "sets"};
   return k;
 }
 
@@ -97,6 +97,12 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
     std::string m = absl::AsciiStrToLower(v);
     if (m != "all" && m != "dbx1000") return Bad(key, v, "all|dbx1000");
     c->tpcc_rows = m;
+    return absl::OkStatus();
+  }
+  if (key == "sets") {
+    std::string m = absl::AsciiStrToLower(v);
+    if (m != "declared" && m != "sql") return Bad(key, v, "declared|sql");
+    c->sets = m;
     return absl::OkStatus();
   }
   if (key == "calvin_batch") {
@@ -191,6 +197,9 @@ absl::Status Validate(const BenchConfig& c) {
     }
   } else if (c.queues < 1) {
     return absl::InvalidArgumentError("queues must be >= 1");
+  }
+  if (c.sets == "sql" && c.backend != "engine") {
+    return absl::InvalidArgumentError("sets=sql needs backend=engine (the planned protocols' read/write sets)");
   }
   if (c.duration_s <= 0) return absl::InvalidArgumentError("duration must be > 0");
   if (c.warmup_s < 0 || c.phase1_s < 0) return absl::InvalidArgumentError("warmup/phase1 must be >= 0");

@@ -36,6 +36,11 @@ struct BenchConfig {
   // default 1000).
   int calvin_batch_txns = 0;
   double calvin_batch_us = 100;
+  // protocol=calvin|planned: where a transaction's read/write set comes
+  // from ("sets"): "declared" (the workload's own DeclareOwnAccesses, with
+  // reconnaissance where it depends on reads) or "sql" (derived from its
+  // SQL references, bench/workloads/sql_sets.h; a miss is re-planned).
+  std::string sets = "declared";
   // 16 learned, original, hard-partition, or "auto" (scheduler/scheduler.h:
   // a bandit over DefaultAutoArms by committed throughput, online).
   std::string policy = "count-max-canonical-single";

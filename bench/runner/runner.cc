@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "bench/runner/read_file.h"
 #include "bench/runner/sql_refs.h"
+#include "bench/workloads/sql_sets.h"
 #include "common/clock.h"
 #include "engine/engine.h"
 #include "policies/policy.h"
@@ -33,6 +34,12 @@ class EngineInstance : public BackendInstance {
  public:
   std::unique_ptr<engine::Database> db;
   std::vector<std::unique_ptr<engine::EngineExecutor>> executors;
+  std::unique_ptr<workloads::SqlSets> sql_sets;  // sets=sql: every transaction's read/write set
+
+  std::unique_ptr<scheduler::Txn> PrepareTxn(std::unique_ptr<workloads::WorkloadTxn> t) override {
+    if (sql_sets != nullptr) t->set_access_deriver(sql_sets.get());
+    return t;
+  }
 
   std::vector<scheduler::Executor*> Executors() override {
     std::vector<scheduler::Executor*> out;
@@ -67,9 +74,9 @@ class EngineInstance : public BackendInstance {
     const double n = static_cast<double>(t.commits + t.user_aborts);
     auto us = [n](int64_t ns) { return n > 0 ? ns / n / 1000.0 : 0.0; };
     return absl::StrFormat(
-        "planned: %llu declared, %llu reconnaissance runs, %llu re-plans; per finished txn (us): "
+        "planned (sets=%s): %llu declared, %llu reconnaissance runs, %llu re-plans; per finished txn (us): "
         "recon %.1f, sequencing %.1f, lock wait %.1f, execution %.1f",
-        (unsigned long long)t.declared, (unsigned long long)t.recons,
+        sql_sets != nullptr ? "sql" : "declared", (unsigned long long)t.declared, (unsigned long long)t.recons,
         (unsigned long long)t.replans, us(t.recon_ns), us(t.sequence_ns), us(t.lock_wait_ns),
         us(t.exec_ns));
   }
@@ -90,6 +97,14 @@ class EngineBackend : public Backend {
     inst->db = std::move(*db);
     absl::Status st = w.Load(inst->db.get());
     if (!st.ok()) return st;
+    if (c.sets == "sql") {
+      // Every INSERT column must yield its reference (the rows' keys).
+      auto schema = LoadSchemaFile(w.schema_file(), InsertRefs::kAll);
+      if (!schema.ok()) return schema.status();
+      auto sets = workloads::SqlSets::Create(w.name(), *inst->db, *schema);
+      if (!sets.ok()) return sets.status();
+      inst->sql_sets = std::move(*sets);
+    }
     for (int i = 0; i < c.queues; ++i) {
       engine::ExecutorOptions eo;
       if (c.retry_wait_us >= 0) eo.obstacle_wait_ns = static_cast<int64_t>(c.retry_wait_us * 1000);

@@ -403,6 +403,25 @@ TEST(Runner, PlannedProtocolsNeverConflictAbortAndReportTheirPhases) {
   EXPECT_EQ(res->runs[0].plan_report, "");
 }
 
+// sets=sql needs a workload whose SQL the key mapping knows
+// (bench/workloads/sql_sets.h); the tiny test workload is refused by name.
+TEST(Runner, SqlSetsRefuseAWorkloadWithoutAKeyMapping) {
+  setenv("CORRAL_ROOT", ".", 0);
+  Runner r(MakeEngineBackend(), TinyFactory());
+  BenchConfig c = Short("planned", "original");
+  ASSERT_TRUE(ApplySetting(&c, "sets", "sql").ok());
+  EXPECT_EQ(c.sets, "sql");
+  auto res = r.Run(c);
+  ASSERT_FALSE(res.ok());
+  EXPECT_NE(res.status().message().find("no SQL key mapping for workload 'tiny'"), absl::string_view::npos)
+      << res.status();
+  EXPECT_FALSE(ApplySetting(&c, "sets", "guess").ok());
+  BenchConfig pg = Short("planned", "original");
+  pg.backend = "postgres";
+  pg.sets = "sql";
+  EXPECT_FALSE(Validate(pg).ok());
+}
+
 }  // namespace
 }  // namespace bench
 }  // namespace corral

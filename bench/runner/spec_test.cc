@@ -200,6 +200,25 @@ TEST(Config, SkewPhasesTakeAHotOffsetAndEmptyFields) {
   EXPECT_FALSE(ApplySetting(&c, "skew_phases", "5:1:2:3:4:5").ok());
 }
 
+TEST(Config, SetsAreDeclaredOrSqlAndASpecSweepsThem) {
+  BenchConfig c;
+  EXPECT_EQ(c.sets, "declared");
+  ASSERT_TRUE(ApplySetting(&c, "sets", "SQL").ok());
+  EXPECT_EQ(c.sets, "sql");
+  EXPECT_FALSE(ApplySetting(&c, "sets", "guessed").ok());
+  EXPECT_EQ(c.sets, "sql");  // a bad value changes nothing
+  auto s = ParseSpec("workload = tpcc\nprotocol = calvin, planned\nsets = declared, sql\n");
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::vector<BenchConfig> cells = ExpandCells(*s);
+  ASSERT_EQ(cells.size(), 4u);
+  int sql = 0;
+  for (const BenchConfig& cell : cells) {
+    sql += cell.sets == "sql";
+    EXPECT_NE(cell.sweep_label.find("sets="), std::string::npos) << cell.sweep_label;
+  }
+  EXPECT_EQ(sql, 2);
+}
+
 TEST(Config, CalvinBatchIsTimeOrCount) {
   BenchConfig c;
   ASSERT_TRUE(ApplySetting(&c, "protocol", "calvin").ok());

@@ -85,7 +85,7 @@ absl::Status SmallBankTxn::Audit(Tx& tx, double delta) {
   return absl::OkStatus();
 }
 
-bool SmallBankTxn::DeclareAccesses(engine::AccessSet& set) const {
+bool SmallBankTxn::DeclareOwnAccesses(engine::AccessSet& set) const {
   set.Read(t_->accounts, c1);
   switch (sb_type_) {
     case kAmalgamate:

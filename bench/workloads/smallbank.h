@@ -75,7 +75,7 @@ class SmallBankTxn : public WorkloadTxn {
   SmallBankTxn(const SmallBankTables* t, SmallBankType type) : t_(t), sb_type_(type) {}
   absl::Status Run(engine::Tx& tx) override;
   // Complete from the parameters (planned protocols).
-  bool DeclareAccesses(engine::AccessSet& set) const override;
+  bool DeclareOwnAccesses(engine::AccessSet& set) const override;
   void AppendBound(BoundSql* out) const override;
   SmallBankType sb_type() const { return sb_type_; }
 

@@ -136,7 +136,7 @@ absl::Status TatpTxn::Audit(Tx& tx, int col) {
   return absl::OkStatus();
 }
 
-bool TatpTxn::DeclareAccesses(engine::AccessSet& set) const {
+bool TatpTxn::DeclareOwnAccesses(engine::AccessSet& set) const {
   int64_t id = 0;
   const bool by_nbr = tatp_type_ == kUpdateLocation || tatp_type_ == kInsertCallForwarding ||
                       tatp_type_ == kDeleteCallForwarding;

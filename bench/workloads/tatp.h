@@ -84,7 +84,7 @@ class TatpTxn : public WorkloadTxn {
   TatpTxn(const TatpTables* t, TatpType type) : t_(t), tatp_type_(type) {}
   absl::Status Run(engine::Tx& tx) override;
   // Complete from the parameters (planned protocols).
-  bool DeclareAccesses(engine::AccessSet& set) const override;
+  bool DeclareOwnAccesses(engine::AccessSet& set) const override;
   void AppendBound(BoundSql* out) const override;
   TatpType tatp_type() const { return tatp_type_; }
 

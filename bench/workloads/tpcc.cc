@@ -143,6 +143,7 @@ uint64_t TpccOrderKey(int w, int d, int o) {
 uint64_t TpccOrderLineKey(int w, int d, int o, int n) {
   return KeyPacker().Add(w, 16).Add(d, 8).Add(o, 24).Add(n, 8).key();
 }
+uint64_t TpccHistorySlotKey(int worker_id) { return HistoryKey(worker_id + 1, 0); }
 std::string TpccLastName(int num) {
   return absl::StrCat(kSyllables[(num / 100) % 10], kSyllables[(num / 10) % 10],
                       kSyllables[num % 10]);
@@ -382,7 +383,7 @@ absl::Status TpccTxn::Run(Tx& tx) {
   return absl::InternalError("unknown TPC-C type");
 }
 
-bool TpccTxn::DeclareAccesses(engine::AccessSet& set) const {
+bool TpccTxn::DeclareOwnAccesses(engine::AccessSet& set) const {
   switch (tpcc_type_) {
     case kNewOrder: {
       const NewOrderInput& in = new_order;
@@ -402,7 +403,7 @@ bool TpccTxn::DeclareAccesses(engine::AccessSet& set) const {
       const PaymentInput& in = payment;
       set.Write(t_->warehouse, in.w_id);
       set.Write(t_->district, TpccDistrictKey(in.w_id, in.d_id));
-      set.Write(t_->history, HistoryKey(set.worker_id() + 1, 0));  // the slot's granule
+      set.Write(t_->history, TpccHistorySlotKey(set.worker_id()));  // the slot's granule
       if (in.by_last_name) return false;
       set.Write(t_->customer, TpccCustomerKey(in.c_w_id, in.c_d_id, in.c_id));
       return true;
@@ -904,7 +905,7 @@ absl::Status TpccWorkload::Load(engine::Database* db) {
                     static_cast<int>(r.GetInt(O_C_ID)), static_cast<int>(r.GetInt(O_ID)));
               }));
 #undef TPCC_ASSIGN
-  // Lock granules of the planned protocols (see TpccTxn::DeclareAccesses):
+  // Lock granules of the planned protocols (see TpccTxn::DeclareOwnAccesses):
   // (w, d) for orders, new orders and order lines, the worker slot for history.
   ENGINE_RETURN_IF_ERROR(db->SetLockGranule(t_.orders, 32));
   ENGINE_RETURN_IF_ERROR(db->SetLockGranule(t_.new_order, 32));

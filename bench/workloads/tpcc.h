@@ -93,6 +93,9 @@ uint64_t TpccCustomerKey(int w, int d, int c);
 uint64_t TpccStockKey(int w, int i);
 uint64_t TpccOrderKey(int w, int d, int o);
 uint64_t TpccOrderLineKey(int w, int d, int o, int n);
+// A key of the history granule of executor slot `worker_id` (history rows
+// have no key in SQL; the engine numbers them per slot, one lock granule each).
+uint64_t TpccHistorySlotKey(int worker_id);
 // Last name of number 0..999 (three syllables).
 std::string TpccLastName(int num);
 
@@ -187,7 +190,7 @@ class TpccTxn : public WorkloadTxn {
   // OrderStatus by last name, Delivery (which customer) and StockLevel
   // (which stock rows) also depend on reads: the part the parameters fix is
   // declared and false is returned (reconnaissance finds the rest).
-  bool DeclareAccesses(engine::AccessSet& set) const override;
+  bool DeclareOwnAccesses(engine::AccessSet& set) const override;
   void AppendBound(BoundSql* out) const override;
   TpccType tpcc_type() const { return tpcc_type_; }
 

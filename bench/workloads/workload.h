@@ -305,6 +305,19 @@ class BoundSql {
   std::deque<std::string> owned_;  // stable addresses
 };
 
+class WorkloadTxn;
+
+// Where a transaction's read/write set comes from when it is not the
+// workload's own declaration (WorkloadTxn::DeclareOwnAccesses): e.g. the set
+// derived from its SQL (bench/workloads/sql_sets.h, `sets=sql`). Same
+// contract as engine::ProcedureTxn::DeclareAccesses. Implementations are
+// called concurrently from the executors' threads: thread-safe.
+class AccessDeriver {
+ public:
+  virtual ~AccessDeriver() = default;
+  virtual bool Derive(const WorkloadTxn& txn, engine::AccessSet& set) const = 0;
+};
+
 // A generated transaction: an engine procedure that also knows its SQL.
 // Sets scheduler::Txn::type and ::partition_key when generated.
 class WorkloadTxn : public engine::ProcedureTxn {
@@ -313,6 +326,19 @@ class WorkloadTxn : public engine::ProcedureTxn {
   virtual void AppendBound(BoundSql* out) const = 0;
   // The same statements in text-parameter form (from AppendBound).
   void AppendSql(std::vector<SqlStatement>* out) const;
+
+  // Planned protocols: the deriver's set when one is installed
+  // (set_access_deriver), else the workload's own declaration.
+  bool DeclareAccesses(engine::AccessSet& set) const final {
+    return deriver_ != nullptr ? deriver_->Derive(*this, set) : DeclareOwnAccesses(set);
+  }
+  // The workload's declaration from the parameters (ProcedureTxn::DeclareAccesses's contract).
+  virtual bool DeclareOwnAccesses(engine::AccessSet& set) const { return false; }
+  // Not owned; must outlive the transaction's runs. Null: DeclareOwnAccesses.
+  void set_access_deriver(const AccessDeriver* d) { deriver_ = d; }
+
+ private:
+  const AccessDeriver* deriver_ = nullptr;
 };
 
 // Appends `bound`'s statements to *out in text-parameter form.

@@ -85,6 +85,7 @@ RunStats RunConcurrently(const Workload& w, engine::Database* db, const RunOptio
       Rng rng(opt.seed * 1000003 + i);
       for (uint64_t n = 0; n < opt.max_txns_per_thread && keep_going(MonoNanos()); ++n) {
         std::unique_ptr<WorkloadTxn> t = w.Next(rng);
+        if (opt.access_deriver != nullptr) t->set_access_deriver(opt.access_deriver);
         if (!generated[t->type.value()].exchange(true)) uncommitted_types.fetch_add(1);
         bool done = false;
         for (int attempt = 0; attempt < 10000 && !done; ++attempt) {

@@ -31,6 +31,8 @@ struct RunOptions {
   double seconds = 0.3;
   uint64_t max_txns_per_thread = 20000;
   uint64_t seed = 7;
+  // Non-null: installed on every generated transaction (WorkloadTxn::set_access_deriver).
+  const AccessDeriver* access_deriver = nullptr;
 };
 
 struct RunStats {

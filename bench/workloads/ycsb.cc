@@ -69,7 +69,7 @@ void YcsbTxn::AppendBound(BoundSql* out) const {
   }
 }
 
-bool YcsbTxn::DeclareAccesses(engine::AccessSet& set) const {
+bool YcsbTxn::DeclareOwnAccesses(engine::AccessSet& set) const {
   bool rmw = false;
   for (const YcsbOp& op : ops) {
     set.Add(t_->usertable, op.key, op.rmw);

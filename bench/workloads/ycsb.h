@@ -77,7 +77,7 @@ class YcsbTxn : public WorkloadTxn {
   explicit YcsbTxn(const YcsbTables* t) : t_(t) {}
   absl::Status Run(engine::Tx& tx) override;
   // Complete from the parameters (planned protocols).
-  bool DeclareAccesses(engine::AccessSet& set) const override;
+  bool DeclareOwnAccesses(engine::AccessSet& set) const override;
   void AppendBound(BoundSql* out) const override;
   std::vector<YcsbOp> ops;
 
