@@ -190,5 +190,12 @@ RefId HotSpots::DominantLead(int q, int64_t* weight) const {
   return RefId(v.ref.load(kRelaxed));
 }
 
+bool HotSpots::LeadsAny(RefId ref, const std::vector<int>& queues) const {
+  for (int q : queues) {
+    if (DominantLead(q) == ref) return true;
+  }
+  return false;
+}
+
 }  // namespace scheduler
 }  // namespace corral

@@ -135,6 +135,26 @@ TEST(HotSpotsTest, DominantLeadFollowsTheMajority) {
   EXPECT_EQ(hs.DominantLead(1), RefId(0));
 }
 
+// A split reference whose hot spot moved stops leading its queues.
+TEST(HotSpotsTest, LeadsAnyUntilTheHotSpotMoves) {
+  HotSpots hs(4, 2);
+  const RefId old_hot = RefId::Of("k=0"), new_hot = RefId::Of("k=50000"), other = RefId::Of("k=7");
+  for (int i = 0; i < 64; ++i) {
+    hs.NoteLead(1, old_hot);
+    hs.NoteLead(2, old_hot);
+  }
+  EXPECT_TRUE(hs.LeadsAny(old_hot, {1, 2}));
+  EXPECT_FALSE(hs.LeadsAny(new_hot, {1, 2}));
+  // Its transactions stop; the queues' decisions now have other leads.
+  for (int i = 0; i < 200; ++i) {
+    hs.NoteLead(1, new_hot);
+    hs.NoteLead(2, i % 2 ? other : new_hot);
+  }
+  EXPECT_FALSE(hs.LeadsAny(old_hot, {1, 2}));
+  EXPECT_TRUE(hs.LeadsAny(new_hot, {0, 1}));
+  EXPECT_FALSE(hs.LeadsAny(old_hot, {}));
+}
+
 }  // namespace
 }  // namespace scheduler
 }  // namespace corral

@@ -222,6 +222,7 @@ class Scheduler {
     RefId ref;
     std::vector<int> queues;  // in the order added (home queue first)
     SplitState state;
+    int unled_windows = 0;  // windows in a row in which it led none of its queues
   };
   std::vector<SplitEntry> split_;
   std::vector<SplitState> split_probe_;  // per queue outside every set: its own k=1 rule state
