@@ -1076,6 +1076,45 @@ TEST_F(QStoreTest, HotKeyRunsInPlannedOrderAndUserAbortsAreDeterministic) {
   EXPECT_EQ(cold_sum, static_cast<int64_t>(kWorkers * kTxns - replay_aborts));
 }
 
+// Readers at the head of a queue run together: a reader of the hot row runs
+// (nested, on another executor) while an earlier reader of it is still
+// executing. (Were the queue strictly one at a time, the nested run would
+// wait for its caller forever.)
+TEST_F(QStoreTest, ReadersShareAQueueHead) {
+  DatabaseOptions o;
+  o.protocol = "qstore";
+  o.qstore_queues = 1;  // every row on one queue
+  MakeDb(o, 4, 7);
+  auto a = db_->NewExecutor(0, {}).value();
+  auto b = db_->NewExecutor(1, {}).value();
+  auto reader = [&](uint64_t key, int64_t* seen) {
+    return DeclaredTxn(
+        [&, key, seen](Tx& tx) -> absl::Status {
+          ConstRow r;
+          ENGINE_RETURN_IF_ERROR(tx.Read(t_, key, &r));
+          *seen = r.GetInt(bal_);
+          return absl::OkStatus();
+        },
+        [&, key](AccessSet& set) { set.Read(t_, key); });
+  };
+  int64_t outer = 0, inner = 0;
+  Outcome nested = Outcome::kFailed;
+  DeclaredTxn outer_txn(
+      [&](Tx& tx) -> absl::Status {
+        ConstRow r;
+        ENGINE_RETURN_IF_ERROR(tx.Read(t_, 0, &r));
+        outer = r.GetInt(bal_);
+        DeclaredTxn in = reader(3, &inner);
+        nested = b->Execute(in).outcome;
+        return absl::OkStatus();
+      },
+      [&](AccessSet& set) { set.Read(t_, 0); });
+  ASSERT_EQ(a->Execute(outer_txn).outcome, Outcome::kCommitted);
+  EXPECT_EQ(nested, Outcome::kCommitted);
+  EXPECT_EQ(outer, 7);
+  EXPECT_EQ(inner, 7);
+}
+
 TEST(QStoreOptionsTest, BadSettingsAreRejected) {
   DatabaseOptions o;
   o.protocol = "qstore";

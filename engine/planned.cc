@@ -79,6 +79,7 @@ struct LockRequest {
   int64_t sealed_ns = 0;    // calvin: when its batch was sealed (sequencer); qstore: planned
   // qstore: its execution queues (planner), and how many it does not head
   // yet, plus one until all are published.
+  // An entry: queue index << 1 | writes.
   std::vector<uint32_t> queues;
   std::atomic<int> heads_missing{0};
 };
@@ -317,9 +318,11 @@ class CalvinService final : public LockService {
 // queue it touches. Planning runs in parallel; publishing onto the queues
 // goes in group order (a turnstile), so every queue holds its transactions
 // in the batch order. A transaction runs when it heads every queue it is
-// in; its worker then pops it from them and starts the new heads. There is
-// no lock table and no lock-manager thread, and a queue's transactions run
-// one at a time, readers included, as the paper's execution queues do.
+// in; its worker then removes it from them and starts the new heads. There
+// is no lock table and no lock-manager thread. A queue's head is a writer
+// alone or the leading run of readers (the paper's queues run strictly one
+// fragment after another; here an entry holds its queue for a whole
+// transaction, so readers that commute share it).
 class QStoreService final : public LockService {
  public:
   QStoreService(int batch_txns, int64_t batch_ns, int queues, int planners)
@@ -348,26 +351,32 @@ class QStoreService final : public LockService {
     AwaitGrant(req);
   }
 
-  // The worker of the transaction heading all its queues: pops it from them
-  // and starts each new head.
+  // The worker of a transaction that ran: removes it from its queues and
+  // starts whatever now heads them.
   void Unlock(LockRequest* req) override {
-    for (uint32_t qi : req->queues) {
-      ExecQueue& q = queues_[qi];
-      LockRequest* next = nullptr;
-      {
-        std::lock_guard<std::mutex> l(q.mu);
-        q.fifo.pop_front();  // req: only a queue's head runs
-        if (!q.fifo.empty()) next = q.fifo.front();
+    for (uint32_t e : req->queues) {
+      ExecQueue& q = queues_[e >> 1];
+      std::lock_guard<std::mutex> l(q.mu);
+      for (auto it = q.fifo.begin(); it != q.fifo.end(); ++it) {
+        if (it->req == req) {
+          q.fifo.erase(it);
+          break;
+        }
       }
-      if (next != nullptr) HeadReached(next);
+      StartHeads(&q);
     }
     delete req;
   }
 
  private:
+  struct Entry {
+    LockRequest* req;
+    bool write;
+    bool started;  // counted as heading this queue
+  };
   struct alignas(64) ExecQueue {
     std::mutex mu;
-    std::deque<LockRequest*> fifo;  // guarded by mu
+    std::deque<Entry> fifo;  // guarded by mu
   };
   struct Slice {
     uint64_t seq;  // publication order: (batch, group)
@@ -405,11 +414,21 @@ class QStoreService final : public LockService {
       for (LockRequest* r : s.txns) {
         r->queues.clear();
         for (const LockItem& it : r->items) {
-          r->queues.push_back(static_cast<uint32_t>(
-              Mix64(it.granule ^ (uint64_t(it.table) * 0x9E3779B97F4A7C15ull)) % num_queues_));
+          const uint32_t qi = static_cast<uint32_t>(
+              Mix64(it.granule ^ (uint64_t(it.table) * 0x9E3779B97F4A7C15ull)) % num_queues_);
+          r->queues.push_back(qi << 1 | (it.write ? 1 : 0));
         }
+        // One entry per queue, writing if any of its granules there is written.
         std::sort(r->queues.begin(), r->queues.end());
-        r->queues.erase(std::unique(r->queues.begin(), r->queues.end()), r->queues.end());
+        size_t out = 0;
+        for (uint32_t e : r->queues) {
+          if (out > 0 && (r->queues[out - 1] >> 1) == (e >> 1)) {
+            r->queues[out - 1] |= e & 1;
+          } else {
+            r->queues[out++] = e;
+          }
+        }
+        r->queues.resize(out);
         r->heads_missing.store(static_cast<int>(r->queues.size()) + 1, std::memory_order_relaxed);
       }
       // Publish, in (batch, group) order.
@@ -426,14 +445,10 @@ class QStoreService final : public LockService {
         const size_t n = r->queues.size();
         const uint32_t* qs = r->queues.data();
         for (size_t i = 0; i < n; ++i) {
-          ExecQueue& q = queues_[qs[i]];
-          bool head;
-          {
-            std::lock_guard<std::mutex> l(q.mu);
-            q.fifo.push_back(r);
-            head = q.fifo.size() == 1;
-          }
-          if (head) HeadReached(r);
+          ExecQueue& q = queues_[qs[i] >> 1];
+          std::lock_guard<std::mutex> l(q.mu);
+          q.fifo.push_back({r, (qs[i] & 1) != 0, false});
+          StartHeads(&q);
         }
         HeadReached(r);  // the +1: every queue is published
       }
@@ -442,6 +457,27 @@ class QStoreService final : public LockService {
         ++published_seq_;
       }
       planner_cv_.notify_all();
+    }
+  }
+
+  // Counts the queue's head as heading it: a writer alone, or the leading
+  // run of readers (reads commute; at transaction granularity a queue is
+  // held for a whole transaction, so readers take it together, as calvin's
+  // lock queues grant reader runs). Called with q->mu held.
+  static void StartHeads(ExecQueue* q) {
+    for (size_t i = 0; i < q->fifo.size(); ++i) {
+      Entry& e = q->fifo[i];
+      if (e.write) {
+        if (i == 0 && !e.started) {
+          e.started = true;
+          HeadReached(e.req);
+        }
+        return;
+      }
+      if (!e.started) {
+        e.started = true;
+        HeadReached(e.req);
+      }
     }
   }
 
