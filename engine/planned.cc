@@ -171,6 +171,27 @@ void AwaitGrant(const LockRequest* req) {
 
 void Grant(LockRequest* r) { r->granted.store(true, std::memory_order_release); }
 
+// Starts the head of a FIFO of entries {req, write, started}: the first
+// entry if it writes, else the leading run of readers; `start(entry)` is
+// called once for each entry newly started.
+template <typename Fifo, typename Start>
+void StartHeadRun(Fifo* fifo, Start start) {
+  for (size_t i = 0; i < fifo->size(); ++i) {
+    auto& e = (*fifo)[i];
+    if (e.write) {
+      if (i == 0 && !e.started) {
+        e.started = true;
+        start(e);
+      }
+      return;
+    }
+    if (!e.started) {
+      e.started = true;
+      start(e);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- calvin
 
 // Sequencer + deterministic lock manager. Workers submit lock requests; the
@@ -221,7 +242,7 @@ class CalvinService final : public LockService {
   struct Entry {
     LockRequest* req;
     bool write;
-    bool granted;
+    bool started;  // granted
   };
   using Queue = absl::InlinedVector<Entry, 4>;
 
@@ -276,22 +297,10 @@ class CalvinService final : public LockService {
     delete r;
   }
 
-  // Grants the queue's head: a writer alone, or the leading run of readers.
   void GrantHeads(Queue* q) {
-    for (size_t i = 0; i < q->size(); ++i) {
-      Entry& e = (*q)[i];
-      if (e.write) {
-        if (i == 0 && !e.granted) {
-          e.granted = true;
-          if (--e.req->pending == 0) Grant(e.req);
-        }
-        return;
-      }
-      if (!e.granted) {
-        e.granted = true;
-        if (--e.req->pending == 0) Grant(e.req);
-      }
-    }
+    StartHeadRun(q, [](Entry& e) {
+      if (--e.req->pending == 0) Grant(e.req);
+    });
   }
 
   std::mutex mu_;
@@ -440,8 +449,9 @@ class QStoreService final : public LockService {
       for (LockRequest* r : s.txns) {
         if (observer_) observer_(r->worker);
         r->sealed_ns = NowNs();  // planned: sequencing + planning end here
-        // Index loop over a local copy of the size: once the last queue is
-        // published, r may be granted, run and freed by its worker.
+        // r cannot be granted before the closing HeadReached below (its +1),
+        // so it lives through this loop; after that call, its worker may
+        // run and free it, and the planner no longer touches it.
         const size_t n = r->queues.size();
         const uint32_t* qs = r->queues.data();
         for (size_t i = 0; i < n; ++i) {
@@ -465,20 +475,7 @@ class QStoreService final : public LockService {
   // held for a whole transaction, so readers take it together, as calvin's
   // lock queues grant reader runs). Called with q->mu held.
   static void StartHeads(ExecQueue* q) {
-    for (size_t i = 0; i < q->fifo.size(); ++i) {
-      Entry& e = q->fifo[i];
-      if (e.write) {
-        if (i == 0 && !e.started) {
-          e.started = true;
-          HeadReached(e.req);
-        }
-        return;
-      }
-      if (!e.started) {
-        e.started = true;
-        HeadReached(e.req);
-      }
-    }
+    StartHeadRun(&q->fifo, [](Entry& e) { HeadReached(e.req); });
   }
 
   // `r` heads one more of its queues (or is fully published); granted when
