@@ -26,14 +26,20 @@
 
 ABSL_FLAG(std::string, workload, "tpcc", "tpcc | tpcc-np | smallbank | tatp | ycsb");
 ABSL_FLAG(std::string, protocol, "occ",
-          "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect | timestamp | mvcc | maat | calvin | planned");
+          "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect | timestamp | mvcc | maat | calvin | planned | qstore");
 ABSL_FLAG(std::string, sets, "declared",
-          "protocol=calvin|planned: the read/write sets: declared (the workload's own, with "
+          "protocol=calvin|planned|qstore: the read/write sets: declared (the workload's own, with "
           "reconnaissance where they depend on reads) | sql (derived from the transaction's SQL "
           "references; a miss is refused and re-planned)");
 ABSL_FLAG(std::string, calvin_batch, "time:100",
           "protocol=calvin: the sequencer seals a batch US microseconds after its first transaction "
           "(time:US) or once N wait, at the latest after US (count:N[:US], US default 1000)");
+ABSL_FLAG(std::string, qstore_batch, "time:100",
+          "protocol=qstore: its sequencer's batches, as --calvin_batch (time:US | count:N[:US])");
+ABSL_FLAG(int, qstore_queues, 1024,
+          "protocol=qstore: execution queues (each declared lock granule is placed on one by hash)");
+ABSL_FLAG(int, qstore_planners, 1,
+          "protocol=qstore: planner threads; each plans a slice of a batch (its priority group)");
 ABSL_FLAG(std::string, policy, "count-max-canonical-single",
           "one of the sixteen <count|fraction>-<sum|max>-<literal|canonical>-<single|all>, original, hard-partition, "
           "or auto (online choice by committed throughput)");
@@ -144,6 +150,9 @@ int RunBench(const std::vector<char*>& args) {
            {"mode", absl::GetFlag(FLAGS_mode)},
            {"calvin_batch", absl::GetFlag(FLAGS_calvin_batch)},
            {"sets", absl::GetFlag(FLAGS_sets)},
+           {"qstore_batch", absl::GetFlag(FLAGS_qstore_batch)},
+           {"qstore_queues", absl::StrCat(absl::GetFlag(FLAGS_qstore_queues))},
+           {"qstore_planners", absl::StrCat(absl::GetFlag(FLAGS_qstore_planners))},
            {"skew_phases", absl::GetFlag(FLAGS_skew_phases)},
            {"insert_refs", absl::GetFlag(FLAGS_insert_refs)},
            {"tpcc_mix", absl::GetFlag(FLAGS_tpcc_mix)},

@@ -99,11 +99,23 @@ absl::StatusOr<std::unique_ptr<CcProtocol>> CcProtocol::Create(absl::string_view
     }
     return NewCalvinProtocol(options.calvin_batch_txns, options.calvin_batch_ns);
   }
+  if (name == "qstore") {
+    if (options.qstore_batch_txns < 0 || options.qstore_batch_ns <= 0 ||
+        options.qstore_queues < 1 || options.qstore_planners < 1 || options.qstore_planners > 64) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "qstore needs qstore_batch_txns >= 0, qstore_batch_ns > 0, qstore_queues >= 1 and "
+          "1 <= qstore_planners <= 64, got ",
+          options.qstore_batch_txns, ", ", options.qstore_batch_ns, ", ", options.qstore_queues,
+          ", ", options.qstore_planners));
+    }
+    return NewQStoreProtocol(options.qstore_batch_txns, options.qstore_batch_ns,
+                             options.qstore_queues, options.qstore_planners);
+  }
   if (name == "planned") return NewPlannedLockingProtocol();
   if (name == "none") return NewTwoPlProtocol(0);
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown concurrency-control protocol '", name,
-      "' (expected occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat, calvin, planned or none)"));
+      "' (expected occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat, calvin, qstore, planned or none)"));
 }
 
 }  // namespace engine

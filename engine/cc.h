@@ -202,19 +202,25 @@ class TxImpl : public Tx {
 // Observes 2PL waits (tests): called when a requester with timestamp
 // `waiter_ts` decides to wait for a holder with timestamp `holder_ts`.
 using WaitObserver = std::function<void(uint64_t waiter_ts, uint64_t holder_ts)>;
+// Observes qstore's planning (tests): called on a planner thread for each
+// transaction as it is placed on its execution queues, in the batch's
+// deterministic order, with the worker slot that submitted it.
+using PlanObserver = std::function<void(int worker)>;
 
 class CcProtocol {
  public:
   virtual ~CcProtocol() = default;
   // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "timestamp", "mvcc",
-  // "maat", "calvin", "planned", "none". `options` carries the protocols'
-  // settings (calvin's batching).
+  // "maat", "calvin", "qstore", "planned", "none". `options` carries the
+  // protocols' settings (calvin's and qstore's batching, qstore's queues).
   static absl::StatusOr<std::unique_ptr<CcProtocol>> Create(absl::string_view name,
                                                             const DatabaseOptions& options = {});
   virtual std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
                                         bool record_footprint) = 0;
   // Test hook for wait-die (ignored by other protocols). Set before executors run.
   virtual void SetWaitObserver(WaitObserver obs) {}
+  // Test hook for qstore (ignored by other protocols). Set before executors run.
+  virtual void SetPlanObserver(PlanObserver obs) {}
   // MVCC: older row versions currently kept (tests of garbage collection);
   // 0 for single-version protocols.
   virtual int64_t RetainedVersions() const { return 0; }
@@ -230,6 +236,14 @@ std::unique_ptr<CcProtocol> NewMaatProtocol();
 // Calvin ("calvin", planned.cc): batches close after batch_ns, or once
 // batch_txns (> 0) transactions wait.
 std::unique_ptr<CcProtocol> NewCalvinProtocol(int batch_txns, int64_t batch_ns);
+// Q-Store ("qstore", planned.cc), at transaction granularity: a sequencer
+// batches as calvin's does; `planners` planner threads place each
+// transaction of a batch on the execution queues (of `queues`) of the
+// granules it declared, in the batch's priority order; it runs when it
+// heads all of them (conservative execution: no speculation, so a user
+// abort rolls back that transaction alone).
+std::unique_ptr<CcProtocol> NewQStoreProtocol(int batch_txns, int64_t batch_ns, int queues,
+                                              int planners);
 // Deadlock-free planned 2PL ("planned", planned.cc).
 std::unique_ptr<CcProtocol> NewPlannedLockingProtocol();
 

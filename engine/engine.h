@@ -46,7 +46,13 @@
 //                     aborts.
 //      "planned"      deadlock-free 2PL (planned.cc): the declared locks,
 //                     taken up front in one global order on a shared table.
-//    Both need the read/write set in advance: ProcedureTxn::DeclareAccesses,
+//      "qstore"       Q-Store's queue-oriented execution (planned.cc), at
+//                     transaction granularity: planner threads place each
+//                     transaction of a sealed batch on the execution queues
+//                     of the granules it declared, in the batch's priority
+//                     order; it runs when it heads all of them. No lock
+//                     table, no lock manager, no CC aborts.
+//    All three need the read/write set in advance: ProcedureTxn::DeclareAccesses,
 //    or a reconnaissance run (OLLP); an access outside the locks held is
 //    refused and the transaction re-planned (txn_api.h).
 //      "none"         no concurrency control (single-thread baseline for
@@ -111,13 +117,20 @@ class TxImpl;      // cc.h (internal)
 
 struct DatabaseOptions {
   // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "timestamp", "mvcc",
-  // "maat", "calvin", "planned", or "none".
+  // "maat", "calvin", "planned", "qstore", or "none".
   std::string protocol = "occ";
   // calvin: the sequencer seals a batch calvin_batch_ns after its first
   // transaction arrived (time-based), or earlier once calvin_batch_txns
   // (> 0: count-based) transactions wait.
   int calvin_batch_txns = 0;
   int64_t calvin_batch_ns = 100000;
+  // qstore: its sequencer batches as calvin's (qstore_batch_ns,
+  // qstore_batch_txns); qstore_planners planner threads each place a slice
+  // of the batch (its priority group) on qstore_queues execution queues.
+  int qstore_batch_txns = 0;
+  int64_t qstore_batch_ns = 100000;
+  int qstore_queues = 1024;
+  int qstore_planners = 1;
 };
 
 // The protocol names accepted by DatabaseOptions::protocol (without "none").
@@ -155,11 +168,13 @@ struct ExecutorStats {
   uint64_t failed = 0;
   std::array<uint64_t, static_cast<size_t>(scheduler::AbortCause::kCount)> conflicts{};
   uint64_t total_conflicts() const;
-  // Planned protocols ("calvin", "planned"): transactions whose accesses
-  // were declared up front (complete), reconnaissance runs, re-plans after
-  // an execution strayed outside its locks, and phase times (ns): recon,
-  // sequencing (submit to batch sealed; 0 for planned), lock wait (sealed to
-  // all locks held), execution (locks held to released).
+  // Planned protocols ("calvin", "planned", "qstore"): transactions whose
+  // accesses were declared up front (complete), reconnaissance runs,
+  // re-plans after an execution strayed outside its locks, and phase times
+  // (ns): recon, sequencing (submit to batch sealed; 0 for planned; qstore:
+  // to placed on its queues, planning included), lock wait (then to all
+  // locks held; qstore: to heading all its queues), execution (locks held
+  // to released).
   uint64_t declared = 0;
   uint64_t recons = 0;
   uint64_t replans = 0;

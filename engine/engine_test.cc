@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -369,7 +371,7 @@ TEST_P(EngineTest, CrossedLockOrderIsResolved) {
     // a row the first read: no commit timestamp fits both.
     EXPECT_TRUE(first[0].cause == AbortCause::kRangeEmpty ||
                 first[1].cause == AbortCause::kRangeEmpty);
-  } else if (p == "calvin" || p == "planned") {
+  } else if (p == "calvin" || p == "planned" || p == "qstore") {
     // Both lock sets are taken whole, in one order: no deadlock, no abort.
     EXPECT_EQ(first[0].outcome, Outcome::kCommitted);
     EXPECT_EQ(first[1].outcome, Outcome::kCommitted);
@@ -934,6 +936,8 @@ TEST_P(PlannedTest, WrongReconnaissanceGuessIsReplanned) {
 TEST_P(PlannedTest, HotTransfersNeverConflictAbort) {
   DatabaseOptions o;
   o.calvin_batch_txns = 3;
+  o.qstore_batch_txns = 3;
+  o.qstore_planners = 2;
   Make(o, 8, 100);
   std::atomic<int> commits{0}, user_aborts{0}, other{0};
   std::vector<std::thread> threads;
@@ -984,7 +988,147 @@ TEST_P(PlannedTest, HotTransfersNeverConflictAbort) {
   EXPECT_EQ(total, 800);
 }
 
-INSTANTIATE_TEST_SUITE_P(Planned, PlannedTest, ::testing::Values("calvin", "planned"));
+INSTANTIATE_TEST_SUITE_P(Planned, PlannedTest, ::testing::Values("calvin", "planned", "qstore"));
+
+// qstore: every transaction updates one hot row (and a cold one; 4 queues,
+// so cold rows share queues with each other and with the hot one). They run
+// on the hot row in exactly the order the planners placed them (batches of
+// 3 split into 2 priority groups), and the outcome, user aborts included
+// (a transaction that wrote the hot row and then aborts leaves no trace),
+// is the serial replay of that order.
+class QStoreTest : public ::testing::Test, protected OneTableDb {};
+
+TEST_F(QStoreTest, HotKeyRunsInPlannedOrderAndUserAbortsAreDeterministic) {
+  DatabaseOptions o;
+  o.protocol = "qstore";
+  o.qstore_batch_txns = 3;
+  o.qstore_queues = 4;
+  o.qstore_planners = 2;
+  MakeDb(o, 8, 1);
+  std::mutex mu;
+  std::vector<int> planned, executed;
+  db_->cc().SetPlanObserver([&](int w) {
+    std::lock_guard<std::mutex> l(mu);
+    planned.push_back(w);
+  });
+  auto step = [](int64_t v, int w) { return (v * 31 + w + 1) % 1000003; };
+  auto aborts = [](int64_t v, int w) { return v % 5 == w; };
+  constexpr int kWorkers = 4, kTxns = 150;
+  std::atomic<uint64_t> user_aborts{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      auto ex = db_->NewExecutor(w, {}).value();
+      for (int i = 0; i < kTxns; ++i) {
+        const uint64_t cold = 1 + (w + i) % 7;
+        DeclaredTxn t(
+            [&](Tx& tx) -> absl::Status {
+              Row hot, c;
+              ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, 0, &hot));
+              ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, cold, &c));
+              const int64_t v = hot.GetInt(bal_);
+              {
+                std::lock_guard<std::mutex> l(mu);
+                executed.push_back(w);
+              }
+              c.AddInt(bal_, 1);
+              if (aborts(v, w)) {
+                hot.SetInt(bal_, -1);  // rolled back
+                return UserAbortError("deterministic");
+              }
+              hot.SetInt(bal_, step(v, w));
+              return absl::OkStatus();
+            },
+            [&](AccessSet& set) {
+              set.Write(t_, cold);
+              set.Write(t_, 0);
+            });
+        ExecResult r = ex->Execute(t);
+        if (r.outcome == Outcome::kUserAbort) {
+          ++user_aborts;
+        } else if (r.outcome != Outcome::kCommitted) {
+          ++other;
+        }
+      }
+      EXPECT_EQ(ex->stats().total_conflicts(), 0u);
+      EXPECT_EQ(ex->stats().replans, 0u);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(other.load(), 0u);
+  ASSERT_EQ(planned.size(), size_t{kWorkers * kTxns});
+  EXPECT_EQ(executed, planned);
+  // Serial replay of the planned order.
+  int64_t v = 1;
+  uint64_t replay_aborts = 0;
+  for (int w : planned) {
+    if (aborts(v, w)) {
+      ++replay_aborts;
+    } else {
+      v = step(v, w);
+    }
+  }
+  EXPECT_EQ(Peek(0), v);
+  EXPECT_EQ(user_aborts.load(), replay_aborts);
+  EXPECT_GT(replay_aborts, 0u);  // the run exercised aborts
+  int64_t cold_sum = 0;
+  for (int k = 1; k < 8; ++k) cold_sum += Peek(k) - 1;
+  EXPECT_EQ(cold_sum, static_cast<int64_t>(kWorkers * kTxns - replay_aborts));
+}
+
+// Readers at the head of a queue run together: a reader of the hot row runs
+// (nested, on another executor) while an earlier reader of it is still
+// executing. (Were the queue strictly one at a time, the nested run would
+// wait for its caller forever.)
+TEST_F(QStoreTest, ReadersShareAQueueHead) {
+  DatabaseOptions o;
+  o.protocol = "qstore";
+  o.qstore_queues = 1;  // every row on one queue
+  MakeDb(o, 4, 7);
+  auto a = db_->NewExecutor(0, {}).value();
+  auto b = db_->NewExecutor(1, {}).value();
+  auto reader = [&](uint64_t key, int64_t* seen) {
+    return DeclaredTxn(
+        [&, key, seen](Tx& tx) -> absl::Status {
+          ConstRow r;
+          ENGINE_RETURN_IF_ERROR(tx.Read(t_, key, &r));
+          *seen = r.GetInt(bal_);
+          return absl::OkStatus();
+        },
+        [&, key](AccessSet& set) { set.Read(t_, key); });
+  };
+  int64_t outer = 0, inner = 0;
+  Outcome nested = Outcome::kFailed;
+  DeclaredTxn outer_txn(
+      [&](Tx& tx) -> absl::Status {
+        ConstRow r;
+        ENGINE_RETURN_IF_ERROR(tx.Read(t_, 0, &r));
+        outer = r.GetInt(bal_);
+        DeclaredTxn in = reader(3, &inner);
+        nested = b->Execute(in).outcome;
+        return absl::OkStatus();
+      },
+      [&](AccessSet& set) { set.Read(t_, 0); });
+  ASSERT_EQ(a->Execute(outer_txn).outcome, Outcome::kCommitted);
+  EXPECT_EQ(nested, Outcome::kCommitted);
+  EXPECT_EQ(outer, 7);
+  EXPECT_EQ(inner, 7);
+}
+
+TEST(QStoreOptionsTest, BadSettingsAreRejected) {
+  DatabaseOptions o;
+  o.protocol = "qstore";
+  EXPECT_TRUE(Database::Create(o).ok());
+  for (auto bad : std::vector<std::function<void(DatabaseOptions&)>>{
+           [](DatabaseOptions& d) { d.qstore_batch_ns = 0; },
+           [](DatabaseOptions& d) { d.qstore_batch_txns = -1; },
+           [](DatabaseOptions& d) { d.qstore_queues = 0; },
+           [](DatabaseOptions& d) { d.qstore_planners = 0; }}) {
+    DatabaseOptions b = o;
+    bad(b);
+    EXPECT_EQ(Database::Create(b).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
 
 TEST(CalvinTest, BadBatchingIsRejected) {
   DatabaseOptions o;
@@ -1002,7 +1146,7 @@ TEST(CalvinTest, BadBatchingIsRejected) {
 // insert whose key the transaction learns by reading), keys of another
 // granule are not covered.
 TEST(PlannedGranuleTest, OneKeyOfAGranuleCoversTheGranule) {
-  for (const char* p : {"calvin", "planned"}) {
+  for (const char* p : {"calvin", "planned", "qstore"}) {
     auto db = Database::Create({p}).value();
     Schema s;
     int v = s.AddInt64("v");

@@ -1,7 +1,10 @@
 // Planned protocols: "calvin" (a sequencer batches transactions, one
-// lock-manager thread grants their declared locks in batch order) and
-// "planned" (deadlock-free 2PL: each transaction takes its declared locks in
-// one global order on a shared lock table before it runs). Both execute a
+// lock-manager thread grants their declared locks in batch order),
+// "qstore" (a sequencer batches transactions, planner threads place them on
+// execution queues in batch order, a transaction runs when it heads all its
+// queues) and "planned" (deadlock-free 2PL: each transaction takes its
+// declared locks in one global order on a shared lock table before it
+// runs). All execute a
 // transaction only once it holds every lock it declared, run its procedure
 // through a guard that refuses any access outside the declared set (the
 // attempt is rolled back and re-planned), and install its writes with the
@@ -15,6 +18,8 @@
 #include <condition_variable>
 #include <mutex>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -71,7 +76,12 @@ struct LockRequest {
   std::atomic<bool> granted{false};
   int pending = 0;          // calvin: locks not yet granted (lock-manager thread only)
   int64_t submit_ns = 0;    // worker
-  int64_t sealed_ns = 0;    // calvin: when its batch was sealed (sequencer)
+  int64_t sealed_ns = 0;    // calvin: when its batch was sealed (sequencer); qstore: planned
+  // qstore: its execution queues (planner), and how many it does not head
+  // yet, plus one until all are published.
+  // An entry: queue index << 1 | writes.
+  std::vector<uint32_t> queues;
+  std::atomic<int> heads_missing{0};
 };
 
 class LockService {
@@ -81,47 +91,143 @@ class LockService {
   virtual void Lock(LockRequest* req) = 0;
   // Releases them all at once; takes ownership of req.
   virtual void Unlock(LockRequest* req) = 0;
+  virtual void SetPlanObserver(PlanObserver obs) {}
 };
+
+// ------------------------------------------------------------- sequencer
+
+// The sequencer of calvin and qstore: its thread seals submitted requests
+// into batches (when `batch_txns` requests are waiting, or `batch_ns` after
+// the first one arrived, whichever comes first; batch_txns = 0: time-based
+// epochs only), stamps them sealed, and hands each batch, in order, to
+// `sink` (called on the sequencer thread, outside its lock).
+class BatchSequencer {
+ public:
+  using Sink = std::function<void(std::vector<LockRequest*>)>;
+  BatchSequencer(int batch_txns, int64_t batch_ns, Sink sink)
+      : batch_txns_(batch_txns), batch_ns_(batch_ns > 0 ? batch_ns : 1), sink_(std::move(sink)) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  // Stops the thread; requests not yet sealed are dropped (none are left
+  // when every submitter got its grant).
+  ~BatchSequencer() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  void Submit(LockRequest* req) {
+    req->submit_ns = NowNs();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      incoming_.push_back(req);
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::vector<LockRequest*> batch;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [this] { return stop_ || !incoming_.empty(); });
+        if (stop_) return;
+        // The batch closes batch_ns after its first request, or earlier once
+        // batch_txns requests wait.
+        cv_.wait_for(l, std::chrono::nanoseconds(batch_ns_), [this] {
+          return stop_ || (batch_txns_ > 0 && static_cast<int>(incoming_.size()) >= batch_txns_);
+        });
+        if (stop_) return;
+        batch.swap(incoming_);
+      }
+      const int64_t now = NowNs();
+      for (LockRequest* r : batch) r->sealed_ns = now;
+      sink_(std::move(batch));
+    }
+  }
+
+  const int batch_txns_;
+  const int64_t batch_ns_;
+  const Sink sink_;
+  // std::mutex + condition variables rather than absl::Mutex::Await: the
+  // Debian absl is not TSan-instrumented, and Await evaluates a waiter's
+  // condition on the unlocking thread, which TSan then reports.
+  std::mutex mu_;
+  std::condition_variable cv_;           // incoming_ or stop_ changed
+  bool stop_ = false;                    // guarded by mu_
+  std::vector<LockRequest*> incoming_;   // guarded by mu_
+  std::thread thread_;
+};
+
+// Blocks the submitting worker until `req` is granted.
+void AwaitGrant(const LockRequest* req) {
+  Waiter waiter;
+  while (!req->granted.load(std::memory_order_acquire)) waiter.Wait();
+}
+
+void Grant(LockRequest* r) { r->granted.store(true, std::memory_order_release); }
+
+// Starts the head of a FIFO of entries {req, write, started}: the first
+// entry if it writes, else the leading run of readers; `start(entry)` is
+// called once for each entry newly started.
+template <typename Fifo, typename Start>
+void StartHeadRun(Fifo* fifo, Start start) {
+  for (size_t i = 0; i < fifo->size(); ++i) {
+    auto& e = (*fifo)[i];
+    if (e.write) {
+      if (i == 0 && !e.started) {
+        e.started = true;
+        start(e);
+      }
+      return;
+    }
+    if (!e.started) {
+      e.started = true;
+      start(e);
+    }
+  }
+}
 
 // ---------------------------------------------------------------- calvin
 
 // Sequencer + deterministic lock manager. Workers submit lock requests; the
-// sequencer thread seals them into batches (when `batch_txns` requests are
-// waiting, or `batch_ns` after the first one arrived, whichever comes first;
-// batch_txns = 0: time-based epochs only); the lock-manager thread, alone,
-// owns the lock table and appends each batch's requests, in batch order, to
+// sequencer seals them into batches; the lock-manager thread, alone, owns
+// the lock table and appends each batch's requests, in batch order, to
 // per-lock FIFO queues; the head of a queue is granted (a run of readers
 // together). A request holding every lock is released to its worker. No
 // request ever waits for a later one, so there are no deadlocks and no
 // concurrency-control aborts.
 class CalvinService final : public LockService {
  public:
-  CalvinService(int batch_txns, int64_t batch_ns)
-      : batch_txns_(batch_txns), batch_ns_(batch_ns > 0 ? batch_ns : 1) {
-    sequencer_ = std::thread([this] { SequencerLoop(); });
+  CalvinService(int batch_txns, int64_t batch_ns) {
     lock_manager_ = std::thread([this] { LockManagerLoop(); });
+    sequencer_ = std::make_unique<BatchSequencer>(
+        batch_txns, batch_ns, [this](std::vector<LockRequest*> batch) {
+          {
+            std::lock_guard<std::mutex> l(mu_);
+            batches_.push_back(std::move(batch));
+          }
+          lock_manager_cv_.notify_one();
+        });
   }
   ~CalvinService() override {
+    sequencer_.reset();  // no more batches
     {
       std::lock_guard<std::mutex> l(mu_);
       stop_ = true;
     }
-    sequencer_cv_.notify_all();
     lock_manager_cv_.notify_all();
-    sequencer_.join();
     lock_manager_.join();
     for (LockRequest* r : releases_) delete r;
   }
 
   void Lock(LockRequest* req) override {
-    req->submit_ns = NowNs();
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      incoming_.push_back(req);
-    }
-    sequencer_cv_.notify_one();
-    Waiter waiter;
-    while (!req->granted.load(std::memory_order_acquire)) waiter.Wait();
+    sequencer_->Submit(req);
+    AwaitGrant(req);
   }
 
   void Unlock(LockRequest* req) override {
@@ -136,32 +242,9 @@ class CalvinService final : public LockService {
   struct Entry {
     LockRequest* req;
     bool write;
-    bool granted;
+    bool started;  // granted
   };
   using Queue = absl::InlinedVector<Entry, 4>;
-
-  void SequencerLoop() {
-    std::vector<LockRequest*> batch;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        sequencer_cv_.wait(l, [this] { return stop_ || !incoming_.empty(); });
-        if (stop_) return;
-        // The batch closes batch_ns after its first request, or earlier once
-        // batch_txns requests wait.
-        sequencer_cv_.wait_for(l, std::chrono::nanoseconds(batch_ns_), [this] {
-          return stop_ || (batch_txns_ > 0 && static_cast<int>(incoming_.size()) >= batch_txns_);
-        });
-        if (stop_) return;
-        batch.swap(incoming_);
-        int64_t now = NowNs();
-        for (LockRequest* r : batch) r->sealed_ns = now;
-        batches_.push_back(std::move(batch));
-        batch.clear();
-      }
-      lock_manager_cv_.notify_one();
-    }
-  }
 
   void LockManagerLoop() {
     std::vector<std::vector<LockRequest*>> batches;
@@ -214,42 +297,204 @@ class CalvinService final : public LockService {
     delete r;
   }
 
-  // Grants the queue's head: a writer alone, or the leading run of readers.
   void GrantHeads(Queue* q) {
-    for (size_t i = 0; i < q->size(); ++i) {
-      Entry& e = (*q)[i];
-      if (e.write) {
-        if (i == 0 && !e.granted) {
-          e.granted = true;
-          if (--e.req->pending == 0) Grant(e.req);
-        }
-        return;
-      }
-      if (!e.granted) {
-        e.granted = true;
-        if (--e.req->pending == 0) Grant(e.req);
-      }
-    }
+    StartHeadRun(q, [](Entry& e) {
+      if (--e.req->pending == 0) Grant(e.req);
+    });
   }
 
-  static void Grant(LockRequest* r) { r->granted.store(true, std::memory_order_release); }
-
-  const int batch_txns_;
-  const int64_t batch_ns_;
-  // std::mutex + condition variables rather than absl::Mutex::Await: the
-  // Debian absl is not TSan-instrumented, and Await evaluates a waiter's
-  // condition on the unlocking thread, which TSan then reports.
   std::mutex mu_;
-  std::condition_variable sequencer_cv_;     // incoming_ or stop_ changed
   std::condition_variable lock_manager_cv_;  // batches_, releases_ or stop_ changed
   bool stop_ = false;                                   // guarded by mu_
-  std::vector<LockRequest*> incoming_;                  // guarded by mu_
   std::vector<std::vector<LockRequest*>> batches_;      // guarded by mu_
   std::vector<LockRequest*> releases_;                  // guarded by mu_
   // Lock-manager thread only.
   absl::flat_hash_map<std::pair<int, uint64_t>, Queue> table_;
-  std::thread sequencer_;
   std::thread lock_manager_;
+  std::unique_ptr<BatchSequencer> sequencer_;
+};
+
+// ---------------------------------------------------------------- qstore
+
+// Q-Store's queue-oriented execution, at transaction granularity (see
+// NewQStoreProtocol in cc.h). The sequencer seals a batch and splits it into
+// `planners` contiguous slices, one per planner thread; the slice's index is
+// its priority group (the paper's planning-thread priority), so the batch's
+// deterministic order is (batch, group, position in the slice). A planner
+// maps each lock granule its transactions declared to one of `queues`
+// execution queues (hash placement: one granule, one queue, so conflicting
+// accesses always share a queue) and appends each transaction once to every
+// queue it touches. Planning runs in parallel; publishing onto the queues
+// goes in group order (a turnstile), so every queue holds its transactions
+// in the batch order. A transaction runs when it heads every queue it is
+// in; its worker then removes it from them and starts the new heads. There
+// is no lock table and no lock-manager thread. A queue's head is a writer
+// alone or the leading run of readers (the paper's queues run strictly one
+// fragment after another; here an entry holds its queue for a whole
+// transaction, so readers that commute share it).
+class QStoreService final : public LockService {
+ public:
+  QStoreService(int batch_txns, int64_t batch_ns, int queues, int planners)
+      : queues_(new ExecQueue[queues]), num_queues_(queues) {
+    inboxes_.resize(planners);
+    for (int i = 0; i < planners; ++i) {
+      planners_.emplace_back([this, i] { PlannerLoop(i); });
+    }
+    sequencer_ = std::make_unique<BatchSequencer>(
+        batch_txns, batch_ns, [this](std::vector<LockRequest*> batch) { Split(std::move(batch)); });
+  }
+  ~QStoreService() override {
+    sequencer_.reset();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    planner_cv_.notify_all();
+    for (std::thread& t : planners_) t.join();
+  }
+
+  void SetPlanObserver(PlanObserver obs) override { observer_ = std::move(obs); }
+
+  void Lock(LockRequest* req) override {
+    sequencer_->Submit(req);
+    AwaitGrant(req);
+  }
+
+  // The worker of a transaction that ran: removes it from its queues and
+  // starts whatever now heads them.
+  void Unlock(LockRequest* req) override {
+    for (uint32_t e : req->queues) {
+      ExecQueue& q = queues_[e >> 1];
+      std::lock_guard<std::mutex> l(q.mu);
+      for (auto it = q.fifo.begin(); it != q.fifo.end(); ++it) {
+        if (it->req == req) {
+          q.fifo.erase(it);
+          break;
+        }
+      }
+      StartHeads(&q);
+    }
+    delete req;
+  }
+
+ private:
+  struct Entry {
+    LockRequest* req;
+    bool write;
+    bool started;  // counted as heading this queue
+  };
+  struct alignas(64) ExecQueue {
+    std::mutex mu;
+    std::deque<Entry> fifo;  // guarded by mu
+  };
+  struct Slice {
+    uint64_t seq;  // publication order: (batch, group)
+    std::vector<LockRequest*> txns;
+  };
+
+  // Sequencer thread: one slice per planner, in group order.
+  void Split(std::vector<LockRequest*> batch) {
+    const size_t p = inboxes_.size();
+    const size_t per = (batch.size() + p - 1) / p;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (size_t g = 0; g < p; ++g) {
+        Slice s;
+        s.seq = next_seq_++;
+        const size_t lo = std::min(batch.size(), g * per), hi = std::min(batch.size(), lo + per);
+        s.txns.assign(batch.begin() + lo, batch.begin() + hi);
+        inboxes_[g].push_back(std::move(s));
+      }
+    }
+    planner_cv_.notify_all();
+  }
+
+  void PlannerLoop(int g) {
+    for (;;) {
+      Slice s;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        planner_cv_.wait(l, [&] { return stop_ || !inboxes_[g].empty(); });
+        if (stop_) return;
+        s = std::move(inboxes_[g].front());
+        inboxes_[g].pop_front();
+      }
+      // Plan (in parallel with the other planners): each transaction's queues.
+      for (LockRequest* r : s.txns) {
+        r->queues.clear();
+        for (const LockItem& it : r->items) {
+          const uint32_t qi = static_cast<uint32_t>(
+              Mix64(it.granule ^ (uint64_t(it.table) * 0x9E3779B97F4A7C15ull)) % num_queues_);
+          r->queues.push_back(qi << 1 | (it.write ? 1 : 0));
+        }
+        // One entry per queue, writing if any of its granules there is written.
+        std::sort(r->queues.begin(), r->queues.end());
+        size_t out = 0;
+        for (uint32_t e : r->queues) {
+          if (out > 0 && (r->queues[out - 1] >> 1) == (e >> 1)) {
+            r->queues[out - 1] |= e & 1;
+          } else {
+            r->queues[out++] = e;
+          }
+        }
+        r->queues.resize(out);
+        r->heads_missing.store(static_cast<int>(r->queues.size()) + 1, std::memory_order_relaxed);
+      }
+      // Publish, in (batch, group) order.
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        planner_cv_.wait(l, [&] { return stop_ || published_seq_ == s.seq; });
+        if (stop_) return;
+      }
+      for (LockRequest* r : s.txns) {
+        if (observer_) observer_(r->worker);
+        r->sealed_ns = NowNs();  // planned: sequencing + planning end here
+        // r cannot be granted before the closing HeadReached below (its +1),
+        // so it lives through this loop; after that call, its worker may
+        // run and free it, and the planner no longer touches it.
+        const size_t n = r->queues.size();
+        const uint32_t* qs = r->queues.data();
+        for (size_t i = 0; i < n; ++i) {
+          ExecQueue& q = queues_[qs[i] >> 1];
+          std::lock_guard<std::mutex> l(q.mu);
+          q.fifo.push_back({r, (qs[i] & 1) != 0, false});
+          StartHeads(&q);
+        }
+        HeadReached(r);  // the +1: every queue is published
+      }
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        ++published_seq_;
+      }
+      planner_cv_.notify_all();
+    }
+  }
+
+  // Counts the queue's head as heading it: a writer alone, or the leading
+  // run of readers (reads commute; at transaction granularity a queue is
+  // held for a whole transaction, so readers take it together, as calvin's
+  // lock queues grant reader runs). Called with q->mu held.
+  static void StartHeads(ExecQueue* q) {
+    StartHeadRun(&q->fifo, [](Entry& e) { HeadReached(e.req); });
+  }
+
+  // `r` heads one more of its queues (or is fully published); granted when
+  // it heads all of them.
+  static void HeadReached(LockRequest* r) {
+    if (r->heads_missing.fetch_sub(1, std::memory_order_acq_rel) == 1) Grant(r);
+  }
+
+  std::unique_ptr<ExecQueue[]> queues_;
+  const int num_queues_;
+  PlanObserver observer_;  // set before executors run
+  std::mutex mu_;
+  std::condition_variable planner_cv_;  // inboxes_, published_seq_ or stop_ changed
+  bool stop_ = false;                             // guarded by mu_
+  std::vector<std::deque<Slice>> inboxes_;        // guarded by mu_
+  uint64_t next_seq_ = 0;                         // guarded by mu_
+  uint64_t published_seq_ = 0;                    // guarded by mu_
+  std::vector<std::thread> planners_;
+  std::unique_ptr<BatchSequencer> sequencer_;
 };
 
 // ---------------------------------------------------------------- planned
@@ -623,6 +868,7 @@ class PlannedProtocol final : public CcProtocol {
  public:
   explicit PlannedProtocol(std::unique_ptr<LockService> locks)
       : locks_(std::move(locks)), occ_(NewOccProtocol()) {}
+  void SetPlanObserver(PlanObserver obs) override { locks_->SetPlanObserver(std::move(obs)); }
   std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
                                 bool record_footprint) override {
     return std::make_unique<PlannedTx>(locks_.get(),
@@ -640,6 +886,12 @@ class PlannedProtocol final : public CcProtocol {
 
 std::unique_ptr<CcProtocol> NewCalvinProtocol(int batch_txns, int64_t batch_ns) {
   return std::make_unique<PlannedProtocol>(std::make_unique<CalvinService>(batch_txns, batch_ns));
+}
+
+std::unique_ptr<CcProtocol> NewQStoreProtocol(int batch_txns, int64_t batch_ns, int queues,
+                                              int planners) {
+  return std::make_unique<PlannedProtocol>(
+      std::make_unique<QStoreService>(batch_txns, batch_ns, queues, planners));
 }
 
 std::unique_ptr<CcProtocol> NewPlannedLockingProtocol() {

@@ -35,6 +35,29 @@ absl::Status Bool(absl::string_view key, absl::string_view v, bool* out) {
   return absl::OkStatus();
 }
 
+// A sequencer's batching (calvin_batch, qstore_batch): "time:US" or
+// "count:N[:US]"; a bad value changes nothing.
+absl::Status Batch(absl::string_view key, absl::string_view v, int* txns, double* us_out) {
+  std::vector<std::string> parts = absl::StrSplit(absl::AsciiStrToLower(v), ':');
+  const char* want = "time:US | count:N[:US]";
+  int n = 0;
+  double us = 0;
+  if (parts.size() == 2 && parts[0] == "time" && absl::SimpleAtod(parts[1], &us) && us > 0) {
+    *txns = 0;
+    *us_out = us;
+    return absl::OkStatus();
+  }
+  if ((parts.size() == 2 || parts.size() == 3) && parts[0] == "count" &&
+      absl::SimpleAtoi(parts[1], &n) && n > 0) {
+    us = 1000;
+    if (parts.size() == 3 && !(absl::SimpleAtod(parts[2], &us) && us > 0)) return Bad(key, v, want);
+    *txns = n;
+    *us_out = us;
+    return absl::OkStatus();
+  }
+  return Bad(key, v, want);
+}
+
 }  // namespace
 
 const std::vector<std::string>& SettingKeys() {
@@ -44,7 +67,7 @@ const std::vector<std::string>& SettingKeys() {
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
       "pg_seqscan", "history_half_life_s", "split_max_k", "tpcc_mix", "tpcc_rows", "update_rate",
-      "calvin_batch", "sets"};
+      "calvin_batch", "qstore_batch", "qstore_queues", "qstore_planners", "sets"};
   return k;
 }
 
@@ -105,25 +128,17 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
     c->sets = m;
     return absl::OkStatus();
   }
-  if (key == "calvin_batch") {
-    std::vector<std::string> parts = absl::StrSplit(absl::AsciiStrToLower(v), ':');
-    const char* want = "time:US | count:N[:US]";
+  if (key == "calvin_batch") return Batch(key, v, &c->calvin_batch_txns, &c->calvin_batch_us);
+  if (key == "qstore_batch") return Batch(key, v, &c->qstore_batch_txns, &c->qstore_batch_us);
+  if (key == "qstore_queues" || key == "qstore_planners") {
     int n = 0;
-    double us = 0;
-    if (parts.size() == 2 && parts[0] == "time" && absl::SimpleAtod(parts[1], &us) && us > 0) {
-      c->calvin_batch_txns = 0;
-      c->calvin_batch_us = us;
-      return absl::OkStatus();
+    absl::Status st = Num(key, v, &n);
+    if (!st.ok()) return st;
+    if (n < 1 || (key == "qstore_planners" && n > 64)) {
+      return Bad(key, v, key == "qstore_queues" ? ">= 1" : "1..64");
     }
-    if ((parts.size() == 2 || parts.size() == 3) && parts[0] == "count" &&
-        absl::SimpleAtoi(parts[1], &n) && n > 0) {
-      us = 1000;
-      if (parts.size() == 3 && !(absl::SimpleAtod(parts[2], &us) && us > 0)) return Bad(key, v, want);
-      c->calvin_batch_txns = n;
-      c->calvin_batch_us = us;
-      return absl::OkStatus();
-    }
-    return Bad(key, v, want);
+    (key == "qstore_queues" ? c->qstore_queues : c->qstore_planners) = n;
+    return absl::OkStatus();
   }
   if (key == "hot_fraction") return Dbl(key, v, &c->hot_fraction);
   if (key == "hot_size") return Num(key, v, &c->hot_size);

@@ -29,7 +29,7 @@ struct BenchConfig {
   std::string backend = "engine";  // "engine" (embedded); "postgres" plugs in through Backend
   std::string conninfo;            // for backend=postgres
   std::string workload = "tpcc";   // tpcc, tpcc-np, smallbank, tatp, ycsb
-  std::string protocol = "occ";    // occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat, calvin, planned
+  std::string protocol = "occ";    // occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat, calvin, planned, qstore
   // protocol=calvin: how the sequencer closes a batch ("calvin_batch"):
   // "time:US" (US microseconds after its first transaction) or
   // "count:N[:US]" (once N transactions wait, at the latest after US,
@@ -41,6 +41,13 @@ struct BenchConfig {
   // reconnaissance where it depends on reads) or "sql" (derived from its
   // SQL references, bench/workloads/sql_sets.h; a miss is re-planned).
   std::string sets = "declared";
+  // protocol=qstore: its sequencer's batches ("qstore_batch", same form as
+  // calvin_batch), execution queues ("qstore_queues") and planner threads
+  // ("qstore_planners", one priority group each).
+  int qstore_batch_txns = 0;
+  double qstore_batch_us = 100;
+  int qstore_queues = 1024;
+  int qstore_planners = 1;
   // 16 learned, original, hard-partition, or "auto" (scheduler/scheduler.h:
   // a bandit over DefaultAutoArms by committed throughput, online).
   std::string policy = "count-max-canonical-single";

@@ -57,7 +57,9 @@ class EngineInstance : public BackendInstance {
     return true;
   }
   std::string PlanReport() override {
-    if (db->protocol() != "calvin" && db->protocol() != "planned") return "";
+    if (db->protocol() != "calvin" && db->protocol() != "planned" && db->protocol() != "qstore") {
+      return "";
+    }
     engine::ExecutorStats t;
     for (auto& e : executors) {
       const engine::ExecutorStats& s = e->stats();
@@ -92,6 +94,10 @@ class EngineBackend : public Backend {
     o.protocol = c.protocol;
     o.calvin_batch_txns = c.calvin_batch_txns;
     o.calvin_batch_ns = static_cast<int64_t>(c.calvin_batch_us * 1000);
+    o.qstore_batch_txns = c.qstore_batch_txns;
+    o.qstore_batch_ns = static_cast<int64_t>(c.qstore_batch_us * 1000);
+    o.qstore_queues = c.qstore_queues;
+    o.qstore_planners = c.qstore_planners;
     auto db = engine::Database::Create(o);
     if (!db.ok()) return db.status();
     inst->db = std::move(*db);

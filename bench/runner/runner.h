@@ -72,7 +72,7 @@ class BackendInstance {
     (void)commits; (void)conflict_aborts;
     return false;
   }
-  // Planned protocols (calvin, planned): their planning counts and phase
+  // Planned protocols (calvin, planned, qstore): their planning counts and phase
   // times, one line; empty for others.
   virtual std::string PlanReport() { return ""; }
 };

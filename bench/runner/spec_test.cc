@@ -240,6 +240,27 @@ TEST(Config, CalvinBatchIsTimeOrCount) {
   EXPECT_TRUE(Validate(c).ok());
 }
 
+TEST(Config, QStoreBatchQueuesAndPlanners) {
+  BenchConfig c;
+  ASSERT_TRUE(ApplySetting(&c, "protocol", "qstore").ok());
+  EXPECT_TRUE(Validate(c).ok());
+  ASSERT_TRUE(ApplySetting(&c, "qstore_batch", "count:16:300").ok());
+  EXPECT_EQ(c.qstore_batch_txns, 16);
+  EXPECT_EQ(c.qstore_batch_us, 300);
+  EXPECT_EQ(c.calvin_batch_txns, 0);  // calvin's batching is its own
+  ASSERT_TRUE(ApplySetting(&c, "qstore_queues", "64").ok());
+  ASSERT_TRUE(ApplySetting(&c, "qstore_planners", "2").ok());
+  EXPECT_EQ(c.qstore_queues, 64);
+  EXPECT_EQ(c.qstore_planners, 2);
+  EXPECT_FALSE(ApplySetting(&c, "qstore_batch", "count:0").ok());
+  EXPECT_FALSE(ApplySetting(&c, "qstore_queues", "0").ok());
+  EXPECT_FALSE(ApplySetting(&c, "qstore_planners", "65").ok());
+  EXPECT_FALSE(ApplySetting(&c, "qstore_planners", "x").ok());
+  EXPECT_EQ(c.qstore_batch_txns, 16);  // bad values change nothing
+  EXPECT_EQ(c.qstore_queues, 64);
+  EXPECT_EQ(c.qstore_planners, 2);
+}
+
 TEST(Config, OnlineTuningKeysAndDefaults) {
   BenchConfig c;
   ASSERT_TRUE(ApplySetting(&c, "policy", "AUTO").ok());
