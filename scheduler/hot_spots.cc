@@ -190,11 +190,12 @@ RefId HotSpots::DominantLead(int q, int64_t* weight) const {
   return RefId(v.ref.load(kRelaxed));
 }
 
-bool HotSpots::LeadsAny(RefId ref, const std::vector<int>& queues) const {
-  for (int q : queues) {
-    if (DominantLead(q) == ref) return true;
+uint32_t HotSpots::Routed(RefId ref) const {
+  for (int i = 0; i < max_entries_; ++i) {
+    const Entry& e = entries_[i];
+    if (e.ref.load(std::memory_order_acquire) == ref.value()) return e.cursor.load(kRelaxed);
   }
-  return false;
+  return 0;
 }
 
 }  // namespace scheduler

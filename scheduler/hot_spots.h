@@ -124,10 +124,10 @@ class HotSpots {
   // The reference that led most sampled decisions on q lately (RefId(0) with
   // weight 0 when none); `weight` = its vote margin.
   RefId DominantLead(int q, int64_t* weight = nullptr) const;
-  // Whether `ref` is the dominant lead of at least one of `queues`: a split
-  // reference that leads none of its queues any more (the hot spot moved)
-  // is dropped, freeing them for the reference that is hot now.
-  bool LeadsAny(RefId ref, const std::vector<int>& queues) const;
+  // How many decisions Route has placed for `ref` so far (wraps; compare
+  // differences): a split reference whose decisions stopped (the hot spot
+  // moved) is dropped, freeing its queues for the reference hot now.
+  uint32_t Routed(RefId ref) const;
 
  private:
   struct alignas(64) Entry {

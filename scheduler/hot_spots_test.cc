@@ -135,24 +135,21 @@ TEST(HotSpotsTest, DominantLeadFollowsTheMajority) {
   EXPECT_EQ(hs.DominantLead(1), RefId(0));
 }
 
-// A split reference whose hot spot moved stops leading its queues.
-TEST(HotSpotsTest, LeadsAnyUntilTheHotSpotMoves) {
+// Route counts a split reference's decisions (the scheduler drops one whose
+// decisions stopped: its hot spot moved).
+TEST(HotSpotsTest, RoutedCountsEachSplitReferencesDecisions) {
   HotSpots hs(4, 2);
-  const RefId old_hot = RefId::Of("k=0"), new_hot = RefId::Of("k=50000"), other = RefId::Of("k=7");
-  for (int i = 0; i < 64; ++i) {
-    hs.NoteLead(1, old_hot);
-    hs.NoteLead(2, old_hot);
-  }
-  EXPECT_TRUE(hs.LeadsAny(old_hot, {1, 2}));
-  EXPECT_FALSE(hs.LeadsAny(new_hot, {1, 2}));
-  // Its transactions stop; the queues' decisions now have other leads.
-  for (int i = 0; i < 200; ++i) {
-    hs.NoteLead(1, new_hot);
-    hs.NoteLead(2, i % 2 ? other : new_hot);
-  }
-  EXPECT_FALSE(hs.LeadsAny(old_hot, {1, 2}));
-  EXPECT_TRUE(hs.LeadsAny(new_hot, {0, 1}));
-  EXPECT_FALSE(hs.LeadsAny(old_hot, {}));
+  const RefId hot = RefId::Of("k=0"), other = RefId::Of("k=7");
+  EXPECT_EQ(hs.Routed(hot), 0u);
+  ASSERT_TRUE(hs.Set(hot, {1, 2}));
+  const uint32_t before = hs.Routed(hot);
+  QueueId q;
+  for (int i = 0; i < 25; ++i) ASSERT_TRUE(hs.Route(hot, &q));
+  EXPECT_FALSE(hs.Route(other, &q));
+  EXPECT_EQ(hs.Routed(hot) - before, 25u);
+  EXPECT_EQ(hs.Routed(other), 0u);
+  ASSERT_TRUE(hs.Set(hot, {}));  // dropped
+  EXPECT_EQ(hs.Routed(hot), 0u);
 }
 
 }  // namespace

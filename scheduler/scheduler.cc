@@ -246,8 +246,8 @@ void Scheduler::MaybeTick(int64_t now) {
   if (auto_on_.load(std::memory_order_acquire)) AutoStep(now);
 }
 
-// Windows (split steps) in a row in which a split reference led none of its
-// queues before it is dropped.
+// Windows (split steps) in a row with fewer than min_started decisions led
+// by a split reference before it is dropped.
 constexpr int kUnledWindowsToDrop = 3;
 
 void Scheduler::SplitStep(int64_t now) {
@@ -350,12 +350,15 @@ void Scheduler::SplitStep(int64_t now) {
     const int k = static_cast<int>(e.queues.size());
     e.state.k = k;
     if (started >= options_.split.min_started) options_.split.rule.Step(&e.state, s);
-    // A reference that has led none of its queues for a few windows is not
-    // hot any more (the hot spot moved; its own transactions are few): it
-    // gives its queues back, so that the reference hot now can be split
-    // there. Without this, a moved hot spot found every queue taken and ran
+    // A reference that has led fewer than min_started decisions a window for
+    // a few windows is not hot any more (the hot spot moved): it gives its
+    // queues back, so that the reference hot now can be split there.
+    // Without this, a moved hot spot found every queue taken and ran
     // serialized on one (online YCSB: a third of original's rate).
-    e.unled_windows = hot_spots_->LeadsAny(e.ref, e.queues) ? 0 : e.unled_windows + 1;
+    const uint32_t routed = hot_spots_->Routed(e.ref);
+    const int64_t led = static_cast<int64_t>(static_cast<uint32_t>(routed - e.routed));
+    e.routed = routed;
+    e.unled_windows = led >= options_.split.min_started ? 0 : e.unled_windows + 1;
     if (e.unled_windows >= kUnledWindowsToDrop) e.state.k = 1;
     const int next = e.state.k;
     if (next > k) {
@@ -375,7 +378,7 @@ void Scheduler::SplitStep(int64_t now) {
                           "retries/commit %.3f%s)",
                           e.ref.value(), k, static_cast<int>(e.queues.size()), s.wait_ns / 1e3,
                           s.attempt_ns / 1e3, s.aborts_per_commit,
-                          e.unled_windows >= kUnledWindowsToDrop ? "; it leads none of its queues" : ""));
+                          e.unled_windows >= kUnledWindowsToDrop ? "; its decisions stopped" : ""));
     }
     hot_spots_->Set(e.ref, e.queues);
     if (e.queues.size() <= 1) {

@@ -222,7 +222,8 @@ class Scheduler {
     RefId ref;
     std::vector<int> queues;  // in the order added (home queue first)
     SplitState state;
-    int unled_windows = 0;  // windows in a row in which it led none of its queues
+    uint32_t routed = 0;    // HotSpots::Routed at the last window
+    int unled_windows = 0;  // windows in a row with fewer than min_started of its decisions
   };
   std::vector<SplitEntry> split_;
   std::vector<SplitState> split_probe_;  // per queue outside every set: its own k=1 rule state
