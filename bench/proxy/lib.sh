@@ -8,6 +8,25 @@
 #   pgbouncer_ini "$WORK/pgb.ini" corral_bench "$PGPORT" "$port" 8 "$WORK/userlist.txt" "$WORK/pgb.log"
 #   start_pgbouncer "$WORK/pgb.ini" "$WORK/pgb.log"; pids+=($!)
 
+# proxy_server_bin: builds //bench/proxy:proxy_server (-c opt, in the output
+# base CORRAL_BAZEL_OUTPUT_BASE names, else the repository's own, which
+# shares the build with `corral`) and prints its path.
+proxy_server_bin() {
+  local bazel="bazel${CORRAL_BAZEL_OUTPUT_BASE:+ --output_base=$CORRAL_BAZEL_OUTPUT_BASE}"
+  $bazel build -c opt //bench/proxy:proxy_server >/dev/null 2>&1 || return 1
+  echo "$($bazel info -c opt bazel-bin 2>/dev/null)/bench/proxy/proxy_server"
+}
+
+# pg_for_bench: starts a PostgreSQL 15 (scripts/pg.sh) unless PGPORT is set;
+# started_pg=1 when it did (the caller stops it: bash scripts/pg.sh stop).
+pg_for_bench() {
+  started_pg=0
+  if [ -z "${PGPORT:-}" ]; then
+    eval "$(bash scripts/pg.sh start)"
+    started_pg=1
+  fi
+}
+
 # A free TCP port on 127.0.0.1.
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 

@@ -39,16 +39,9 @@ INTERVAL_MS=${INTERVAL_MS:-200}
 THRESHOLD=${THRESHOLD:-3}
 OUT=${OUT:-$(mktemp -d /tmp/corral-multi.XXXXXX)}
 DB=corral_multi
-BAZEL="bazel${CORRAL_BAZEL_OUTPUT_BASE:+ --output_base=$CORRAL_BAZEL_OUTPUT_BASE}"
-
-$BAZEL build -c opt //bench/proxy:proxy_server >/dev/null 2>&1 || { echo "build failed"; exit 1; }
-SERVER_BIN="$($BAZEL info -c opt bazel-bin 2>/dev/null)/bench/proxy/proxy_server"
-
-started_pg=0
-if [ -z "${PGPORT:-}" ]; then
-  eval "$(bash scripts/pg.sh start)"
-  started_pg=1
-fi
+. bench/proxy/lib.sh
+SERVER_BIN=$(proxy_server_bin) || { echo "build failed"; exit 1; }
+pg_for_bench
 mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/corral-multi-work.XXXXXX)
 chmod 755 "$WORK"
@@ -64,7 +57,6 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-. bench/proxy/lib.sh
 bench_db "$DB" "$SCALE" "$PGPORT"   # as run.sh: no autovacuum landing on one fleet's run
 for f in hot_row contended; do
   sed 's/ISOLATION LEVEL SERIALIZABLE/ISOLATION LEVEL READ COMMITTED/' bench/proxy/$f.sql > "$WORK/$f-rc.sql"

@@ -83,18 +83,9 @@ REPEAT=${REPEAT:-1}  # rounds of every run; the summary takes the median per cel
 TLS=${TLS:-0}
 NROWS=$((100000 * SCALE))
 DB=corral_bench
-# The repository's own Bazel output base (shares the -c opt build with
-# `corral`); CORRAL_BAZEL_OUTPUT_BASE picks another (a second build tree).
-BAZEL="bazel${CORRAL_BAZEL_OUTPUT_BASE:+ --output_base=$CORRAL_BAZEL_OUTPUT_BASE}"
-
-$BAZEL build -c opt //bench/proxy:proxy_server >/dev/null 2>&1 || { echo "build failed"; exit 1; }
-SERVER_BIN="$($BAZEL info -c opt bazel-bin 2>/dev/null)/bench/proxy/proxy_server"
-
-started_pg=0
-if [ -z "${PGPORT:-}" ]; then
-  eval "$(bash scripts/pg.sh start)"
-  started_pg=1
-fi
+. bench/proxy/lib.sh
+SERVER_BIN=$(proxy_server_bin) || { echo "build failed"; exit 1; }
+pg_for_bench
 WORK=$(mktemp -d /tmp/corral-proxy-bench.XXXXXX)
 chmod 755 "$WORK"
 pids=()
@@ -106,7 +97,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-. bench/proxy/lib.sh
 bench_db "$DB" "$SCALE" "$PGPORT" "${FILLFACTOR:-100}"
 
 TLS_INI=""
