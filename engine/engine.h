@@ -46,7 +46,14 @@
 //                     aborts.
 //      "planned"      deadlock-free 2PL (planned.cc): the declared locks,
 //                     taken up front in one global order on a shared table.
-//    Both need the read/write set in advance: ProcedureTxn::DeclareAccesses,
+//      "orthrus"      Orthrus (planned.cc): orthrus_cc_threads
+//                     concurrency-control threads each own a hash partition
+//                     of the lock table; an executor sends its declared
+//                     locks as a message (single-producer queues, no shared
+//                     latches), CC threads acquire them in partition order
+//                     (forwarding the request from one to the next) with
+//                     FIFO grants, the last one replies; release by message.
+//    All three need the read/write set in advance: ProcedureTxn::DeclareAccesses,
 //    or a reconnaissance run (OLLP); an access outside the locks held is
 //    refused and the transaction re-planned (txn_api.h).
 //      "none"         no concurrency control (single-thread baseline for
@@ -111,14 +118,20 @@ class TxImpl;      // cc.h (internal)
 
 struct DatabaseOptions {
   // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "timestamp", "mvcc",
-  // "maat", "calvin", "planned", or "none".
+  // "maat", "calvin", "planned", "orthrus", or "none".
   std::string protocol = "occ";
   // calvin: the sequencer seals a batch calvin_batch_ns after its first
   // transaction arrived (time-based), or earlier once calvin_batch_txns
   // (> 0: count-based) transactions wait.
   int calvin_batch_txns = 0;
   int64_t calvin_batch_ns = 100000;
+  // orthrus: the number of concurrency-control threads (1 to
+  // kMaxOrthrusCcThreads), each owning one hash partition of the lock table;
+  // the executors are the execution threads.
+  int orthrus_cc_threads = 1;
 };
+
+inline constexpr int kMaxOrthrusCcThreads = 16;
 
 // The protocol names accepted by DatabaseOptions::protocol (without "none").
 const std::vector<std::string>& ProtocolNames();
@@ -155,10 +168,10 @@ struct ExecutorStats {
   uint64_t failed = 0;
   std::array<uint64_t, static_cast<size_t>(scheduler::AbortCause::kCount)> conflicts{};
   uint64_t total_conflicts() const;
-  // Planned protocols ("calvin", "planned"): transactions whose accesses
+  // Planned protocols ("calvin", "planned", "orthrus"): transactions whose accesses
   // were declared up front (complete), reconnaissance runs, re-plans after
   // an execution strayed outside its locks, and phase times (ns): recon,
-  // sequencing (submit to batch sealed; 0 for planned), lock wait (sealed to
+  // sequencing (submit to batch sealed; 0 for planned and orthrus), lock wait (sealed to
   // all locks held), execution (locks held to released).
   uint64_t declared = 0;
   uint64_t recons = 0;
