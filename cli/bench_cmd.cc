@@ -26,10 +26,13 @@
 
 ABSL_FLAG(std::string, workload, "tpcc", "tpcc | tpcc-np | smallbank | tatp | ycsb");
 ABSL_FLAG(std::string, protocol, "occ",
-          "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect | timestamp | mvcc | maat | calvin | planned");
+          "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect | timestamp | mvcc | maat | calvin | planned | orthrus");
 ABSL_FLAG(std::string, calvin_batch, "time:100",
           "protocol=calvin: the sequencer seals a batch US microseconds after its first transaction "
           "(time:US) or once N wait, at the latest after US (count:N[:US], US default 1000)");
+ABSL_FLAG(std::string, orthrus_cc_threads, "1",
+          "protocol=orthrus: concurrency-control threads (1..16), each owning a hash partition of the "
+          "lock table; --queues workers are the execution threads");
 ABSL_FLAG(std::string, policy, "count-max-canonical-single",
           "one of the sixteen <count|fraction>-<sum|max>-<literal|canonical>-<single|all>, original, hard-partition, "
           "or auto (online choice by committed throughput)");
@@ -139,6 +142,7 @@ int RunBench(const std::vector<char*>& args) {
            {"policy", absl::GetFlag(FLAGS_policy)},
            {"mode", absl::GetFlag(FLAGS_mode)},
            {"calvin_batch", absl::GetFlag(FLAGS_calvin_batch)},
+           {"orthrus_cc_threads", absl::GetFlag(FLAGS_orthrus_cc_threads)},
            {"skew_phases", absl::GetFlag(FLAGS_skew_phases)},
            {"insert_refs", absl::GetFlag(FLAGS_insert_refs)},
            {"tpcc_mix", absl::GetFlag(FLAGS_tpcc_mix)},

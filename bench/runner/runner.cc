@@ -50,7 +50,9 @@ class EngineInstance : public BackendInstance {
     return true;
   }
   std::string PlanReport() override {
-    if (db->protocol() != "calvin" && db->protocol() != "planned") return "";
+    if (db->protocol() != "calvin" && db->protocol() != "planned" && db->protocol() != "orthrus") {
+      return "";
+    }
     engine::ExecutorStats t;
     for (auto& e : executors) {
       const engine::ExecutorStats& s = e->stats();
@@ -85,6 +87,7 @@ class EngineBackend : public Backend {
     o.protocol = c.protocol;
     o.calvin_batch_txns = c.calvin_batch_txns;
     o.calvin_batch_ns = static_cast<int64_t>(c.calvin_batch_us * 1000);
+    o.orthrus_cc_threads = c.orthrus_cc_threads;
     auto db = engine::Database::Create(o);
     if (!db.ok()) return db.status();
     inst->db = std::move(*db);
