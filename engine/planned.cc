@@ -408,6 +408,56 @@ class SpscRing {
   alignas(64) OrthrusMsg slots_[N];
 };
 
+// Where a polling thread (an orthrus CC thread, a worker awaiting its reply)
+// sleeps when it has nothing to do, and how a sender wakes it. Idle(): spin
+// 64 polls, yield 64 times, then park on the condition variable (1 ms
+// timeout as a safety net) unless `has_work` says a message arrived.
+// Notify(), after a push: wakes the thread if it is parked. Dekker-style:
+// the parker stores `parked` then checks its queues, the sender stores into
+// the queue then checks `parked`, each with a full fence between, so one of
+// them sees the other. Thread-safe (one parking thread, any senders).
+class Parker {
+ public:
+  template <typename HasWork>
+  void Idle(int* idle, HasWork has_work) {
+    ++*idle;
+    if (*idle < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      return;
+    }
+    if (*idle < 128) {
+      std::this_thread::yield();
+      return;
+    }
+    parked_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!has_work()) {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait_for(l, std::chrono::milliseconds(1), [this] { return wake_; });
+      wake_ = false;
+    }
+    parked_.store(false, std::memory_order_relaxed);
+    *idle = 64;  // back to yielding, not spinning
+  }
+  void Notify() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!parked_.load(std::memory_order_relaxed)) return;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      wake_ = true;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::atomic<bool> parked_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool wake_ = false;  // guarded by mu_
+};
+
 // Orthrus (Ren, Faleiro and Abadi, VLDB 2016): `n` concurrency-control (CC)
 // threads each own the lock table of one partition of the lock granules
 // (by hash), a FifoLockTable no other thread touches. A worker (execution
@@ -424,14 +474,12 @@ class SpscRing {
 // locks only at partitions below k; so the earliest request at the highest
 // busy partition always progresses.
 //
-// Idle threads on a small box: a CC thread with nothing to do spins 64
-// polls, yields 64 times, then parks on its condition variable (1 ms
-// timeout as a safety net); a sender wakes a parked CC thread after its
-// push (Dekker-style: both sides fence between their store and their
-// check). A worker waiting for its reply uses Waiter (spin, yield, 20 us
-// naps). A sender whose queue is full waits the same way; forwarding only
-// goes to higher partitions and replies never fill (one outstanding
-// request per worker), so full queues cannot deadlock.
+// Idle threads on a small box (2 cores): CC threads and workers awaiting a
+// reply poll, then yield, then park (Parker), and a sender wakes a parked
+// receiver after its push, so neither burns a core nor sleeps through a
+// message. A sender whose queue is full waits (Waiter); forwarding only
+// goes to higher partitions and replies never fill (one outstanding request
+// per worker), so full queues cannot deadlock.
 class OrthrusService final : public LockService {
  public:
   explicit OrthrusService(int n) : n_(n), ccs_(n) {
@@ -444,13 +492,7 @@ class OrthrusService final : public LockService {
   }
   ~OrthrusService() override {
     stop_.store(true, std::memory_order_release);
-    for (auto& cc : ccs_) {
-      {
-        std::lock_guard<std::mutex> l(cc->mu);
-        cc->wake = true;
-      }
-      cc->cv.notify_one();
-    }
+    for (auto& cc : ccs_) cc->parker.Notify();
     for (auto& cc : ccs_) cc->thread.join();
   }
 
@@ -484,11 +526,13 @@ class OrthrusService final : public LockService {
     req->refs.store(static_cast<int>(req->segments.size()), std::memory_order_relaxed);
     const int first = req->segments.front().cc;
     const int last = req->segments.back().cc;
-    Send(&ccs_[first]->from_worker[w], ccs_[first].get(), {req, 0, false});
+    Send(&ccs_[first]->from_worker[w], &ccs_[first]->parker, {req, 0, false});
     SpscRing<kReplySlots>& replies = ccs_[last]->to_worker[w];
     OrthrusMsg m;
-    Waiter waiter;
-    while (!replies.TryPop(&m)) waiter.Wait();
+    int idle = 0;
+    while (!replies.TryPop(&m)) {
+      worker_parkers_[w].Idle(&idle, [&replies] { return !replies.Empty(); });
+    }
     req->granted.store(true, std::memory_order_relaxed);
   }
 
@@ -501,7 +545,7 @@ class OrthrusService final : public LockService {
     const int w = req->worker;
     for (int s = 0; s < n; ++s) {
       const int cc = req->segments[s].cc;  // read before the push: the last one may free req
-      Send(&ccs_[cc]->from_worker[w], ccs_[cc].get(), {req, s, true});
+      Send(&ccs_[cc]->from_worker[w], &ccs_[cc]->parker, {req, s, true});
     }
   }
 
@@ -515,10 +559,7 @@ class OrthrusService final : public LockService {
     SpscRing<kWorkerSlots> from_worker[kMaxWorkers];
     SpscRing<kReplySlots> to_worker[kMaxWorkers];
     std::unique_ptr<SpscRing<kForwardSlots>[]> from_cc;  // [lower partition]
-    std::atomic<bool> parked{false};
-    std::mutex mu;
-    std::condition_variable cv;
-    bool wake = false;  // guarded by mu
+    Parker parker;
     FifoLockTable table;  // this CC thread only
     std::thread thread;
   };
@@ -528,21 +569,12 @@ class OrthrusService final : public LockService {
                             static_cast<uint64_t>(n_));
   }
 
-  // Pushes m (waiting while the ring is full) and wakes the receiving CC
-  // thread `to` if it is parked (null: the receiver is a worker, which polls).
+  // Pushes m (waiting while the ring is full) and wakes the receiver.
   template <size_t N>
-  static void Send(SpscRing<N>* ring, Cc* to, const OrthrusMsg& m) {
+  static void Send(SpscRing<N>* ring, Parker* receiver, const OrthrusMsg& m) {
     Waiter waiter;
     while (!ring->TryPush(m)) waiter.Wait();
-    if (to == nullptr) return;
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (to->parked.load(std::memory_order_relaxed)) {
-      {
-        std::lock_guard<std::mutex> l(to->mu);
-        to->wake = true;
-      }
-      to->cv.notify_one();
-    }
+    receiver->Notify();
   }
 
   bool HasWork(const Cc& cc, int me) const {
@@ -580,24 +612,7 @@ class OrthrusService final : public LockService {
         idle = 0;
         continue;
       }
-      ++idle;
-      if (idle < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      } else if (idle < 128) {
-        std::this_thread::yield();
-      } else {
-        cc.parked.store(true, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        if (!HasWork(cc, me)) {
-          std::unique_lock<std::mutex> l(cc.mu);
-          cc.cv.wait_for(l, std::chrono::milliseconds(1), [&cc] { return cc.wake; });
-          cc.wake = false;
-        }
-        cc.parked.store(false, std::memory_order_relaxed);
-        idle = 64;  // back to yielding, not spinning
-      }
+      cc.parker.Idle(&idle, [this, &cc, me] { return stop_.load() || HasWork(cc, me); });
     }
   }
 
@@ -620,9 +635,9 @@ class OrthrusService final : public LockService {
     const int next = r->stage + 1;
     if (next < static_cast<int>(r->segments.size())) {
       Cc& to = *ccs_[r->segments[next].cc];
-      Send(&to.from_cc[me], &to, {r, next, false});
+      Send(&to.from_cc[me], &to.parker, {r, next, false});
     } else {
-      Send(&ccs_[me]->to_worker[r->worker], static_cast<Cc*>(nullptr), {r, r->stage, false});
+      Send(&ccs_[me]->to_worker[r->worker], &worker_parkers_[r->worker], {r, r->stage, false});
     }
   }
 
@@ -630,6 +645,7 @@ class OrthrusService final : public LockService {
   std::vector<std::unique_ptr<Cc>> ccs_;
   std::atomic<bool> stop_{false};
   std::atomic<int> workers_seen_{0};  // 1 + the highest worker slot that sent
+  Parker worker_parkers_[kMaxWorkers];  // a worker awaiting its reply
   // Per worker slot: its planning scratch (used only by that slot's thread).
   std::vector<std::pair<int, LockItem>> scratch_[kMaxWorkers];
 };
