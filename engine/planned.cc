@@ -6,13 +6,13 @@
 // declared locks in one global order on a shared lock table before it
 // runs) and "orthrus" (concurrency-control threads own partitions of the
 // lock table; workers ask them for their declared locks by message, in
-// partition order). All execute a transaction only once it holds every lock it declared, run its procedure
-// through a guard that refuses any access outside the declared set (the
-// attempt is rolled back and re-planned), and install its writes with the
-// OCC machinery (occ.cc), whose validation cannot fail under the locks.
-// Where the declared set is not known from the parameters, a reconnaissance
-// run of the procedure against committed data finds it (Calvin's OLLP). See
-// engine.h for the design.
+// partition order). All execute a transaction only once it holds every lock
+// it declared, run its procedure through a guard that refuses any access
+// outside the declared set (the attempt is rolled back and re-planned), and
+// install its writes with the OCC machinery (occ.cc), whose validation
+// cannot fail under the locks. Where the declared set is not known from the
+// parameters, a reconnaissance run of the procedure against committed data
+// finds it (Calvin's OLLP). See engine.h for the design.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
