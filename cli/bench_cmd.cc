@@ -26,9 +26,10 @@
 
 ABSL_FLAG(std::string, workload, "tpcc", "tpcc | tpcc-np | smallbank | tatp | ycsb");
 ABSL_FLAG(std::string, protocol, "occ",
-          "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect | timestamp | mvcc | maat | calvin | planned | qstore");
+          "occ | 2pl-nowait | 2pl-waitdie | 2pl-dldetect | timestamp | mvcc | maat | calvin | planned | qstore | "
+          "orthrus");
 ABSL_FLAG(std::string, sets, "declared",
-          "protocol=calvin|planned|qstore: the read/write sets: declared (the workload's own, with "
+          "protocol=calvin|planned|qstore|orthrus: the read/write sets: declared (the workload's own, with "
           "reconnaissance where they depend on reads) | sql (derived from the transaction's SQL "
           "references; a miss is refused and re-planned)");
 ABSL_FLAG(std::string, calvin_batch, "time:100",
@@ -40,6 +41,9 @@ ABSL_FLAG(int, qstore_queues, 1024,
           "protocol=qstore: execution queues (each declared lock granule is placed on one by hash)");
 ABSL_FLAG(int, qstore_planners, 1,
           "protocol=qstore: planner threads; each plans a slice of a batch (its priority group)");
+ABSL_FLAG(std::string, orthrus_cc_threads, "1",
+          "protocol=orthrus: concurrency-control threads (1..16), each owning a hash partition of the "
+          "lock table; --queues workers are the execution threads");
 ABSL_FLAG(std::string, policy, "count-max-canonical-single",
           "one of the sixteen <count|fraction>-<sum|max>-<literal|canonical>-<single|all>, original, hard-partition, "
           "or auto (online choice by committed throughput)");
@@ -153,6 +157,7 @@ int RunBench(const std::vector<char*>& args) {
            {"qstore_batch", absl::GetFlag(FLAGS_qstore_batch)},
            {"qstore_queues", absl::StrCat(absl::GetFlag(FLAGS_qstore_queues))},
            {"qstore_planners", absl::StrCat(absl::GetFlag(FLAGS_qstore_planners))},
+           {"orthrus_cc_threads", absl::GetFlag(FLAGS_orthrus_cc_threads)},
            {"skew_phases", absl::GetFlag(FLAGS_skew_phases)},
            {"insert_refs", absl::GetFlag(FLAGS_insert_refs)},
            {"tpcc_mix", absl::GetFlag(FLAGS_tpcc_mix)},

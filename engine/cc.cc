@@ -112,10 +112,18 @@ absl::StatusOr<std::unique_ptr<CcProtocol>> CcProtocol::Create(absl::string_view
                              options.qstore_queues, options.qstore_planners);
   }
   if (name == "planned") return NewPlannedLockingProtocol();
+  if (name == "orthrus") {
+    if (options.orthrus_cc_threads < 1 || options.orthrus_cc_threads > kMaxOrthrusCcThreads) {
+      return absl::InvalidArgumentError(absl::StrCat("orthrus needs 1 to ", kMaxOrthrusCcThreads,
+                                                     " CC threads, got ",
+                                                     options.orthrus_cc_threads));
+    }
+    return NewOrthrusProtocol(options.orthrus_cc_threads);
+  }
   if (name == "none") return NewTwoPlProtocol(0);
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown concurrency-control protocol '", name,
-      "' (expected occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat, calvin, qstore, planned or none)"));
+      "' (expected occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat, calvin, qstore, planned, orthrus or none)"));
 }
 
 }  // namespace engine

@@ -5,8 +5,8 @@
 // at a time: Begin, the procedure's calls, then Commit or Abort. Protocols:
 // occ.cc (Silo-style OCC), twopl.cc (2PL NO_WAIT / WAIT_DIE / DL_DETECT and
 // the "none" baseline), timestamp.cc (Deneva's TIMESTAMP and MVCC), maat.cc
-// (Deneva's MaaT), planned.cc ("calvin" and "planned": declared locks up
-// front, the procedure run through a guard).
+// (Deneva's MaaT), planned.cc ("calvin", "qstore", "planned" and "orthrus":
+// declared locks up front, the procedure run through a guard).
 //
 //   auto cc = CcProtocol::Create("2pl-waitdie").value();
 //   std::unique_ptr<TxImpl> tx = cc->NewTx(worker_id, &arena, false);
@@ -211,8 +211,9 @@ class CcProtocol {
  public:
   virtual ~CcProtocol() = default;
   // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "timestamp", "mvcc",
-  // "maat", "calvin", "qstore", "planned", "none". `options` carries the
-  // protocols' settings (calvin's and qstore's batching, qstore's queues).
+  // "maat", "calvin", "qstore", "planned", "orthrus", "none". `options`
+  // carries the protocols' settings (calvin's and qstore's batching,
+  // qstore's queues, orthrus's CC thread count).
   static absl::StatusOr<std::unique_ptr<CcProtocol>> Create(absl::string_view name,
                                                             const DatabaseOptions& options = {});
   virtual std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
@@ -246,6 +247,9 @@ std::unique_ptr<CcProtocol> NewQStoreProtocol(int batch_txns, int64_t batch_ns, 
                                               int planners);
 // Deadlock-free planned 2PL ("planned", planned.cc).
 std::unique_ptr<CcProtocol> NewPlannedLockingProtocol();
+// Orthrus ("orthrus", planned.cc): cc_threads (>= 1) concurrency-control
+// threads, each owning one hash partition of the lock table.
+std::unique_ptr<CcProtocol> NewOrthrusProtocol(int cc_threads);
 
 }  // namespace engine
 }  // namespace corral

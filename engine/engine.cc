@@ -13,7 +13,7 @@ const std::vector<std::string>& ProtocolNames() {
   static const auto* names =
       new std::vector<std::string>{"occ",       "2pl-nowait", "2pl-waitdie", "2pl-dldetect",
                                    "timestamp", "mvcc",       "maat",        "calvin",
-                                   "planned",   "qstore"};
+                                   "planned",   "qstore",    "orthrus"};
   return *names;
 }
 

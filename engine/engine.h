@@ -52,7 +52,14 @@
 //                     of the granules it declared, in the batch's priority
 //                     order; it runs when it heads all of them. No lock
 //                     table, no lock manager, no CC aborts.
-//    All three need the read/write set in advance: ProcedureTxn::DeclareAccesses,
+//      "orthrus"      Orthrus (planned.cc): orthrus_cc_threads
+//                     concurrency-control threads each own a hash partition
+//                     of the lock table; an executor sends its declared
+//                     locks as a message (single-producer queues, no shared
+//                     latches), CC threads acquire them in partition order
+//                     (forwarding the request from one to the next) with
+//                     FIFO grants, the last one replies; release by message.
+//    All four need the read/write set in advance: ProcedureTxn::DeclareAccesses,
 //    or a reconnaissance run (OLLP); an access outside the locks held is
 //    refused and the transaction re-planned (txn_api.h).
 //      "none"         no concurrency control (single-thread baseline for
@@ -117,7 +124,7 @@ class TxImpl;      // cc.h (internal)
 
 struct DatabaseOptions {
   // "occ", "2pl-nowait", "2pl-waitdie", "2pl-dldetect", "timestamp", "mvcc",
-  // "maat", "calvin", "planned", "qstore", or "none".
+  // "maat", "calvin", "planned", "qstore", "orthrus", or "none".
   std::string protocol = "occ";
   // calvin: the sequencer seals a batch calvin_batch_ns after its first
   // transaction arrived (time-based), or earlier once calvin_batch_txns
@@ -131,7 +138,13 @@ struct DatabaseOptions {
   int64_t qstore_batch_ns = 100000;
   int qstore_queues = 1024;
   int qstore_planners = 1;
+  // orthrus: the number of concurrency-control threads (1 to
+  // kMaxOrthrusCcThreads), each owning one hash partition of the lock table;
+  // the executors are the execution threads.
+  int orthrus_cc_threads = 1;
 };
+
+inline constexpr int kMaxOrthrusCcThreads = 16;
 
 // The protocol names accepted by DatabaseOptions::protocol (without "none").
 const std::vector<std::string>& ProtocolNames();
@@ -168,13 +181,13 @@ struct ExecutorStats {
   uint64_t failed = 0;
   std::array<uint64_t, static_cast<size_t>(scheduler::AbortCause::kCount)> conflicts{};
   uint64_t total_conflicts() const;
-  // Planned protocols ("calvin", "planned", "qstore"): transactions whose
-  // accesses were declared up front (complete), reconnaissance runs,
-  // re-plans after an execution strayed outside its locks, and phase times
-  // (ns): recon, sequencing (submit to batch sealed; 0 for planned; qstore:
-  // to placed on its queues, planning included), lock wait (then to all
-  // locks held; qstore: to heading all its queues), execution (locks held
-  // to released).
+  // Planned protocols ("calvin", "planned", "qstore", "orthrus"):
+  // transactions whose accesses were declared up front (complete),
+  // reconnaissance runs, re-plans after an execution strayed outside its
+  // locks, and phase times (ns): recon, sequencing (submit to batch sealed;
+  // 0 for planned and orthrus; qstore: to placed on its queues, planning
+  // included), lock wait (then to all locks held; qstore: to heading all its
+  // queues), execution (locks held to released).
   uint64_t declared = 0;
   uint64_t recons = 0;
   uint64_t replans = 0;

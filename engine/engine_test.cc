@@ -44,10 +44,30 @@ ExecResult RunToEnd(EngineExecutor& ex, F proc, Clock::time_point deadline, int*
   }
 }
 
+// A test parameter: a protocol name, or "orthrus/N" (N CC threads).
+DatabaseOptions OptionsFor(const std::string& param) {
+  DatabaseOptions o;
+  o.protocol = param;
+  const size_t slash = param.find('/');
+  if (slash != std::string::npos) {
+    o.protocol = param.substr(0, slash);
+    o.orthrus_cc_threads = std::stoi(param.substr(slash + 1));
+  }
+  return o;
+}
+
+std::string ParamName(const ::testing::TestParamInfo<std::string>& i) {
+  std::string n = i.param;
+  for (char& c : n) {
+    if (c == '-' || c == '/') c = '_';
+  }
+  return n;
+}
+
 class EngineTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    db_ = Database::Create({GetParam()}).value();
+    db_ = Database::Create(OptionsFor(GetParam())).value();
     Schema s;
     bal_ = s.AddInt64("balance");
     name_ = s.AddString("name", 24);
@@ -371,7 +391,7 @@ TEST_P(EngineTest, CrossedLockOrderIsResolved) {
     // a row the first read: no commit timestamp fits both.
     EXPECT_TRUE(first[0].cause == AbortCause::kRangeEmpty ||
                 first[1].cause == AbortCause::kRangeEmpty);
-  } else if (p == "calvin" || p == "planned" || p == "qstore") {
+  } else if (p == "calvin" || p == "planned" || p == "qstore" || p.rfind("orthrus", 0) == 0) {
     // Both lock sets are taken whole, in one order: no deadlock, no abort.
     EXPECT_EQ(first[0].outcome, Outcome::kCommitted);
     EXPECT_EQ(first[1].outcome, Outcome::kCommitted);
@@ -529,12 +549,11 @@ TEST_P(EngineTest, SecondaryIndexScanFindsRowsByNonUniqueKey) {
             absl::StatusCode::kFailedPrecondition);
 }
 
-INSTANTIATE_TEST_SUITE_P(Protocols, EngineTest, ::testing::ValuesIn(ProtocolNames()),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           std::string n = i.param;
-                           for (char& c : n) if (c == '-') c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Protocols, EngineTest, ::testing::ValuesIn(ProtocolNames()), ParamName);
+// Orthrus with several CC threads: requests span partitions and are
+// forwarded from one CC thread to the next.
+INSTANTIATE_TEST_SUITE_P(OrthrusCcThreads, EngineTest, ::testing::Values("orthrus/2", "orthrus/5"),
+                         ParamName);
 
 // WAIT_DIE: every wait is by an older transaction on younger holders.
 TEST(WaitDieTest, NeverWaitsForAYoungerHolder) {
@@ -833,7 +852,9 @@ class DeclaredTxn : public ProcedureTxn {
 class PlannedTest : public ::testing::TestWithParam<std::string>, protected OneTableDb {
  protected:
   void Make(DatabaseOptions o, int keys, int64_t balance) {
-    o.protocol = GetParam();
+    const DatabaseOptions p = OptionsFor(GetParam());
+    o.protocol = p.protocol;
+    o.orthrus_cc_threads = p.orthrus_cc_threads;
     MakeDb(o, keys, balance);
   }
 };
@@ -988,7 +1009,9 @@ TEST_P(PlannedTest, HotTransfersNeverConflictAbort) {
   EXPECT_EQ(total, 800);
 }
 
-INSTANTIATE_TEST_SUITE_P(Planned, PlannedTest, ::testing::Values("calvin", "planned", "qstore"));
+INSTANTIATE_TEST_SUITE_P(Planned, PlannedTest,
+                         ::testing::Values("calvin", "planned", "qstore", "orthrus", "orthrus/4"),
+                         ParamName);
 
 // qstore: every transaction updates one hot row (and a cold one; 4 queues,
 // so cold rows share queues with each other and with the hot one). They run
@@ -1130,6 +1153,148 @@ TEST(QStoreOptionsTest, BadSettingsAreRejected) {
   }
 }
 
+TEST(OrthrusTest, BadCcThreadCountIsRejected) {
+  DatabaseOptions o;
+  o.protocol = "orthrus";
+  for (int n : {0, -1, kMaxOrthrusCcThreads + 1}) {
+    o.orthrus_cc_threads = n;
+    EXPECT_EQ(Database::Create(o).status().code(), absl::StatusCode::kInvalidArgument) << n;
+  }
+  for (int n : {1, kMaxOrthrusCcThreads}) {
+    o.orthrus_cc_threads = n;
+    EXPECT_TRUE(Database::Create(o).ok()) << n;
+  }
+}
+
+class OrthrusTest : public ::testing::TestWithParam<int>, protected OneTableDb {};
+
+// Opposite-order conflicting transactions (each pair of workers takes the
+// same rows, declared and accessed in opposite orders) hold their locks for
+// a while before commit, so acquisitions overlap: under the planned
+// (partition, key) order nobody deadlocks or conflict-aborts, every
+// transaction commits, and each row's increments add up. Rows span the CC
+// partitions, so requests are forwarded between CC threads.
+TEST_P(OrthrusTest, OppositeOrderConflictsNeverDeadlock) {
+  constexpr int kKeys = 12, kWorkers = 6, kTxns = 150;
+  DatabaseOptions o;
+  o.protocol = "orthrus";
+  o.orthrus_cc_threads = GetParam();
+  MakeDb(o, kKeys, 0);
+  std::vector<std::thread> threads;
+  std::atomic<int> committed{0};
+  std::atomic<int64_t> expected[kKeys];
+  for (auto& e : expected) e.store(0);
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      ExecutorOptions eo;
+      eo.txn_delay_ns = 20000;  // hold the locks 20 us: acquisitions overlap
+      auto ex = db_->NewExecutor(w, eo).value();
+      std::mt19937_64 rng(w + 101);
+      for (int i = 0; i < kTxns; ++i) {
+        // Four rows; odd workers take them in the reverse order.
+        std::vector<uint64_t> keys;
+        while (keys.size() < 4) {
+          uint64_t k = rng() % kKeys;
+          if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+        }
+        if (w % 2 == 1) std::reverse(keys.begin(), keys.end());
+        DeclaredTxn t(
+            [&](Tx& tx) -> absl::Status {
+              for (uint64_t k : keys) {
+                Row r;
+                ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, k, &r));
+                r.AddInt(bal_, 1);
+              }
+              return absl::OkStatus();
+            },
+            [&](AccessSet& set) {
+              for (uint64_t k : keys) set.Write(t_, k);
+            });
+        ExecResult r = ex->Execute(t);
+        ASSERT_EQ(r.outcome, Outcome::kCommitted) << r.status;
+        ++committed;
+        for (uint64_t k : keys) expected[k].fetch_add(1);
+      }
+      EXPECT_EQ(ex->stats().total_conflicts(), 0u);
+      EXPECT_EQ(ex->stats().replans, 0u);
+      EXPECT_EQ(ex->stats().declared, static_cast<uint64_t>(kTxns));
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(committed.load(), kWorkers * kTxns);
+  for (int k = 0; k < kKeys; ++k) EXPECT_EQ(Peek(k), expected[k].load()) << k;
+}
+
+// Readers share a lock, a writer excludes them: exact-sum readers of all
+// rows never see a transfer half done, with one and with several CC threads.
+TEST_P(OrthrusTest, ReadersSeeNoHalfDoneTransfer) {
+  constexpr int kKeys = 8;
+  DatabaseOptions o;
+  o.protocol = "orthrus";
+  o.orthrus_cc_threads = GetParam();
+  MakeDb(o, kKeys, 100);
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad_sums{0}, sums{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 4; ++w) {
+    threads.emplace_back([&, w] {
+      auto ex = db_->NewExecutor(w, {}).value();
+      std::mt19937_64 rng(w + 7);
+      for (int i = 0; i < 300; ++i) {
+        uint64_t from = rng() % kKeys, to = (from + 1 + rng() % (kKeys - 1)) % kKeys;
+        DeclaredTxn t(
+            [&](Tx& tx) -> absl::Status {
+              Row x, y;
+              ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, from, &x));
+              ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, to, &y));
+              x.AddInt(bal_, -3);
+              y.AddInt(bal_, 3);
+              return absl::OkStatus();
+            },
+            [&](AccessSet& set) {
+              set.Write(t_, from);
+              set.Write(t_, to);
+            });
+        ASSERT_EQ(ex->Execute(t).outcome, Outcome::kCommitted);
+      }
+    });
+  }
+  for (int w = 4; w < 6; ++w) {
+    threads.emplace_back([&, w] {
+      auto ex = db_->NewExecutor(w, {}).value();
+      while (!stop.load()) {
+        int64_t sum = 0;
+        DeclaredTxn t(
+            [&](Tx& tx) -> absl::Status {
+              sum = 0;
+              for (int k = 0; k < kKeys; ++k) {
+                ConstRow r;
+                ENGINE_RETURN_IF_ERROR(tx.Read(t_, k, &r));
+                sum += r.GetInt(bal_);
+              }
+              return absl::OkStatus();
+            },
+            [&](AccessSet& set) {
+              for (int k = kKeys - 1; k >= 0; --k) set.Read(t_, k);
+            });
+        ASSERT_EQ(ex->Execute(t).outcome, Outcome::kCommitted);
+        ++sums;
+        if (sum != 100 * kKeys) ++bad_sums;
+      }
+    });
+  }
+  for (int w = 0; w < 4; ++w) threads[w].join();
+  stop.store(true);
+  for (size_t w = 4; w < threads.size(); ++w) threads[w].join();
+  EXPECT_EQ(bad_sums.load(), 0);
+  EXPECT_GT(sums.load(), 0);
+  int64_t total = 0;
+  for (int k = 0; k < kKeys; ++k) total += Peek(k);
+  EXPECT_EQ(total, 100 * kKeys);
+}
+
+INSTANTIATE_TEST_SUITE_P(CcThreads, OrthrusTest, ::testing::Values(1, 2, 4));
+
 TEST(CalvinTest, BadBatchingIsRejected) {
   DatabaseOptions o;
   o.protocol = "calvin";
@@ -1146,7 +1311,7 @@ TEST(CalvinTest, BadBatchingIsRejected) {
 // insert whose key the transaction learns by reading), keys of another
 // granule are not covered.
 TEST(PlannedGranuleTest, OneKeyOfAGranuleCoversTheGranule) {
-  for (const char* p : {"calvin", "planned", "qstore"}) {
+  for (const char* p : {"calvin", "planned", "qstore", "orthrus"}) {
     auto db = Database::Create({p}).value();
     Schema s;
     int v = s.AddInt64("v");

@@ -103,7 +103,7 @@ struct ScanSpec {
 };
 
 // The rows a transaction will access, declared before it runs (the planned
-// protocols "calvin", "qstore" and "planned" lock them up front). Entries name a
+// protocols "calvin", "qstore", "planned" and "orthrus" lock them up front). Entries name a
 // (table, primary key) and whether the access writes (ReadForUpdate, Insert,
 // Delete, a for_update scan) or only reads; a key may be declared more than
 // once (the strongest mode wins). The lock is taken on the table's lock
@@ -166,7 +166,7 @@ class ProcedureTxn : public scheduler::Txn {
   // Runs the procedure once. Called again from the start on every retry.
   virtual absl::Status Run(Tx& tx) = 0;
 
-  // Planned protocols ("calvin", "qstore", "planned"): declares every row Run will
+  // Planned protocols ("calvin", "qstore", "planned", "orthrus"): declares every row Run will
   // access, from the parameters alone, and returns true. Returns false when
   // the rows depend on what the transaction reads (TPC-C's customer by last
   // name, Delivery's oldest order): the engine then finds them with a

@@ -67,7 +67,8 @@ const std::vector<std::string>& SettingKeys() {
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
       "pg_seqscan", "history_half_life_s", "split_max_k", "tpcc_mix", "tpcc_rows", "update_rate",
-      "calvin_batch", "qstore_batch", "qstore_queues", "qstore_planners", "sets"};
+      "calvin_batch", "qstore_batch", "qstore_queues", "qstore_planners", "sets",
+      "orthrus_cc_threads"};
   return k;
 }
 
@@ -138,6 +139,14 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
       return Bad(key, v, key == "qstore_queues" ? ">= 1" : "1..64");
     }
     (key == "qstore_queues" ? c->qstore_queues : c->qstore_planners) = n;
+    return absl::OkStatus();
+  }
+  if (key == "orthrus_cc_threads") {
+    int n = 0;
+    if (!absl::SimpleAtoi(v, &n) || n < 1 || n > engine::kMaxOrthrusCcThreads) {
+      return Bad(key, v, absl::StrCat("1..", engine::kMaxOrthrusCcThreads));
+    }
+    c->orthrus_cc_threads = n;
     return absl::OkStatus();
   }
   if (key == "hot_fraction") return Dbl(key, v, &c->hot_fraction);

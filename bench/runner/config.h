@@ -29,14 +29,14 @@ struct BenchConfig {
   std::string backend = "engine";  // "engine" (embedded); "postgres" plugs in through Backend
   std::string conninfo;            // for backend=postgres
   std::string workload = "tpcc";   // tpcc, tpcc-np, smallbank, tatp, ycsb
-  std::string protocol = "occ";    // occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat, calvin, planned, qstore
+  std::string protocol = "occ";    // occ, 2pl-nowait, 2pl-waitdie, 2pl-dldetect, timestamp, mvcc, maat, calvin, planned, qstore, orthrus
   // protocol=calvin: how the sequencer closes a batch ("calvin_batch"):
   // "time:US" (US microseconds after its first transaction) or
   // "count:N[:US]" (once N transactions wait, at the latest after US,
   // default 1000).
   int calvin_batch_txns = 0;
   double calvin_batch_us = 100;
-  // protocol=calvin|planned: where a transaction's read/write set comes
+  // protocol=calvin|planned|qstore|orthrus: where a transaction's read/write set comes
   // from ("sets"): "declared" (the workload's own DeclareOwnAccesses, with
   // reconnaissance where it depends on reads) or "sql" (derived from its
   // SQL references, bench/workloads/sql_sets.h; a miss is re-planned).
@@ -48,6 +48,10 @@ struct BenchConfig {
   double qstore_batch_us = 100;
   int qstore_queues = 1024;
   int qstore_planners = 1;
+  // protocol=orthrus: concurrency-control threads ("orthrus_cc_threads",
+  // 1..16), each owning one hash partition of the lock table; `queues`
+  // workers are the execution threads.
+  int orthrus_cc_threads = 1;
   // 16 learned, original, hard-partition, or "auto" (scheduler/scheduler.h:
   // a bandit over DefaultAutoArms by committed throughput, online).
   std::string policy = "count-max-canonical-single";

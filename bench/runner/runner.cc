@@ -57,7 +57,8 @@ class EngineInstance : public BackendInstance {
     return true;
   }
   std::string PlanReport() override {
-    if (db->protocol() != "calvin" && db->protocol() != "planned" && db->protocol() != "qstore") {
+    if (db->protocol() != "calvin" && db->protocol() != "planned" && db->protocol() != "qstore" &&
+        db->protocol() != "orthrus") {
       return "";
     }
     engine::ExecutorStats t;
@@ -98,6 +99,7 @@ class EngineBackend : public Backend {
     o.qstore_batch_ns = static_cast<int64_t>(c.qstore_batch_us * 1000);
     o.qstore_queues = c.qstore_queues;
     o.qstore_planners = c.qstore_planners;
+    o.orthrus_cc_threads = c.orthrus_cc_threads;
     auto db = engine::Database::Create(o);
     if (!db.ok()) return db.status();
     inst->db = std::move(*db);

@@ -384,12 +384,13 @@ TEST(Runner, DenevaProtocolsReportTheirOwnAbortCauses) {
 // their planning counts and phase times; the others report none.
 TEST(Runner, PlannedProtocolsNeverConflictAbortAndReportTheirPhases) {
   setenv("CORRAL_ROOT", ".", 0);
-  for (const std::string p : {"calvin", "planned", "qstore"}) {
+  for (const std::string p : {"calvin", "planned", "qstore", "orthrus"}) {
     Runner r(MakeEngineBackend(), TinyFactory());
     BenchConfig c = Short(p, "original");
     ASSERT_TRUE(ApplySetting(&c, "calvin_batch", "count:2:200").ok());
     ASSERT_TRUE(ApplySetting(&c, "qstore_batch", "count:2:200").ok());
     ASSERT_TRUE(ApplySetting(&c, "qstore_planners", "2").ok());
+    ASSERT_TRUE(ApplySetting(&c, "orthrus_cc_threads", "2").ok());
     auto res = r.Run(c);
     ASSERT_TRUE(res.ok()) << p << ": " << res.status();
     ASSERT_EQ(res->runs.size(), 1u);

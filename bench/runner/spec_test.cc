@@ -261,6 +261,20 @@ TEST(Config, QStoreBatchQueuesAndPlanners) {
   EXPECT_EQ(c.qstore_planners, 2);
 }
 
+TEST(Config, OrthrusCcThreadsIsACountInRange) {
+  BenchConfig c;
+  ASSERT_TRUE(ApplySetting(&c, "protocol", "orthrus").ok());
+  EXPECT_TRUE(Validate(c).ok());
+  EXPECT_EQ(c.orthrus_cc_threads, 1);
+  ASSERT_TRUE(ApplySetting(&c, "orthrus_cc_threads", "3").ok());
+  EXPECT_EQ(c.orthrus_cc_threads, 3);
+  for (const char* bad : {"0", "-2", "17", "two", ""}) {
+    EXPECT_FALSE(ApplySetting(&c, "orthrus_cc_threads", bad).ok()) << bad;
+  }
+  EXPECT_EQ(c.orthrus_cc_threads, 3);  // a bad value changes nothing
+  EXPECT_TRUE(Validate(c).ok());
+}
+
 TEST(Config, OnlineTuningKeysAndDefaults) {
   BenchConfig c;
   ASSERT_TRUE(ApplySetting(&c, "policy", "AUTO").ok());

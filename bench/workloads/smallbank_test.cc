@@ -40,7 +40,7 @@ TEST_P(SmallBankProtocolTest, ConcurrentRunConservesMoney) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllProtocols, SmallBankProtocolTest,
-                         ::testing::ValuesIn(engine::ProtocolNames()),
+                         ::testing::ValuesIn(TestProtocols()),
                          ProtocolParamName);
 
 TEST(SmallBankTest, UnauditedChangeViolatesConservation) {

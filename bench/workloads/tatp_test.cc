@@ -40,7 +40,7 @@ TEST_P(TatpProtocolTest, ConcurrentRunKeepsCallForwardingConsistent) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllProtocols, TatpProtocolTest,
-                         ::testing::ValuesIn(engine::ProtocolNames()),
+                         ::testing::ValuesIn(TestProtocols()),
                          ProtocolParamName);
 
 TEST(TatpTest, CorruptionsAreNamed) {

@@ -95,7 +95,7 @@ TEST_P(TpccProtocolTest, WithoutRowInsertsNoRowIsAddedAndCondition1Holds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllProtocols, TpccProtocolTest,
-                         ::testing::ValuesIn(engine::ProtocolNames()),
+                         ::testing::ValuesIn(TestProtocols()),
                          ProtocolParamName);
 
 // Runs `fn` as one committed transaction.

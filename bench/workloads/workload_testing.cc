@@ -16,12 +16,24 @@ namespace workloads {
 std::unique_ptr<engine::Database> NewDb(const std::string& protocol) {
   engine::DatabaseOptions o;
   o.protocol = protocol;
+  const size_t slash = protocol.find('/');
+  if (slash != std::string::npos) {  // "orthrus/N": N CC threads
+    o.protocol = protocol.substr(0, slash);
+    o.orthrus_cc_threads = std::stoi(protocol.substr(slash + 1));
+  }
   return engine::Database::Create(o).value();
+}
+
+std::vector<std::string> TestProtocols() {
+  std::vector<std::string> p = engine::ProtocolNames();
+  p.push_back("orthrus/3");
+  return p;
 }
 
 std::string ProtocolParamName(const ::testing::TestParamInfo<std::string>& info) {
   std::string n = info.param;
   std::replace(n.begin(), n.end(), '-', '_');
+  std::replace(n.begin(), n.end(), '/', '_');
   return n;
 }
 

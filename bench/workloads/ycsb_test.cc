@@ -42,7 +42,7 @@ TEST_P(YcsbProtocolTest, CounterSumEqualsCommittedReadModifyWrites) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllProtocols, YcsbProtocolTest,
-                         ::testing::ValuesIn(engine::ProtocolNames()),
+                         ::testing::ValuesIn(TestProtocols()),
                          ProtocolParamName);
 
 // Orthrus's microbenchmark: ten read-modify-writes, two from the hot set.
