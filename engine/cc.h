@@ -234,10 +234,10 @@ std::unique_ptr<CcProtocol> NewTwoPlProtocol(int mode);
 std::unique_ptr<CcProtocol> NewTimestampProtocol(bool mvcc);
 // OCC with dynamic timestamp ranges ("maat"): maat.cc.
 std::unique_ptr<CcProtocol> NewMaatProtocol();
-// Calvin ("calvin", planned.cc): batches close after batch_ns, or once
+// Calvin ("calvin", calvin.cc): batches close after batch_ns, or once
 // batch_txns (> 0) transactions wait.
 std::unique_ptr<CcProtocol> NewCalvinProtocol(int batch_txns, int64_t batch_ns);
-// Q-Store ("qstore", planned.cc), at transaction granularity: a sequencer
+// Q-Store ("qstore", qstore.cc), at transaction granularity: a sequencer
 // batches as calvin's does; `planners` planner threads place each
 // transaction of a batch on the execution queues (of `queues`) of the
 // granules it declared, in the batch's priority order; it runs when it
@@ -247,7 +247,7 @@ std::unique_ptr<CcProtocol> NewQStoreProtocol(int batch_txns, int64_t batch_ns, 
                                               int planners);
 // Deadlock-free planned 2PL ("planned", planned.cc).
 std::unique_ptr<CcProtocol> NewPlannedLockingProtocol();
-// Orthrus ("orthrus", planned.cc): cc_threads (>= 1) concurrency-control
+// Orthrus ("orthrus", orthrus.cc): cc_threads (>= 1) concurrency-control
 // threads, each owning one hash partition of the lock table.
 std::unique_ptr<CcProtocol> NewOrthrusProtocol(int cc_threads);
 

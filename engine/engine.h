@@ -38,7 +38,7 @@
 //                     picked from a range [lower, upper] that conflicting
 //                     transactions narrow; an empty range aborts
 //                     (kRangeEmpty).
-//      "calvin"       Calvin (planned.cc): a sequencer seals submitted
+//      "calvin"       Calvin (calvin.cc): a sequencer seals submitted
 //                     transactions into batches, one lock-manager thread
 //                     grants their declared locks in batch order (per-lock
 //                     FIFO queues); a transaction runs once it holds them
@@ -46,13 +46,13 @@
 //                     aborts.
 //      "planned"      deadlock-free 2PL (planned.cc): the declared locks,
 //                     taken up front in one global order on a shared table.
-//      "qstore"       Q-Store's queue-oriented execution (planned.cc), at
+//      "qstore"       Q-Store's queue-oriented execution (qstore.cc), at
 //                     transaction granularity: planner threads place each
 //                     transaction of a sealed batch on the execution queues
 //                     of the granules it declared, in the batch's priority
 //                     order; it runs when it heads all of them. No lock
 //                     table, no lock manager, no CC aborts.
-//      "orthrus"      Orthrus (planned.cc): orthrus_cc_threads
+//      "orthrus"      Orthrus (orthrus.cc): orthrus_cc_threads
 //                     concurrency-control threads each own a hash partition
 //                     of the lock table; an executor sends its declared
 //                     locks as a message (single-producer queues, no shared

@@ -1,0 +1,90 @@
+// Helpers shared by the engine's tests (engine_test.cc, protocol_test.cc,
+// planned_test.cc): running a procedure to the end through its retries,
+// protocol test parameters ("orthrus/N" = N CC threads), and a one-table
+// database of balances.
+//
+//   EngineExecutor ex(db.get(), 0);
+//   ExecResult r = RunToEnd(ex, proc, Clock::now() + std::chrono::seconds(5));
+//
+// Thread-compatible (test code).
+#ifndef CORRAL_ENGINE_ENGINE_TESTING_H_
+#define CORRAL_ENGINE_ENGINE_TESTING_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "gtest/gtest.h"
+
+namespace corral {
+namespace engine {
+namespace engine_testing {
+
+using scheduler::ExecResult;
+using scheduler::Outcome;
+using Clock = std::chrono::steady_clock;
+
+// Runs `proc` until it does not conflict-abort (same logical txn: wait-die
+// timestamp kept). Gives up after `deadline`.
+template <typename F>
+inline ExecResult RunToEnd(EngineExecutor& ex, F proc, Clock::time_point deadline, int* attempts = nullptr) {
+  uint64_t ts = 0;
+  int n = 0;
+  for (;;) {
+    ++n;
+    ExecResult r = ex.Run(proc, &ts, n);
+    if (r.outcome != Outcome::kConflictAbort || Clock::now() > deadline) {
+      if (attempts) *attempts = n;
+      return r;
+    }
+  }
+}
+
+// A test parameter: a protocol name, or "orthrus/N" (N CC threads).
+inline DatabaseOptions OptionsFor(const std::string& param) {
+  DatabaseOptions o;
+  o.protocol = param;
+  const size_t slash = param.find('/');
+  if (slash != std::string::npos) {
+    o.protocol = param.substr(0, slash);
+    o.orthrus_cc_threads = std::stoi(param.substr(slash + 1));
+  }
+  return o;
+}
+
+inline std::string ParamName(const ::testing::TestParamInfo<std::string>& i) {
+  std::string n = i.param;
+  for (char& c : n) {
+    if (c == '-' || c == '/') c = '_';
+  }
+  return n;
+}
+
+// One table "t" of int64 balances, created under a chosen protocol.
+class OneTableDb {
+ protected:
+  void MakeDb(const DatabaseOptions& o, int keys, int64_t balance) {
+    db_ = Database::Create(o).value();
+    Schema s;
+    bal_ = s.AddInt64("balance");
+    t_ = db_->CreateTable("t", s, {}).value();
+    for (int k = 0; k < keys; ++k) {
+      ASSERT_TRUE(db_->Load(t_, k, [&](const Row& r) { r.SetInt(bal_, balance); }).ok());
+    }
+  }
+  int64_t Peek(uint64_t key) {
+    ConstRow r;
+    EXPECT_TRUE(db_->Peek(t_, key, &r).ok());
+    return r.valid() ? r.GetInt(bal_) : -1;
+  }
+  std::unique_ptr<Database> db_;
+  Table* t_ = nullptr;
+  int bal_ = 0;
+};
+
+}  // namespace engine_testing
+}  // namespace engine
+}  // namespace corral
+
+#endif  // CORRAL_ENGINE_ENGINE_TESTING_H_

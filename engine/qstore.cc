@@ -1,0 +1,212 @@
+// Q-Store ("qstore"): queue-oriented deterministic execution at transaction
+// granularity, behind the planned protocols' guard (planned_internal.h, planned.cc).
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/hash.h"
+#include "engine/planned_internal.h"
+
+namespace corral {
+namespace engine {
+namespace planned_internal {
+namespace {
+
+// ---------------------------------------------------------------- qstore
+
+// Q-Store's queue-oriented execution, at transaction granularity (see
+// NewQStoreProtocol in cc.h). The sequencer seals a batch and splits it into
+// `planners` contiguous slices, one per planner thread; the slice's index is
+// its priority group (the paper's planning-thread priority), so the batch's
+// deterministic order is (batch, group, position in the slice). A planner
+// maps each lock granule its transactions declared to one of `queues`
+// execution queues (hash placement: one granule, one queue, so conflicting
+// accesses always share a queue) and appends each transaction once to every
+// queue it touches. Planning runs in parallel; publishing onto the queues
+// goes in group order (a turnstile), so every queue holds its transactions
+// in the batch order. A transaction runs when it heads every queue it is
+// in; its worker then removes it from them and starts the new heads. There
+// is no lock table and no lock-manager thread. A queue's head is a writer
+// alone or the leading run of readers (the paper's queues run strictly one
+// fragment after another; here an entry holds its queue for a whole
+// transaction, so readers that commute share it).
+class QStoreService final : public LockService {
+ public:
+  QStoreService(int batch_txns, int64_t batch_ns, int queues, int planners)
+      : queues_(new ExecQueue[queues]), num_queues_(queues) {
+    inboxes_.resize(planners);
+    for (int i = 0; i < planners; ++i) {
+      planners_.emplace_back([this, i] { PlannerLoop(i); });
+    }
+    sequencer_ = std::make_unique<BatchSequencer>(
+        batch_txns, batch_ns, [this](std::vector<LockRequest*> batch) { Split(std::move(batch)); });
+  }
+  ~QStoreService() override {
+    sequencer_.reset();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    planner_cv_.notify_all();
+    for (std::thread& t : planners_) t.join();
+  }
+
+  void SetPlanObserver(PlanObserver obs) override { observer_ = std::move(obs); }
+
+  void Lock(LockRequest* req) override {
+    sequencer_->Submit(req);
+    AwaitGrant(req);
+  }
+
+  // The worker of a transaction that ran: removes it from its queues and
+  // starts whatever now heads them.
+  void Unlock(LockRequest* req) override {
+    for (uint32_t e : req->queues) {
+      ExecQueue& q = queues_[e >> 1];
+      std::lock_guard<std::mutex> l(q.mu);
+      for (auto it = q.fifo.begin(); it != q.fifo.end(); ++it) {
+        if (it->req == req) {
+          q.fifo.erase(it);
+          break;
+        }
+      }
+      StartHeads(&q);
+    }
+    delete req;
+  }
+
+ private:
+  struct Entry {
+    LockRequest* req;
+    bool write;
+    bool started;  // counted as heading this queue
+  };
+  struct alignas(64) ExecQueue {
+    std::mutex mu;
+    std::deque<Entry> fifo;  // guarded by mu
+  };
+  struct Slice {
+    uint64_t seq;  // publication order: (batch, group)
+    std::vector<LockRequest*> txns;
+  };
+
+  // Sequencer thread: one slice per planner, in group order.
+  void Split(std::vector<LockRequest*> batch) {
+    const size_t p = inboxes_.size();
+    const size_t per = (batch.size() + p - 1) / p;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (size_t g = 0; g < p; ++g) {
+        Slice s;
+        s.seq = next_seq_++;
+        const size_t lo = std::min(batch.size(), g * per), hi = std::min(batch.size(), lo + per);
+        s.txns.assign(batch.begin() + lo, batch.begin() + hi);
+        inboxes_[g].push_back(std::move(s));
+      }
+    }
+    planner_cv_.notify_all();
+  }
+
+  void PlannerLoop(int g) {
+    for (;;) {
+      Slice s;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        planner_cv_.wait(l, [&] { return stop_ || !inboxes_[g].empty(); });
+        if (stop_) return;
+        s = std::move(inboxes_[g].front());
+        inboxes_[g].pop_front();
+      }
+      // Plan (in parallel with the other planners): each transaction's queues.
+      for (LockRequest* r : s.txns) {
+        r->queues.clear();
+        for (const LockItem& it : r->items) {
+          const uint32_t qi = static_cast<uint32_t>(
+              Mix64(it.granule ^ (uint64_t(it.table) * 0x9E3779B97F4A7C15ull)) % num_queues_);
+          r->queues.push_back(qi << 1 | (it.write ? 1 : 0));
+        }
+        // One entry per queue, writing if any of its granules there is written.
+        std::sort(r->queues.begin(), r->queues.end());
+        size_t out = 0;
+        for (uint32_t e : r->queues) {
+          if (out > 0 && (r->queues[out - 1] >> 1) == (e >> 1)) {
+            r->queues[out - 1] |= e & 1;
+          } else {
+            r->queues[out++] = e;
+          }
+        }
+        r->queues.resize(out);
+        r->heads_missing.store(static_cast<int>(r->queues.size()) + 1, std::memory_order_relaxed);
+      }
+      // Publish, in (batch, group) order.
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        planner_cv_.wait(l, [&] { return stop_ || published_seq_ == s.seq; });
+        if (stop_) return;
+      }
+      for (LockRequest* r : s.txns) {
+        if (observer_) observer_(r->worker);
+        r->sealed_ns = NowNs();  // planned: sequencing + planning end here
+        // r cannot be granted before the closing HeadReached below (its +1),
+        // so it lives through this loop; after that call, its worker may
+        // run and free it, and the planner no longer touches it.
+        const size_t n = r->queues.size();
+        const uint32_t* qs = r->queues.data();
+        for (size_t i = 0; i < n; ++i) {
+          ExecQueue& q = queues_[qs[i] >> 1];
+          std::lock_guard<std::mutex> l(q.mu);
+          q.fifo.push_back({r, (qs[i] & 1) != 0, false});
+          StartHeads(&q);
+        }
+        HeadReached(r);  // the +1: every queue is published
+      }
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        ++published_seq_;
+      }
+      planner_cv_.notify_all();
+    }
+  }
+
+  // Counts the queue's head as heading it: a writer alone, or the leading
+  // run of readers (reads commute; at transaction granularity a queue is
+  // held for a whole transaction, so readers take it together, as calvin's
+  // lock queues grant reader runs). Called with q->mu held.
+  static void StartHeads(ExecQueue* q) {
+    StartHeadRun(&q->fifo, [](Entry& e) { HeadReached(e.req); });
+  }
+
+  // `r` heads one more of its queues (or is fully published); granted when
+  // it heads all of them.
+  static void HeadReached(LockRequest* r) {
+    if (r->heads_missing.fetch_sub(1, std::memory_order_acq_rel) == 1) Grant(r);
+  }
+
+  std::unique_ptr<ExecQueue[]> queues_;
+  const int num_queues_;
+  PlanObserver observer_;  // set before executors run
+  std::mutex mu_;
+  std::condition_variable planner_cv_;  // inboxes_, published_seq_ or stop_ changed
+  bool stop_ = false;                             // guarded by mu_
+  std::vector<std::deque<Slice>> inboxes_;        // guarded by mu_
+  uint64_t next_seq_ = 0;                         // guarded by mu_
+  uint64_t published_seq_ = 0;                    // guarded by mu_
+  std::vector<std::thread> planners_;
+  std::unique_ptr<BatchSequencer> sequencer_;
+};
+
+}  // namespace
+
+std::unique_ptr<LockService> NewQStoreService(int batch_txns, int64_t batch_ns, int queues, int planners) {
+  return std::make_unique<QStoreService>(batch_txns, batch_ns, queues, planners);
+}
+
+}  // namespace planned_internal
+}  // namespace engine
+}  // namespace corral
