@@ -5,7 +5,8 @@
 // at a time: Begin, the procedure's calls, then Commit or Abort. Protocols:
 // occ.cc (Silo-style OCC), twopl.cc (2PL NO_WAIT / WAIT_DIE / DL_DETECT and
 // the "none" baseline), timestamp.cc (Deneva's TIMESTAMP and MVCC), maat.cc
-// (Deneva's MaaT), planned.cc ("calvin", "qstore", "planned" and "orthrus":
+// (Deneva's MaaT), planned.cc + calvin.cc, qstore.cc, orthrus.cc ("planned",
+// "calvin", "qstore" and "orthrus":
 // declared locks up front, the procedure run through a guard).
 //
 //   auto cc = CcProtocol::Create("2pl-waitdie").value();
