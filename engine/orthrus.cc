@@ -151,7 +151,7 @@ class OrthrusService final : public LockService {
   }
 
   void Lock(LockRequest* req) override {
-    req->submit_ns = NowNs();
+    req->submit_ns = MonoNanos();
     req->sealed_ns = req->submit_ns;  // no sequencing
     const int w = req->worker;
     int seen = workers_seen_.load(std::memory_order_relaxed);

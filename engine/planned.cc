@@ -52,7 +52,7 @@ class SharedTableService final : public LockService {
   }
 
   void Lock(LockRequest* req) override {
-    req->submit_ns = NowNs();
+    req->submit_ns = MonoNanos();
     // Re-key by word, in word order; a word wanted twice is taken once.
     std::vector<LockItem>& w = scratch_[req->worker];
     w.clear();
@@ -122,7 +122,6 @@ using planned_internal::LockItem;
 using planned_internal::LockRequest;
 using planned_internal::LockService;
 using planned_internal::Normalize;
-using planned_internal::NowNs;
 using scheduler::AbortCause;
 using scheduler::ExecResult;
 
@@ -322,7 +321,7 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
       req->items = items_;
       req->worker = worker_id_;
       locks_->Lock(req);
-      const int64_t granted = NowNs();
+      const int64_t granted = MonoNanos();
       stats->sequence_ns += req->sealed_ns - req->submit_ns;
       stats->lock_wait_ns += granted - req->sealed_ns;
       Begin(ts);
@@ -332,7 +331,7 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
         // touched, what it declared, and a fresh reconnaissance.
         inner_->Abort();
         locks_->Unlock(req);
-        stats->exec_ns += NowNs() - granted;
+        stats->exec_ns += MonoNanos() - granted;
         ++stats->replans;
         if (plan >= kMaxPlans) {
           ++stats->conflicts[static_cast<size_t>(AbortCause::kValidation)];
@@ -344,7 +343,7 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
       }
       ExecResult result = Finish(s, txn_delay_ns, stats);
       locks_->Unlock(req);
-      stats->exec_ns += NowNs() - granted;
+      stats->exec_ns += MonoNanos() - granted;
       return result;
     }
   }
@@ -381,12 +380,12 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
 
   // Adds the reconnaissance run's accesses to items_.
   void Recon(absl::FunctionRef<absl::Status(Tx&)> proc, ExecutorStats* stats) {
-    const int64_t t0 = NowNs();
+    const int64_t t0 = MonoNanos();
     recon_->Begin(0);
     proc(*recon_).IgnoreError();  // its outcome is a guess; execution decides
     ToItems(recon_->accessed(), &items_);
     ++stats->recons;
-    stats->recon_ns += NowNs() - t0;
+    stats->recon_ns += MonoNanos() - t0;
   }
 
   static void ToItems(const std::vector<AccessSet::Entry>& entries, std::vector<LockItem>* items) {

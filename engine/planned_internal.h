@@ -36,17 +36,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "common/clock.h"
 #include "engine/cc.h"
 
 namespace corral {
 namespace engine {
 namespace planned_internal {
-
-inline int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // One lock a transaction holds: a lock granule of a table, read or write.
 struct LockItem {
@@ -136,7 +131,7 @@ class BatchSequencer {
   }
 
   void Submit(LockRequest* req) {
-    req->submit_ns = NowNs();
+    req->submit_ns = MonoNanos();
     {
       std::lock_guard<std::mutex> l(mu_);
       incoming_.push_back(req);
@@ -160,7 +155,7 @@ class BatchSequencer {
         if (stop_) return;
         batch.swap(incoming_);
       }
-      const int64_t now = NowNs();
+      const int64_t now = MonoNanos();
       for (LockRequest* r : batch) r->sealed_ns = now;
       sink_(std::move(batch));
     }

@@ -152,7 +152,7 @@ class QStoreService final : public LockService {
       }
       for (LockRequest* r : s.txns) {
         if (observer_) observer_(r->worker);
-        r->sealed_ns = NowNs();  // planned: sequencing + planning end here
+        r->sealed_ns = MonoNanos();  // planned: sequencing + planning end here
         // r cannot be granted before the closing HeadReached below (its +1),
         // so it lives through this loop; after that call, its worker may
         // run and free it, and the planner no longer touches it.
