@@ -234,7 +234,8 @@ int Schedule::PickQueue(const double* scores, bool advance, const std::atomic<in
 }
 
 Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefId> refs,
-                                          absl::Span<const uint16_t> mult, double* w) const {
+                                          absl::Span<const uint16_t> mult, double* w,
+                                          bool distinct) const {
   const bool use_mult = ref_multiplicity_ && !mult.empty();
   const ReadMode m = ReadModeNow();
   WeightSummary ws;
@@ -255,7 +256,7 @@ Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefI
     history_->GetMany(refs, counts, known);
   }
   for (size_t i = 0; i < refs.size(); ++i) {
-    if (history::RefSeenBefore(refs, i)) {
+    if (!distinct && history::RefSeenBefore(refs, i)) {
       w[i] = -1;  // already counted
       continue;
     }
@@ -320,7 +321,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
   Scratch& s = tls_scratch;
   s.Fit(n);
   double* w = s.Weights(refs.size());
-  const WeightSummary ws = Weights(p, refs, txn.ref_mult, w);
+  const WeightSummary ws = Weights(p, refs, txn.ref_mult, w, txn.refs_distinct);
   const RefId lead = ws.best > 0 && ws.lead < refs.size() ? refs[ws.lead] : RefId(0);
 
   // What the State records: every reference, or (scoring-only) those with a
@@ -351,7 +352,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
   QueueId q;
   if (hot_spots_ != nullptr && ws.best > 0 && hot_spots_->Route(lead, &q)) {
     // A split hot reference: one of its k queues, the State records it there.
-    state_->Record(rec, q, untracked);
+    state_->Record(rec, q, untracked, txn.refs_distinct);
   } else if (p.aggregation == Aggregation::kMax && ws.tied <= 1 && !rec.empty()) {
     // One State operation on the lead reads its row, scores and records; no
     // reference scores when best == 0 (every queue ties at 0).
@@ -372,7 +373,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
             if (seed && qi >= 0) seeds_[qi].fetch_add(1, std::memory_order_relaxed);
             return QueueId(qi);
           },
-          untracked);
+          untracked, txn.refs_distinct);
     };
     if (lead_seeds_rows_ && best > 0 && !state_->Contains(rec[rec_lead])) {
       // Seeding a new row: one seed at a time, so that concurrent seeds see
@@ -390,7 +391,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
     double* scores = s.scores.data();
     Score(p, refs, w, ws.best, scores);
     q = QueueId(PickQueue(scores, /*advance=*/true));
-    state_->Record(rec, q, untracked);
+    state_->Record(rec, q, untracked, txn.refs_distinct);
   }
   last.queue = q.value();
   if (hot_spots_ != nullptr && ws.best > 0) {

@@ -198,8 +198,9 @@ class Schedule {
     int tied = 0;
   };
   // With ref_multiplicity, w[i] is multiplied by mult[i] (when given).
+  // `distinct`: refs holds no reference twice (no duplicate scan).
   WeightSummary Weights(const Policy& p, absl::Span<const RefId> refs,
-                        absl::Span<const uint16_t> mult, double* w) const;
+                        absl::Span<const uint16_t> mult, double* w, bool distinct = false) const;
   // Scores from weights (as Weights gives them) and State rows.
   void Score(const Policy& p, absl::Span<const RefId> refs, const double* w, double best,
              double* scores) const;

@@ -83,6 +83,9 @@ class Txn {
 
   RefVec refs;                    // scheduling references (policy-extracted)
   RefMult ref_mult;               // statements naming each of refs (empty: 1 each)
+  // refs holds no reference twice (the reference extractor's output): the
+  // Schedule and State then skip their per-reference duplicate scans.
+  bool refs_distinct = false;
   uint64_t partition_key = 0;     // for the Hard Partition baseline
   TxnTypeId type{0};              // workload transaction type, for statistics
   int64_t decision_start_ns = 0;  // when scheduling began (response time origin)

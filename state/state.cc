@@ -194,9 +194,9 @@ void State::InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* 
 }
 
 void State::RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_t window,
-                       int64_t* added, bool* inserted) {
+                       int64_t* added, bool* inserted, bool distinct) {
   for (size_t i = 0; i < refs.size(); ++i) {
-    if (i == skip || history::RefSeenBefore(refs, i)) continue;
+    if (i == skip || (!distinct && history::RefSeenBefore(refs, i))) continue;
     const RefId r = refs[i];
     if (skip < refs.size() && r == refs[skip]) continue;
     if (Node* n = FindLocked(r)) {
@@ -213,7 +213,7 @@ void State::RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_
   }
 }
 
-void State::Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked) {
+void State::Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked, bool distinct) {
   const int qi = q.value();
   if (qi < 0 || qi >= num_queues_) return;
   if (refs.empty()) {
@@ -225,7 +225,7 @@ void State::Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked) {
   bool inserted = false;
   {
     history::ReaderDomain::Guard g(index_.domain());
-    RecordRest(refs, refs.size(), qi, window, &added, &inserted);
+    RecordRest(refs, refs.size(), qi, window, &added, &inserted, distinct);
   }
   totals_[qi].fetch_add(added, kRelaxed);
   if (inserted && bound_ > 0 && index_.size() > bound_) MaybeEvict();
@@ -233,7 +233,7 @@ void State::Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked) {
 
 QueueId State::RecordChosen(absl::Span<const RefId> refs, size_t lead,
                             absl::FunctionRef<QueueId(const RowView&)> choose,
-                            int64_t untracked) {
+                            int64_t untracked, bool distinct) {
   const int64_t window = clock_->NowNanos() / options_.rate_window_ns;
   const int n = num_queues_;
   QueueId chosen(-1);
@@ -252,7 +252,7 @@ QueueId State::RecordChosen(absl::Span<const RefId> refs, size_t lead,
     const int qi = chosen.value();
     if (qi < 0 || qi >= n) return chosen;
     if (node == nullptr) InsertOrBump(refs[lead], qi, window, &added, &inserted);
-    RecordRest(refs, lead, qi, window, &added, &inserted);
+    RecordRest(refs, lead, qi, window, &added, &inserted, distinct);
   }
   totals_[chosen.value()].fetch_add(added, kRelaxed);
   if (inserted && bound_ > 0 && index_.size() > bound_) MaybeEvict();

@@ -149,7 +149,9 @@ class State {
   // that cannot score) but still count in totals[q], so the default rule
   // sees every reference. Untracked counts are never evicted:
   // totals = sum over held rows + untracked placements.
-  void Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked = 0);
+  // `distinct` (all three recording calls): refs holds no reference twice,
+  // so the per-reference duplicate scan is skipped.
+  void Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked = 0, bool distinct = false);
   // Decide-and-record: calls `choose` once with refs[lead]'s row (empty when
   // not held) under that reference's bucket locks, then records the queue it
   // returns for every distinct reference of `refs` as Record() does. `choose`
@@ -158,7 +160,7 @@ class State {
   // nothing. Returns what `choose` returned. `lead` < refs.size().
   QueueId RecordChosen(absl::Span<const RefId> refs, size_t lead,
                        absl::FunctionRef<QueueId(const RowView&)> choose,
-                       int64_t untracked = 0);
+                       int64_t untracked = 0, bool distinct = false);
   // Takes back one Record(refs, q) whose placement did not happen (the run
   // queue refused the transaction): counts[r][q]--, T-- and totals[q]-- for
   // every distinct r still held with counts[r][q] > 0; Q recomputed. The
@@ -245,7 +247,7 @@ class State {
   int64_t Bump(Node* n, int qi, int64_t window) const;
   // Records refs[i] (i != skip, first occurrences only) on qi. Inside a guard.
   void RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_t window,
-                  int64_t* added, bool* inserted);
+                  int64_t* added, bool* inserted, bool distinct);
   // Inserts (or bumps, if it is held) a reference. Inside a guard.
   void InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* inserted);
   // Smoothing of R: folds completed windows into rate (values, not atomics).

@@ -199,6 +199,7 @@ struct alignas(64) GenCtx {
   int64_t extract_cpu_ns = 0, submit_cpu_ns = 0, statements = 0;
   int64_t cpu_sampled = 0;  // transactions whose thread CPU was timed
   SqlRefs::Local sql_refs;  // this thread's index of prepared templates
+  size_t refs_reserve = 16;  // largest reference count seen: one allocation per txn
   uint64_t hook_commits = 0;
   scheduler::LatencyHistogram latency;  // measured window only
 };
@@ -296,8 +297,12 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
       g.statements += static_cast<int64_t>(g.bound.size());
       // auto: the extraction half of the policy routing now.
       const ExtractionPolicy& ext = auto_policy ? sched->policy().extraction : spec.extraction;
+      t->refs.reserve(g.refs_reserve);
+      if (c.ref_multiplicity) t->ref_mult.reserve(g.refs_reserve);
       g.extract_errors += sql_refs->Extract(g.bound, ext, &g.sql_refs, &t->refs,
                                             c.ref_multiplicity ? &t->ref_mult : nullptr);
+      t->refs_distinct = true;  // the extractor never appends a reference twice
+      g.refs_reserve = std::max(g.refs_reserve, std::min<size_t>(t->refs.size(), 1024));
     }
     const int64_t t1 = clock->NowNanos();
     const int64_t c1 = timed ? ThreadCpuNanos() : 0;
