@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "scheduler/schedule.h"
 
 #include <vector>
@@ -317,6 +318,34 @@ TEST(ScheduleTest, PlaceAgreesWithDecide) {
       ASSERT_EQ(s.Place(txn), want) << name << " txn " << t;
       EXPECT_EQ(txn.queue, want);
       EXPECT_EQ(st->Total(want) - before, static_cast<int64_t>(history::DistinctRefs(txn.refs)));
+    }
+  }
+}
+
+// refs_distinct (the extractor's references, never repeated) skips the
+// duplicate scans and must decide and record exactly as without it: two
+// identical Schedules over identical tables, one told, one not.
+TEST(ScheduleTest, DistinctFlagDecidesAndRecordsAsTheScan) {
+  for (const char* name : {"count-max-canonical-single", "fraction-sum-canonical-single"}) {
+    history::History h;
+    auto st_a = MakeState(4);
+    auto st_b = MakeState(4);
+    for (int i = 0; i < 30; ++i) h.Add(RefId(500 + i), i % 5, i % 2);
+    Schedule a(&h, st_a.get(), P(name), 3);
+    Schedule b(&h, st_b.get(), P(name), 3);
+    uint64_t x = 11;
+    for (int t = 0; t < 300; ++t) {
+      Txn ta, tb;
+      for (int j = 0; j < 1 + t % 7; ++j) {
+        x = Mix64(x);
+        const RefId r(500 + x % 40);
+        if (std::find(ta.refs.begin(), ta.refs.end(), r) != ta.refs.end()) continue;
+        ta.refs.push_back(r);
+        tb.refs.push_back(r);
+      }
+      tb.refs_distinct = true;
+      ASSERT_EQ(a.Place(ta), b.Place(tb)) << name << " txn " << t;
+      for (int q = 0; q < 4; ++q) ASSERT_EQ(st_a->Total(QueueId(q)), st_b->Total(QueueId(q)));
     }
   }
 }
