@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Issue 16, proxy: a hot set that moves. pgbench (CLIENTS clients, POOL
+# backends, SERIALIZABLE, --max-tries) runs moving_hot.sql through PgBouncer
+# (transaction mode) and through Corral (online learning: aging with the
+# proxy's default half-life), one path after the other on the same database,
+# WINDOWS windows of WINDOW seconds each; at the start of every window the hot
+# set (HOT_ROWS rows) moves to a fresh range of pgbench_accounts. Per window:
+# committed tps and retried transactions (pgbench's aggregated log), and
+# Corral against PgBouncer in the same window. Targets (issue 16): Corral's
+# retried at most 0.2x PgBouncer's in every window, committed tps at least
+# 1.2x PgBouncer's.
+#
+#   bash bench/proxy/moving.sh                       # 4 windows of 10 s
+#   WINDOWS=6 WINDOW=10 CLIENTS=16 POOL=8 bash bench/proxy/moving.sh
+#
+# Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+WINDOW=${WINDOW:-10}
+WINDOWS=${WINDOWS:-4}
+CLIENTS=${CLIENTS:-16}
+POOL=${POOL:-8}
+SCALE=${SCALE:-10}
+HOT_ROWS=${HOT_ROWS:-20}
+MAX_TRIES=${MAX_TRIES:-100}
+POLICY=${POLICY:-count-max-canonical-single}
+PATHS=${PATHS:-pgbouncer corral}
+DB=corral_bench
+. bench/proxy/lib.sh
+SERVER_BIN=$(proxy_server_bin) || { echo "build failed"; exit 1; }
+pg_for_bench
+WORK=$(mktemp -d /tmp/corral-moving.XXXXXX)
+chmod 755 "$WORK"
+pids=()
+cleanup() {
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ $started_pg = 1 ]; then bash scripts/pg.sh stop >/dev/null 2>&1 || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+bench_db "$DB" "$SCALE" "$PGPORT"
+psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "CREATE TABLE corral_hot (off int)" \
+  -c "INSERT INTO corral_hot VALUES (0)" >/dev/null
+NROWS=$((100000 * SCALE))
+STRIDE=$(( (NROWS - HOT_ROWS) / (WINDOWS + 1) ))
+
+declare -A PORT
+BPORT=$(free_port)
+echo '"postgres" ""' > "$WORK/userlist.txt"
+pgbouncer_ini "$WORK/pgbouncer.ini" "$DB" "$PGPORT" "$BPORT" "$POOL" "$WORK/userlist.txt" "$WORK/pgbouncer.log"
+chmod 644 "$WORK"/*
+start_pgbouncer "$WORK/pgbouncer.ini" "$WORK/pgbouncer.log"
+pids+=($!)
+PORT[pgbouncer]=$BPORT
+PORT[corral]=$(free_port)
+cat > "$WORK/corral.ini" <<INI
+listen_addr = 127.0.0.1
+pool_size = $POOL
+max_client_conn = 200
+server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=$DB
+policy = $POLICY
+INI
+"$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[corral]} 2> "$WORK/corral.log" &
+pids+=($!)
+sleep 2
+
+move() {  # window index -> the hot set's offset
+  psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "UPDATE corral_hot SET off = $(( $1 * STRIDE ))" >/dev/null
+}
+
+RES="$WORK/windows.tsv"
+: > "$RES"
+for path in $PATHS; do
+  move 0
+  mkdir -p "$WORK/$path"
+  ( cd "$WORK/$path" && pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 \
+      -T $((WINDOW * WINDOWS)) -f "$OLDPWD/bench/proxy/moving_hot.sql" -D rows="$HOT_ROWS" \
+      --max-tries="$MAX_TRIES" -l --aggregate-interval="$WINDOW" --log-prefix=agg $DB > out.txt 2>&1 ) &
+  bench_pid=$!
+  # The hot set moves at every window's start (pgbench's intervals start with its run).
+  for ((w = 1; w < WINDOWS; w++)); do
+    sleep "$WINDOW"
+    move "$w"
+  done
+  wait $bench_pid || true
+  # Aggregated log, one file per pgbench thread: interval_start n sum_lat sum_lat2
+  # min max failures, lag (4), retried retries ...; summed per interval.
+  cat "$WORK/$path"/agg.* | awk -v p="$path" -v win="$WINDOW" '
+    { n[$1] += $2; f[$1] += $7; r[$1] += $12 }
+    END { for (t in n) printf "%s\t%s\t%d\t%d\t%d\n", p, t, n[t], r[t], f[t] }' | sort -k2,2n > "$WORK/$path.tsv"
+  awk -v OFS='\t' '{ print $1, NR, $3, $4, $5 }' "$WORK/$path.tsv" >> "$RES"
+  grep -E "^(tps|number of transactions actually|number of failed|number of transactions retried)" "$WORK/$path/out.txt" | sed "s/^/# $path: /"
+done
+
+echo
+echo "| window | PgBouncer tps | Corral tps | tps Corral / PgBouncer | PgBouncer retried | Corral retried | retried Corral / PgBouncer |"
+echo "|---:|---:|---:|---:|---:|---:|---:|"
+awk -F'\t' -v win="$WINDOW" -v nw="$WINDOWS" '
+  { n[$1, $2] = $3; r[$1, $2] = $4; if ($2 > max) max = $2 }
+  END {
+    for (w = 1; w <= nw && w <= max; w++) {
+      bn = n["pgbouncer", w]; cn = n["corral", w]; br = r["pgbouncer", w]; cr = r["corral", w]
+      printf "| %d | %.0f | %.0f | %s | %d | %d | %s |\n", w, bn / win, cn / win,
+        (bn > 0 ? sprintf("%.2fx", cn / bn) : "-"), br, cr, (br > 0 ? sprintf("%.2fx", cr / br) : "-")
+    }
+  }' "$RES"
