@@ -9,36 +9,39 @@ namespace proxy {
 int CapRule::Step(State* st, const Window& w) const {
   const int top = std::max(1, max_k);
   if (st->k <= 0 || st->k > top) st->k = top;
-  if (st->cost.size() != static_cast<size_t>(top) + 1) st->cost.assign(static_cast<size_t>(top) + 1, {0.0, -1});
+  if (st->at.size() != static_cast<size_t>(top) + 1) st->at.assign(static_cast<size_t>(top) + 1, Measured());
   const int64_t now = st->windows++;
   if (w.good + w.conflicts <= 0) return st->k;  // nothing ended: no evidence
   const double inf = std::numeric_limits<double>::infinity();
   const double c = w.good > 0 ? (w.wait_ns + w.attempt_ns) / static_cast<double>(w.good) : inf;
   const double r = w.good > 0 ? static_cast<double>(w.conflicts) / static_cast<double>(w.good) : inf;
   const int k = st->k;
-  st->cost[k] = {c, now};
-  auto known = [&](int j, double* out) {
+  st->at[k] = Measured{c, r, now};
+  auto known = [&](int j, Measured* out) {
     if (j < 1 || j > top) return false;
-    const auto& m = st->cost[j];
-    if (m.second < 0 || now - m.second > memory_windows) return false;
-    *out = m.first;
+    const Measured& m = st->at[j];
+    if (m.window < 0 || now - m.window > memory_windows) return false;
+    *out = m;
     return true;
   };
   st->since_change++;
-  const bool calm = r < min_abort_rate;
-  st->calm_streak = calm ? st->calm_streak + 1 : 0;
-  double down = 0, up = 0;
+  const double calm_rate = min_abort_rate / 2;  // hysteresis: grow only well below the shrink rate
+  st->calm_streak = r < calm_rate ? st->calm_streak + 1 : 0;
+  Measured down, up;
   const bool has_down = known(k - 1, &down);
   const bool has_up = known(k + 1, &up);
-  const bool down_worse = has_down && down > c * (1 + tolerance);
-  const bool up_worse = has_up && up > c * (1 + tolerance);
+  const bool down_worse = has_down && down.cost > c * (1 + tolerance);
+  const bool up_worse = has_up && up.cost > c * (1 + tolerance);
   int next = k;
-  if (!calm && k > 1 && !down_worse) {
-    next = k - 1;  // aborts cost: less concurrency, unless measured worse
-  } else if (k < top && has_up && up < c * (1 - tolerance)) {
+  if (r >= min_abort_rate && k > 1 && !down_worse) {
+    // Aborts cost: less concurrency, unless measured worse; halved while
+    // they are heavy and nothing below is measured.
+    next = r >= heavy_abort_rate && !has_down ? std::max(1, k / 2) : k - 1;
+  } else if (k < top && has_up && up.cost < c * (1 - tolerance)) {
     next = k + 1;  // measured better above
-  } else if (k < top && k > 1 && calm && st->calm_streak >= std::max(1, grow_windows) && !up_worse) {
-    next = k + 1;  // conflicts stopped: grow back
+  } else if (k < top && !up_worse &&
+             (k > 1 ? st->calm_streak >= std::max(1, grow_windows) : has_up && up.aborts < calm_rate)) {
+    next = k + 1;  // conflicts stopped (at k = 1: k = 2 was measured calm)
   } else if (k < top && !has_up && st->since_change >= std::max(1, probe_windows)) {
     next = k + 1;  // k + 1 unmeasured (or expired): probe it
   }

@@ -13,16 +13,19 @@
 //       costs wait. In a closed loop C = clients / goodput, so lower C is
 //       both fewer lost attempts and more commits.
 //   r = conflict ends per good end.
-// The rule remembers C per k (a measurement expires after memory_windows):
+// The rule remembers C and r per k (a measurement expires after
+// memory_windows):
 //   shrink (k - 1) when r >= min_abort_rate and C at k - 1 is not known to
 //          be worse (by more than `tolerance`): aborts cost, try less
-//          concurrency; this walks toward 1 while aborts keep costing;
+//          concurrency; this walks toward 1 while aborts keep costing
+//          (k / 2 while r >= heavy_abort_rate and nothing below is known);
 //   grow   (k + 1) when C at k + 1 is known and better; or when conflicts
-//          stopped (r < min_abort_rate, k > 1) for grow_windows windows in
-//          a row and k + 1 is not known to be worse; or, with k + 1 not
-//          measured (expired), after probe_windows windows at k (at k = 1
-//          the template's own conflicts cannot show: a probe of k = 2 is how
-//          a cap learns that they stopped).
+//          stopped (r < min_abort_rate / 2 for grow_windows windows in a
+//          row; at k = 1, where the template's own conflicts cannot show:
+//          when k = 2 was measured that calm) and k + 1 is not known to be
+//          worse; or, with k + 1 not measured (expired), after
+//          probe_windows windows at k (the probe that tells k = 1 its
+//          conflicts stopped).
 // k = max_k means uncapped (nothing waits).
 //
 // Why not scheduler/hot_spots.h's SplitRule (grow when the excess queue wait
@@ -66,7 +69,8 @@ namespace proxy {
 // The k rule's knobs and one template's state under it.
 struct CapRule {
   int max_k = 8;                  // k = max_k: uncapped
-  double min_abort_rate = 0.02;   // conflicts per good end below this: "stopped"
+  double min_abort_rate = 0.05;   // conflicts per good end from which k shrinks
+  double heavy_abort_rate = 0.5;  // from which it halves (nothing below measured)
   double tolerance = 0.1;         // C differences within this fraction are ties
   int grow_windows = 2;
   int probe_windows = 10;
@@ -78,12 +82,17 @@ struct CapRule {
     double wait_ns = 0;     // cap waits of the attempts admitted
     double attempt_ns = 0;  // admission-to-end times of the ends
   };
+  struct Measured {
+    double cost = 0;      // C
+    double aborts = 0;    // r
+    int64_t window = -1;  // when (-1: never)
+  };
   struct State {
     int k = 0;  // 0 = not started: max_k
     int64_t windows = 0;
     int since_change = 0;
     int calm_streak = 0;
-    std::vector<std::pair<double, int64_t>> cost;  // per k: C, window it was measured (-1 none)
+    std::vector<Measured> at;  // per k
   };
   // Steps `st` by one window; returns the new k.
   int Step(State* st, const Window& w) const;
@@ -94,8 +103,8 @@ class TemplateCap {
   enum class End { kGood, kConflict };
   struct Options {
     CapRule rule;
-    int64_t window_ns = 200 * 1000 * 1000;
-    int64_t min_window_ends = 20;
+    int64_t window_ns = 100 * 1000 * 1000;
+    int64_t min_window_ends = 50;
     size_t max_templates = 1024;
   };
   struct Counters {
