@@ -181,8 +181,8 @@ struct Options {
   // template_cap_window_ends ends.
   bool template_concurrency = false;
   int template_cap_max_k = 8;
-  int template_cap_window_ms = 200;
-  int template_cap_window_ends = 20;
+  int template_cap_window_ms = 100;
+  int template_cap_window_ends = 50;
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
 };
 

@@ -16,7 +16,10 @@ int CapRule::Step(State* st, const Window& w) const {
   const double c = w.good > 0 ? (w.wait_ns + w.attempt_ns) / static_cast<double>(w.good) : inf;
   const double r = w.good > 0 ? static_cast<double>(w.conflicts) / static_cast<double>(w.good) : inf;
   const int k = st->k;
-  st->at[k] = Measured{c, r, now};
+  // Staying at k: its measurement is the mean with the last window's (one
+  // noisy window moves it half as far).
+  Measured& at = st->at[k];
+  at = at.window == now - 1 ? Measured{(at.cost + c) / 2, (at.aborts + r) / 2, now} : Measured{c, r, now};
   auto known = [&](int j, Measured* out) {
     if (j < 1 || j > top) return false;
     const Measured& m = st->at[j];
@@ -30,15 +33,17 @@ int CapRule::Step(State* st, const Window& w) const {
   Measured down, up;
   const bool has_down = known(k - 1, &down);
   const bool has_up = known(k + 1, &up);
-  const bool down_worse = has_down && down.cost > c * (1 + tolerance);
-  const bool up_worse = has_up && up.cost > c * (1 + tolerance);
+  const bool up_better = has_up && up.cost < at.cost * (1 - tolerance);
+  st->better_streak = up_better ? st->better_streak + 1 : 0;
+  const bool down_worse = has_down && down.cost > at.cost * (1 + tolerance);
+  const bool up_worse = has_up && up.cost > at.cost * (1 + tolerance);
   int next = k;
   if (r >= min_abort_rate && k > 1 && !down_worse) {
     // Aborts cost: less concurrency, unless measured worse; halved while
     // they are heavy and nothing below is measured.
     next = r >= heavy_abort_rate && !has_down ? std::max(1, k / 2) : k - 1;
-  } else if (k < top && has_up && up.cost < c * (1 - tolerance)) {
-    next = k + 1;  // measured better above
+  } else if (k < top && st->better_streak >= std::max(1, grow_windows)) {
+    next = k + 1;  // measured better above (grow_windows windows in a row)
   } else if (k < top && !up_worse &&
              (k > 1 ? st->calm_streak >= std::max(1, grow_windows) : has_up && up.aborts < calm_rate)) {
     next = k + 1;  // conflicts stopped (at k = 1: k = 2 was measured calm)
@@ -49,6 +54,7 @@ int CapRule::Step(State* st, const Window& w) const {
     st->k = next;
     st->since_change = 0;
     st->calm_streak = 0;
+    st->better_streak = 0;
   }
   return st->k;
 }

@@ -19,7 +19,9 @@
 //          be worse (by more than `tolerance`): aborts cost, try less
 //          concurrency; this walks toward 1 while aborts keep costing
 //          (k / 2 while r >= heavy_abort_rate and nothing below is known);
-//   grow   (k + 1) when C at k + 1 is known and better; or when conflicts
+//   grow   (k + 1) when C at k + 1 is known and better (grow_windows
+//          windows in a row; C at the k stayed at is the mean of its last
+//          two windows); or when conflicts
 //          stopped (r < min_abort_rate / 2 for grow_windows windows in a
 //          row; at k = 1, where the template's own conflicts cannot show:
 //          when k = 2 was measured that calm) and k + 1 is not known to be
@@ -92,6 +94,7 @@ struct CapRule {
     int64_t windows = 0;
     int since_change = 0;
     int calm_streak = 0;
+    int better_streak = 0;     // windows in a row k + 1 was measured better
     std::vector<Measured> at;  // per k
   };
   // Steps `st` by one window; returns the new k.

@@ -56,7 +56,7 @@ TEST(CapRule, HoldsWhereLessConcurrencyMeasuredWorse) {
   CapRule::State st;
   // Client time per good end: k=4: 1.0, k=3: 0.8, k=2: 2.0 (worse), k=1: 3.0.
   auto cost = [](int k) { return k == 4 ? 1.0e6 : k == 3 ? 0.8e6 : k == 2 ? 2.0e6 : 3.0e6; };
-  for (int i = 0; i < 6; ++i) rule.Step(&st, Win(100, 10, cost(st.k)));
+  for (int i = 0; i < 8; ++i) rule.Step(&st, Win(100, 10, cost(st.k)));
   // 4 -> 3 -> 2 -> 1 (unknown: tried) -> 2 -> 3 (each measured better
   // above) and stays there while the measurements are fresh.
   EXPECT_EQ(st.k, 3);
