@@ -25,21 +25,6 @@ namespace corral {
 namespace proxy {
 namespace {
 
-template <typename Fn>
-bool Eventually(Fn cond) {
-  for (int i = 0; i < 500; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
-std::string ClientPath(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "corral", "/tests/proxy/clients/", name);
-}
-
 class TemplateCapTest : public ScratchTableTest {
  protected:
   void TearDown() override {
