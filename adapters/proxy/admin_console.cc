@@ -82,6 +82,12 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("template_predicted_hits", s.template_predicted_hits);
     row("template_behind_holder", s.template_behind_holder);
     row("template_mappings_dropped", s.template_mappings_dropped);
+    row("template_cap_waits", s.template_cap_waits);
+    row("template_cap_wait_ms", s.template_cap_wait_ms);
+    row("template_cap_cancels", s.template_cap_cancels);
+    row("template_cap_shrinks", s.template_cap_shrinks);
+    row("template_cap_grows", s.template_cap_grows);
+    row("template_cap_capped", s.template_cap_capped);
     const AdminSource::LearnedSizes l = source_.Learned();
     row("history_entries", l.history_entries);
     row("history_max_entries", l.history_max_entries);
@@ -112,8 +118,8 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     wire::AppendTextResult(out, t.columns, t.rows);
     return done();
   }
-  if (is("show", "templates")) {
-    const AdminTable t = source_.TemplateRows();
+  if (is("show", "templates") || is("show", "template_caps")) {
+    const AdminTable t = words[1] == "templates" ? source_.TemplateRows() : source_.TemplateCapRows();
     wire::AppendTextResult(out, t.columns, t.rows);
     return done();
   }

@@ -87,6 +87,9 @@ class AdminSource {
   // SHOW TEMPLATES: the learned statement templates (templates.h) of every
   // database with templates on.
   virtual AdminTable TemplateRows() const { return {}; }
+  // SHOW TEMPLATE_CAPS: the per-template concurrency cap (template_cap.h)
+  // of every database with template_concurrency on: k, running, waiting.
+  virtual AdminTable TemplateCapRows() const { return {}; }
   virtual std::string PolicyName() const = 0;
   virtual std::string StealingName() const = 0;
   // The policy by name (ParsePolicy's names); an error for an unknown one.

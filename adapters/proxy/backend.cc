@@ -405,6 +405,7 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
     MarkDirty(c);
     RouterOf(c).Finish(&c->route, scheduler::Outcome::kFailed);
     Detach(b, c);
+    CapEnd(c, /*conflict=*/false);
     // Anything the client sent after the failed batch is routed anew.
   }
   DropClusterLocks(b);  // the server ended the session, and its locks

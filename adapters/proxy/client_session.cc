@@ -381,6 +381,7 @@ void Proxy::Loop::CloseClient(Client* c) {
     b->sess = BackendSession(b->connect_params);
     SendInternal(b, "RESET ALL; UNLISTEN *");
   }
+  CapEnd(c, /*conflict=*/false);  // a template slot it held or waited for
   auto it = clients_.find(c);
   if (it != clients_.end()) {
     graveyard_.push_back(std::move(it->second));

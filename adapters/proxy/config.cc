@@ -71,6 +71,10 @@ absl::Status ParseEntryFields(absl::string_view what, absl::string_view value, D
       bool on = false;
       if (auto st = OnOff("templates", v, &on); !st.ok()) return st;
       e->templates = on ? 1 : 0;
+    } else if (k == "template_concurrency") {
+      bool on = false;
+      if (auto st = OnOff("template_concurrency", v, &on); !st.ok()) return st;
+      e->template_concurrency = on ? 1 : 0;
     }  // other libpq / PgBouncer keys (connect_timeout, pool_mode, ...) do not apply
   }
   return absl::OkStatus();
@@ -289,6 +293,17 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
       return absl::InvalidArgumentError(absl::StrCat("template_threshold must be in (0, 1], not '", value, "'"));
     }
     o->template_threshold = d;
+  } else if (key == "template_concurrency") {
+    if (auto st = OnOff(key, value, &o->template_concurrency); !st.ok()) return st;
+  } else if (key == "template_cap_max_k") {
+    if (auto st = Int(key, value, 1, 1024, &n); !st.ok()) return st;
+    o->template_cap_max_k = static_cast<int>(n);
+  } else if (key == "template_cap_window_ms") {
+    if (auto st = Int(key, value, 1, 60000, &n); !st.ok()) return st;
+    o->template_cap_window_ms = static_cast<int>(n);
+  } else if (key == "template_cap_window_ends") {
+    if (auto st = Int(key, value, 1, 1000000, &n); !st.ok()) return st;
+    o->template_cap_window_ends = static_cast<int>(n);
   } else if (key == "template_max") {
     if (auto st = Int(key, value, 0, int64_t{1} << 20, &n); !st.ok()) return st;
     o->template_max = static_cast<size_t>(n);

@@ -23,8 +23,10 @@
 //   max_fallback_databases = 16
 //   retry_routing = on | off       retry_memory_size = 4096   (retry_memory.h; per database)
 //   templates = off | on           template_threshold = 0.9   template_max = 1024   (templates.h)
+//   template_concurrency = off | on   template_cap_max_k = 8   template_cap_window_ms = 100
+//                       template_cap_window_ends = 50   (template_cap.h; per database)
 //   [databases]  name = host=... port=... dbname=... user=... password=... pool_size=... auth_user=...
-//                       retry_routing=on|off templates=on|off
+//                       retry_routing=on|off templates=on|off template_concurrency=on|off
 //                * = host=...     (fallback: dbname = the client's database)
 //   [users]      alice = pool_size=2
 //   client_tls_sslmode = disable | allow | prefer | require | verify-ca | verify-full

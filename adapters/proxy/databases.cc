@@ -67,6 +67,15 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
     to.max_templates = opt_.template_max;
     db->router->SetTemplates(std::make_unique<Templates>(to));
   }
+  if (e.template_concurrency < 0 ? opt_.template_concurrency : e.template_concurrency > 0) {
+    TemplateCap::Options co;
+    co.rule.max_k = opt_.template_cap_max_k;
+    co.window_ns = int64_t{opt_.template_cap_window_ms} * 1000000;
+    co.min_window_ends = opt_.template_cap_window_ends;
+    co.max_templates = opt_.template_max;
+    db->tcap = std::make_unique<TemplateCap>(co);
+    db->router->SetTraceFirst(true);  // its first statement's shape is the key
+  }
   if (fallback) ++fallback_dbs_;
   StartCluster(db.get());
   Database* raw = db.get();

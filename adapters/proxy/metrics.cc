@@ -80,6 +80,18 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
           "Transactions queued behind the running holder of a predicted reference.", stats.template_behind_holder);
   counter("corral_template_mappings_dropped_total", "Learned template mappings that stopped holding.",
           stats.template_mappings_dropped);
+  counter("corral_template_cap_waits_total", "Transactions that waited for a template concurrency slot.",
+          stats.template_cap_waits);
+  counter("corral_template_cap_wait_ms_total", "Time transactions waited for a template concurrency slot (ms).",
+          stats.template_cap_wait_ms);
+  counter("corral_template_cap_cancels_total", "Template slot waiters whose client left.", stats.template_cap_cancels);
+  counter("corral_template_cap_shrinks_total", "Steps down of a template's concurrency cap.",
+          stats.template_cap_shrinks);
+  counter("corral_template_cap_grows_total", "Steps up of a template's concurrency cap.", stats.template_cap_grows);
+  absl::StrAppend(&s,
+                  "# HELP corral_template_cap_capped Templates whose concurrency is capped now.\n"
+                  "# TYPE corral_template_cap_capped gauge\ncorral_template_cap_capped ",
+                  stats.template_cap_capped.load(), "\n");
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

@@ -77,6 +77,7 @@ struct DatabaseEntry {
   std::string auth_user;  // for auth_query; "" = the global auth_user
   int retry_routing = -1;  // retry_routing=on|off for this database; -1 = the global key
   int templates = -1;      // templates=on|off for this database; -1 = the global key
+  int template_concurrency = -1;  // template_concurrency=on|off for this database; -1 = the global key
 };
 
 struct Options {
@@ -173,6 +174,15 @@ struct Options {
   bool templates = false;
   double template_threshold = 0.9;
   size_t template_max = 1024;
+  // Per-template concurrency cap (template_cap.h): at most k transactions
+  // of one first-statement shape run at once, k chosen online per template
+  // (template_cap_max_k = uncapped); the others wait before their first
+  // statement. Windows of template_cap_window_ms and at least
+  // template_cap_window_ends ends.
+  bool template_concurrency = false;
+  int template_cap_max_k = 8;
+  int template_cap_window_ms = 100;
+  int template_cap_window_ends = 50;
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
 };
 

@@ -61,6 +61,7 @@
 #include "adapters/proxy/router.h"
 #include "adapters/proxy/session_params.h"
 #include "adapters/proxy/steal.h"
+#include "adapters/proxy/template_cap.h"
 #include "adapters/proxy/tls.h"
 
 namespace corral {
@@ -219,6 +220,14 @@ struct Client : Conn {
   bool retry = false;
   bool retry_pinned = false;
   size_t routed_ahead = 0;  // pending messages whose references routing already took
+  // Per-template concurrency cap (template_cap.h, tcap_loop.cc): its
+  // transaction's template (first-statement shape), and whether it waits
+  // for a slot (its first statement held) or holds one (admitted at
+  // cap_since) until the transaction ends.
+  enum class Cap { kNone, kWaiting, kRunning };
+  Cap cap = Cap::kNone;
+  std::string cap_key;
+  int64_t cap_since = 0;
   StatementMap stmts;
   int64_t txns = 0;
   ClientSession sess{0};
@@ -251,6 +260,8 @@ struct Database {
   // remembered conflict-failed transactions.
   bool retry_routing = false;
   std::unique_ptr<RetryMemory> retries;
+  // Per-template concurrency cap (template_cap.h); null when off.
+  std::unique_ptr<TemplateCap> tcap;
   // Multi-proxy mode (cluster.h); null when cluster_name is empty. Last:
   // stopped (joined) before the Scheduler it reads goes.
   std::unique_ptr<ClusterSync> cluster;
@@ -448,6 +459,18 @@ class Proxy::Loop : private AdminSource {
   // COMMIT / ROLLBACK): CommandComplete.
   void EndHeldTxn(Client* c, TxnControl kind);
 
+  // --- per-template concurrency cap (tcap_loop.cc)
+  // Before c's transaction is routed: true when it may run (admitted, or
+  // its database has no cap, or it holds its slot already); false when it
+  // waits (its first statement held until a slot frees).
+  bool CapAdmit(Client* c);
+  // c's transaction ended (`conflict`: with 40001 / 40P01) or its client
+  // left: its slot frees and the waiters admitted in its place start; a
+  // waiting client that left is removed. No-op when c holds nothing.
+  void CapEnd(Client* c, bool conflict);
+  // AdminSource: SHOW TEMPLATE_CAPS.
+  AdminTable TemplateCapRows() const override;
+
   // --- extended protocol (extended.cc)
   bool AnswerHeldExtended(Client* c, size_t end);
   bool AnswerPrepareOnly(Client* c, size_t end);
@@ -566,6 +589,7 @@ class Proxy::Loop : private AdminSource {
   std::vector<std::pair<std::string, std::string>> server_params_;
   DescribeCache describe_cache_{4096};  // the server's Describe-statement answers
   uint64_t next_client_id_ = 1;
+  absl::flat_hash_map<uint64_t, Client*> cap_waiters_;  // clients waiting for a template slot, by id
   std::string cluster_proxy_id_;  // multi-proxy mode: this proxy's row key
   std::atomic<int64_t> clients_now_{0};
   const bool trace_ = std::getenv("CORRAL_PROXY_TRACE") != nullptr;  // message trace on stderr

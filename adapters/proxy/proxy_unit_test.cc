@@ -526,6 +526,26 @@ TEST(Config, RetryRoutingAndTemplates) {
   EXPECT_FALSE(ApplyDatabaseLine("x", "templates=maybe", &o).ok());
 }
 
+TEST(Config, TemplateConcurrency) {
+  Options o;
+  EXPECT_FALSE(o.template_concurrency);  // off by default
+  ASSERT_TRUE(ParseConfigText("template_concurrency = on\ntemplate_cap_max_k = 6\ntemplate_cap_window_ms = 100\n"
+                              "template_cap_window_ends = 5\n"
+                              "[databases]\nshop = template_concurrency=off\nhr =\n",
+                              "t.ini", &o)
+                  .ok());
+  EXPECT_TRUE(o.template_concurrency);
+  EXPECT_EQ(o.template_cap_max_k, 6);
+  EXPECT_EQ(o.template_cap_window_ms, 100);
+  EXPECT_EQ(o.template_cap_window_ends, 5);
+  EXPECT_EQ(o.databases["shop"].template_concurrency, 0);
+  EXPECT_EQ(o.databases["hr"].template_concurrency, -1);  // the global key
+  EXPECT_FALSE(ApplyConfigLine("template_concurrency", "sometimes", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("template_cap_max_k", "0", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("template_cap_window_ms", "-5", &o).ok());
+  EXPECT_FALSE(ApplyDatabaseLine("x", "template_concurrency=maybe", &o).ok());
+}
+
 }  // namespace
 }  // namespace proxy
 }  // namespace corral

@@ -51,7 +51,7 @@ void Proxy::Loop::Pump(Client* c) {
       c->pending.pop_front();
       continue;
     }
-    if (c->waiting) return;
+    if (c->waiting || c->cap == Client::Cap::kWaiting) return;
     if (!StartUnit(c)) return;
   }
 }
@@ -174,6 +174,7 @@ void Proxy::Loop::StartTxn(Client* c) {
     ShutdownClient(c);
     return;
   }
+  if (!CapAdmit(c)) return;  // waits for a slot of its template (tcap_loop.cc)
   const StealMode mode = steal_mode();
   // Affinity only matters to the affinity-aware rule (it costs a Decide).
   const bool want = mode == StealMode::kAffinity || mode == StealMode::kInFlight;
@@ -348,6 +349,7 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
   RememberForRetry(c, o);
   Detach(b, c);
   Dispatch(b);
+  CapEnd(c, o == scheduler::Outcome::kConflictAbort);
   Pump(c);
 }
 

@@ -71,8 +71,7 @@ void Router::SetSchema(std::shared_ptr<const Schema> schema) {
 }
 
 void Router::AddQuery(absl::string_view sql, RoutedTxn* t) {
-  if (templates_ != nullptr && t->trace.size() <= Templates::kMaxPositions &&
-      ClassifyTxnControl(sql) == TxnControl::kOther) {
+  if (Traces(t->trace.size()) && ClassifyTxnControl(sql) == TxnControl::kOther) {
     t->trace.push_back(Stmt::FromSimple(sql));
   }
   (void)extractor_->Extract(sql, sched_.policy().extraction, ParamSpan(), &t->txn.refs, &t->txn.ref_mult,
@@ -142,8 +141,7 @@ void Router::LearnParamTypes(const std::string& key, absl::string_view parameter
 void Router::AddBindImpl(const PreparedDef& d, absl::string_view bind_body, bool may_defer, RoutedTxn* t) {
   // A malformed Bind yields nothing here; the server reports it to the client.
   if (!ParseBindMessage(bind_body, &bind_).ok()) return;
-  if (templates_ != nullptr && may_defer && t->trace.size() <= Templates::kMaxPositions &&
-      ClassifyTxnControl(d.query) == TxnControl::kOther) {
+  if (may_defer && Traces(t->trace.size()) && ClassifyTxnControl(d.query) == TxnControl::kOther) {
     std::vector<std::string> vals;
     const std::vector<int16_t>& fmts = bind_.param_formats;
     for (size_t i = 0; i < bind_.values.size(); ++i) {

@@ -118,6 +118,13 @@ class Router {
   void SetTemplates(std::unique_ptr<Templates> t) { templates_ = std::move(t); }
   Templates* templates() { return templates_.get(); }
   const Templates* templates() const { return templates_.get(); }
+  // Trace the first statement even with templates off (t->trace[0]: its
+  // shape keys the per-template concurrency cap, template_cap.h).
+  void SetTraceFirst(bool on) { trace_first_ = on; }
+  // Whether a transaction with `n` traced statements traces its next one.
+  bool Traces(size_t n) const {
+    return templates_ != nullptr ? n <= Templates::kMaxPositions : trace_first_ && n == 0;
+  }
   // The references the templates predict for t's later statements from its
   // first (those naming an unpredictable parameter dropped), into
   // t->predicted (replaced); how many.
@@ -154,6 +161,7 @@ class Router {
   BoundParams bound_;
   std::vector<uint32_t> oids_;
   std::unique_ptr<Templates> templates_;
+  bool trace_first_ = false;
 };
 
 }  // namespace proxy

@@ -78,6 +78,16 @@ struct Stats {
   std::atomic<int64_t> template_predicted_hits{0};
   std::atomic<int64_t> template_behind_holder{0};
   std::atomic<int64_t> template_mappings_dropped{0};
+  // Per-template concurrency cap (template_cap.h): transactions that
+  // waited for a slot before their first statement, their total wait (ms),
+  // waiters whose client left, steps of k down / up, templates capped now
+  // (k below template_cap_max_k; a gauge).
+  std::atomic<int64_t> template_cap_waits{0};
+  std::atomic<int64_t> template_cap_wait_ms{0};
+  std::atomic<int64_t> template_cap_cancels{0};
+  std::atomic<int64_t> template_cap_shrinks{0};
+  std::atomic<int64_t> template_cap_grows{0};
+  std::atomic<int64_t> template_cap_capped{0};
 };
 
 }  // namespace proxy

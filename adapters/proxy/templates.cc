@@ -27,14 +27,13 @@ bool SignedHere(const std::string& shape) {
   return !(IdentChar(p) || p == ')' || p == kHole || p == '"' || p == ']');
 }
 
-// A shape for people: its literal holes as '?'.
-std::string Display(const std::string& shape) {
+}  // namespace
+
+std::string DisplayShape(const std::string& shape) {
   std::string s = shape;
   std::replace(s.begin(), s.end(), kHole, '?');
   return s;
 }
-
-}  // namespace
 
 Stmt Stmt::FromSimple(absl::string_view sql) {
   Stmt s;
@@ -331,8 +330,8 @@ std::vector<std::vector<std::string>> Templates::Rows() const {
         if (!rels.empty()) rels += ", ";
         rels += pr.t.reliable ? Describe(pr.rel) : "?";
       }
-      rows.push_back({Display(t.first_shape), std::to_string(t.observations), std::to_string(j + 2),
-                      Display(p.shape), rels, p.t.reliable ? "yes" : "no"});
+      rows.push_back({DisplayShape(t.first_shape), std::to_string(t.observations), std::to_string(j + 2),
+                      DisplayShape(p.shape), rels, p.t.reliable ? "yes" : "no"});
     }
   }
   return rows;

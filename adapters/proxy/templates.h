@@ -66,6 +66,10 @@ struct Stmt {
 };
 using TxnTrace = std::vector<Stmt>;
 
+// A shape for people (SHOW TEMPLATES, SHOW TEMPLATE_CAPS): its literal
+// holes as '?'.
+std::string DisplayShape(const std::string& shape);
+
 class Templates {
  public:
   static constexpr size_t kMaxPositions = 8;

@@ -71,13 +71,6 @@ std::pair<int, std::string> RunCommand(const std::string& cmd) {
   return {rc, out};
 }
 
-// A checked-in client script (a data dependency, in the runfiles).
-std::string ClientPath(const std::string& name) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "corral", "/tests/proxy/clients/", name);
-}
-
 class BinaryParamsTest : public ::testing::Test {
  protected:
   void SetUp() override {

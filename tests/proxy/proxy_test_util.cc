@@ -51,6 +51,12 @@ int Shell(const std::string& cmd, std::string* out) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+std::string ClientPath(const std::string& name) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* ws = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "corral", "/tests/proxy/clients/", name);
+}
+
 bool TestServer(ServerInfo* info, std::string* why) {
   const char* env = std::getenv("CORRAL_PG_CONNINFO");
   if (env == nullptr || *env == '\0') {

@@ -13,8 +13,10 @@
 #ifndef CORRAL_TESTS_PROXY_PROXY_TEST_UTIL_H_
 #define CORRAL_TESTS_PROXY_PROXY_TEST_UTIL_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -53,6 +55,21 @@ bool TestServer(ServerInfo* info, std::string* why);
 
 // Runs a shell command; returns its exit status and stdout+stderr in *out.
 int Shell(const std::string& cmd, std::string* out);
+
+// A checked-in client script under tests/proxy/clients/ (a data
+// dependency, in the runfiles).
+std::string ClientPath(const std::string& name);
+
+// Polls `cond` (every 20 ms, up to 10 s): for "the loop has routed it",
+// which a fixed pause does not guarantee on a loaded machine.
+template <typename Fn>
+bool Eventually(Fn cond) {
+  for (int i = 0; i < 500; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
 
 class ProxyUnderTest {
  public:
