@@ -23,8 +23,9 @@
 //   max_fallback_databases = 16
 //   retry_routing = on | off       retry_memory_size = 4096   (retry_memory.h; per database)
 //   templates = off | on           template_threshold = 0.9   template_max = 1024   (templates.h)
+//   replay = off | on              replay_buffer_bytes = 65536   replay_max_attempts = 3   (replay.h)
 //   [databases]  name = host=... port=... dbname=... user=... password=... pool_size=... auth_user=...
-//                       retry_routing=on|off templates=on|off
+//                       retry_routing=on|off templates=on|off replay=on|off
 //                * = host=...     (fallback: dbname = the client's database)
 //   [users]      alice = pool_size=2
 //   client_tls_sslmode = disable | allow | prefer | require | verify-ca | verify-full
