@@ -518,6 +518,8 @@ class Proxy::Loop : private AdminSource {
   bool ReplayBackendLost(Client* c, Backend* b, char* status);
   // Rolls back c's failed attempt and runs it again (after the holder).
   void ReplayRound(Client* c, Backend* b);
+  // Waits for the next running holder of one of c's references, or replays.
+  void ReplayWhenFree(Client* c, Backend* b);
   void SendReplay(Client* c, Backend* b);
   // The replay did not work out: the client gets the original error, the
   // server the state the client believes it is in.

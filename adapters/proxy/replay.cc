@@ -59,6 +59,7 @@ void ReplayLog::Clear() {
   last_sent = false;
   conflict_again = false;
   wait_for = nullptr;
+  holders_waited = 0;
 }
 
 void ReplayLog::Add(size_t n) {

@@ -101,6 +101,7 @@ class ReplayLog {
   bool last_sent = false;      // the failed Query was sent again
   bool conflict_again = false; // a replayed Query failed with 40001 / 40P01
   const void* wait_for = nullptr;  // kWaiting: the holder's backend
+  int holders_waited = 0;          // this round (bounded: a replay is not starved)
 
   // The digest of one message (type byte and body).
   static uint64_t Digest(char type, absl::string_view raw);

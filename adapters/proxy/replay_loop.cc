@@ -170,14 +170,23 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
 }
 
 void Proxy::Loop::ReplayRound(Client* c, Backend* b) {
-  ReplayLog& r = c->replay;
-  r.set_phase(Phase::kWaiting);
+  c->replay.set_phase(Phase::kWaiting);
   if (b->status != 'I') SendInternal(b, "ROLLBACK");
   // This transaction no longer holds anything: replays waiting for it go on.
   ReplayHolderEnded(b);
+  ReplayWhenFree(c, b);
+}
+
+void Proxy::Loop::ReplayWhenFree(Client* c, Backend* b) {
   // The running transaction (not one waiting to replay, which holds
-  // nothing) that touched one of c's references, as retry routing picks it.
+  // nothing) that touched one of c's references, as retry routing picks
+  // it; when it ends, the next one, until none is left (at most as many
+  // as the pool has backends).
   Pool& pool = *c->pool;
+  if (c->replay.holders_waited >= static_cast<int>(pool.backends.size())) {
+    SendReplay(c, b);
+    return;
+  }
   std::vector<const RefVec*> touched(pool.backends.size(), nullptr), ahead(pool.backends.size(), nullptr);
   for (size_t i = 0; i < pool.backends.size(); ++i) {
     const Client* h = pool.backends[i]->client;
@@ -189,8 +198,8 @@ void Proxy::Loop::ReplayRound(Client* c, Backend* b) {
   int holder = PickHolder(c->route.txn.refs, touched);
   if (holder < 0) holder = PickHolder(c->route.txn.refs, ahead);
   if (holder >= 0) {
-    r.wait_for = pool.backends[holder].get();
-    stats_.replay_waits++;
+    if (c->replay.holders_waited++ == 0) stats_.replay_waits++;
+    c->replay.wait_for = pool.backends[holder].get();
     return;
   }
   SendReplay(c, b);
@@ -200,6 +209,7 @@ void Proxy::Loop::SendReplay(Client* c, Backend* b) {
   ReplayLog& r = c->replay;
   r.set_phase(Phase::kReplaying);
   r.wait_for = nullptr;
+  r.holders_waited = 0;
   r.BeginCompare();
   r.outstanding = 0;
   r.last_sent = false;
@@ -256,7 +266,7 @@ void Proxy::Loop::ReplayHolderEnded(Backend* b) {
   for (auto& other : b->pool->backends) {
     Client* w = other->client;
     if (w != nullptr && w->replay.phase() == Phase::kWaiting && w->replay.wait_for == b) {
-      SendReplay(w, other.get());
+      ReplayWhenFree(w, other.get());
     }
   }
 }
