@@ -17,6 +17,8 @@
 //                      each Database its own Router / Scheduler / catalog
 //   ops.cc             graceful operations: requests from other threads,
 //                      PAUSE / RESUME, draining for shutdown
+//   replay_loop.cc     transparent replay of a conflict-failed transaction
+//                      (replay.h): rolled back, re-run, results compared
 // TLS: Conn::Recv / SendSome are the I/O seam (plain socket or tls.h's
 // Session); client_session.cc answers SSLRequest and drives the handshake
 // from epoll, backend.cc negotiates TLS with the server before startup;
@@ -400,9 +402,10 @@ class Proxy::Loop : private AdminSource {
   void ClientReady(Client* c, char status);
   void ClientError(Client* c, absl::string_view sqlstate, absl::string_view message);
   void EndTxn(Client* c, Backend* b);
-  // Retry-aware routing (retry_memory.h) and templates: the backend index
-  // of the running transaction (not c's) that touched one of `remembered`
-  // (or else was routed on one ahead), -1 when none; at the end of c's
+  // Retry-aware routing (retry_memory.h), templates and replay: the
+  // backend index of the running transaction (not c's, nor one waiting to
+  // replay) that touched one of `remembered` (or else was routed on one
+  // ahead), -1 when none; at the end of c's
   // transaction, counts predicted references it touched and a clean retry,
   // and remembers a conflict-failed one.
   int RetryHolder(const Pool& pool, const Client* c, const RefVec& remembered) const;

@@ -232,7 +232,8 @@ int Proxy::Loop::RetryHolder(const Pool& pool, const Client* c, const RefVec& re
   std::vector<const RefVec*> touched(pool.backends.size(), nullptr), ahead(pool.backends.size(), nullptr);
   for (size_t i = 0; i < pool.backends.size(); ++i) {
     const Client* holder = pool.backends[i]->client;
-    if (holder != nullptr && holder != c) {
+    // (A transaction waiting to replay was rolled back: it holds nothing.)
+    if (holder != nullptr && holder != c && holder->replay.phase() != ReplayLog::Phase::kWaiting) {
       touched[i] = &holder->route.txn.refs;
       ahead[i] = &holder->route.ahead;
     }

@@ -179,24 +179,15 @@ void Proxy::Loop::ReplayRound(Client* c, Backend* b) {
 
 void Proxy::Loop::ReplayWhenFree(Client* c, Backend* b) {
   // The running transaction (not one waiting to replay, which holds
-  // nothing) that touched one of c's references, as retry routing picks
-  // it; when it ends, the next one, until none is left (at most as many
-  // as the pool has backends).
+  // nothing) that touched one of c's references, as retry routing picks it
+  // (RetryHolder); when it ends, the next one, until none is left (at most
+  // as many as the pool has backends).
   Pool& pool = *c->pool;
   if (c->replay.holders_waited >= static_cast<int>(pool.backends.size())) {
     SendReplay(c, b);
     return;
   }
-  std::vector<const RefVec*> touched(pool.backends.size(), nullptr), ahead(pool.backends.size(), nullptr);
-  for (size_t i = 0; i < pool.backends.size(); ++i) {
-    const Client* h = pool.backends[i]->client;
-    if (h != nullptr && h != c && h->replay.phase() != Phase::kWaiting) {
-      touched[i] = &h->route.txn.refs;
-      ahead[i] = &h->route.ahead;
-    }
-  }
-  int holder = PickHolder(c->route.txn.refs, touched);
-  if (holder < 0) holder = PickHolder(c->route.txn.refs, ahead);
+  const int holder = RetryHolder(pool, c, c->route.txn.refs);
   if (holder >= 0) {
     if (c->replay.holders_waited++ == 0) stats_.replay_waits++;
     c->replay.wait_for = pool.backends[holder].get();
