@@ -153,6 +153,21 @@ std::string StartupPacket(const std::string& user, const std::string& dbname) {
   return pkt;
 }
 
+std::string Collect(PGconn* c) {
+  std::string last;
+  while (PGresult* r = PQgetResult(c)) {
+    if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
+      last = absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE));
+    } else if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) {
+      last = PQgetvalue(r, 0, PQnfields(r) - 1);
+    } else if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+      last = PQcmdStatus(r);
+    }
+    PQclear(r);
+  }
+  return last;
+}
+
 std::string ExecValue(PGconn* c, const std::string& sql) {
   PGresult* r = PQexec(c, sql.c_str());
   std::string out;

@@ -13,8 +13,10 @@
 #ifndef CORRAL_TESTS_PROXY_PROXY_TEST_UTIL_H_
 #define CORRAL_TESTS_PROXY_PROXY_TEST_UTIL_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -76,6 +78,19 @@ std::string StartupPacket(const std::string& user, const std::string& dbname);
 // One statement: the first value of a row result, the command tag of a
 // command, or "ERROR <SQLSTATE>".
 std::string ExecValue(PGconn* c, const std::string& sql);
+// The last result of a query sent with PQsendQuery: the last value of its
+// first row, its command tag, or "ERROR <SQLSTATE>".
+std::string Collect(PGconn* c);
+// Polls `cond` every 20 ms for up to 10 s: for "the loop got there", which
+// a fixed pause does not guarantee on a loaded machine.
+template <typename Fn>
+bool Eventually(Fn cond) {
+  for (int i = 0; i < 500; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
 
 // A fixture with the test server, a scratch table (k int primary key,
 // v int), rows k = 0..10 with v = 0, dropped afterwards, and a proxy to

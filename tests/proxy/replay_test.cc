@@ -9,9 +9,7 @@
 #include <libpq-fe.h>
 
 #include <algorithm>
-#include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,34 +19,6 @@
 namespace corral {
 namespace proxy {
 namespace {
-
-// Polls `cond` (every 20 ms, up to 10 s): "the loop got there", which a
-// fixed pause does not guarantee on a loaded machine.
-template <typename Fn>
-bool Eventually(Fn cond) {
-  for (int i = 0; i < 500; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
-// The last result of an async query: its first value, its command tag, or
-// "ERROR <state>".
-std::string Collect(PGconn* c) {
-  std::string last;
-  while (PGresult* r = PQgetResult(c)) {
-    if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
-      last = absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE));
-    } else if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) {
-      last = PQgetvalue(r, 0, 0);
-    } else if (PQresultStatus(r) == PGRES_COMMAND_OK) {
-      last = PQcmdStatus(r);
-    }
-    PQclear(r);
-  }
-  return last;
-}
 
 class ReplayTest : public ScratchTableTest {
  protected:
@@ -79,21 +49,27 @@ class ReplayTest : public ScratchTableTest {
   std::string Value(int k) {
     return ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k));
   }
-  // Client b's SERIALIZABLE transaction runs `before` (its snapshot is
-  // taken there, while a's update of row 1 is not committed), then
-  // updates row 1, which waits for a; a commits: the server fails b's
-  // UPDATE with 40001. Returns what b's UPDATE answered.
+  // Client a updates row 1; client b's SERIALIZABLE transaction runs
+  // `before` (its snapshot is taken there, a's update not committed), then
+  // updates row 1 (sent, not answered), which waits for a.
   template <typename Before>
-  std::string Conflict(PGconn* a, PGconn* b, Before before) {
+  void BlockOnRow1(PGconn* a, PGconn* b, Before before) {
     EXPECT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
     EXPECT_EQ(ExecValue(a, Update(1)), "UPDATE 1");
     EXPECT_TRUE(ExecOk(b, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
     before(b);
     EXPECT_EQ(PQsendQuery(b, Update(1).c_str()), 1);
     EXPECT_TRUE(WaitsForLock());
+  }
+  // BlockOnRow1, then a commits: the server fails b's UPDATE with 40001.
+  // Returns what b's UPDATE answered.
+  template <typename Before>
+  std::string Conflict(PGconn* a, PGconn* b, Before before) {
+    BlockOnRow1(a, b, before);
     EXPECT_TRUE(ExecOk(a, "COMMIT"));
     return Collect(b);
   }
+  void UpdateRow5(PGconn* c) { EXPECT_EQ(ExecValue(c, Update(5)), "UPDATE 1"); }
   // Sessions waiting for a lock on the server in a statement on the
   // scratch table (the server is shared with other tests).
   std::string LockWaits() {
@@ -126,7 +102,7 @@ TEST_F(ReplayTest, BlindWriteTransactionContinuesInvisibly) {
   PGconn* b = Connect();
   // Two blind UPDATEs: the client saw only "UPDATE 1" tags, which the
   // re-execution reproduces.
-  EXPECT_EQ(Conflict(a, b, [&](PGconn* c) { EXPECT_EQ(ExecValue(c, Update(5)), "UPDATE 1"); }), "UPDATE 1");
+  EXPECT_EQ(Conflict(a, b, [&](PGconn* c) { UpdateRow5(c); }), "UPDATE 1");
   EXPECT_TRUE(ExecOk(b, "COMMIT"));
   EXPECT_EQ(stats().replays.load(), 1);
   EXPECT_EQ(stats().replay_matches.load(), 1);
@@ -144,7 +120,7 @@ TEST_F(ReplayTest, BlindWriteTransactionContinuesInvisibly) {
   StartProxy(false);
   a = Connect();
   b = Connect();
-  EXPECT_EQ(Conflict(a, b, [&](PGconn* c) { EXPECT_EQ(ExecValue(c, Update(5)), "UPDATE 1"); }), "ERROR 40001");
+  EXPECT_EQ(Conflict(a, b, [&](PGconn* c) { UpdateRow5(c); }), "ERROR 40001");
   EXPECT_TRUE(ExecOk(b, "ROLLBACK"));
   EXPECT_EQ(stats().replays.load(), 0);
   EXPECT_EQ(Value(1), "3");
@@ -219,12 +195,7 @@ TEST_F(ReplayTest, ClientLeavingWhileTheReplayWaitsLeavesNothingBehind) {
   PGconn* h = Connect();
   // h reads row 5 in a transaction that stays open: the replay of b waits
   // for it (the running holder of the first reference b touched).
-  ASSERT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
-  EXPECT_EQ(ExecValue(a, Update(1)), "UPDATE 1");
-  ASSERT_TRUE(ExecOk(b, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
-  EXPECT_EQ(ExecValue(b, Update(5)), "UPDATE 1");
-  ASSERT_EQ(PQsendQuery(b, Update(1).c_str()), 1);
-  ASSERT_TRUE(WaitsForLock());
+  BlockOnRow1(a, b, [&](PGconn* c) { UpdateRow5(c); });
   ASSERT_TRUE(ExecOk(h, "BEGIN"));
   EXPECT_EQ(ExecValue(h, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 5")), "0");
   ASSERT_TRUE(ExecOk(a, "COMMIT"));
@@ -246,20 +217,19 @@ TEST_F(ReplayTest, ClientLeavingWhileTheReplayRunsLeavesNothingBehind) {
   StartProxy(true);
   PGconn* a = Connect();
   PGconn* b = Connect();
+  PGconn* h = Connect();
   PGconn* d = Direct();  // outside the proxy: not a holder it knows of
-  ASSERT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
-  EXPECT_EQ(ExecValue(a, Update(1)), "UPDATE 1");
-  ASSERT_TRUE(ExecOk(b, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
-  EXPECT_EQ(ExecValue(b, Update(5)), "UPDATE 1");
-  ASSERT_EQ(PQsendQuery(b, Update(1).c_str()), 1);
-  ASSERT_TRUE(WaitsForLock());
-  // d queues for row 5 behind b: once b's first attempt rolls back, d has
-  // it, and the replay's UPDATE of row 5 waits for d.
-  ASSERT_TRUE(ExecOk(d, "BEGIN"));
-  ASSERT_EQ(PQsendQuery(d, Update(5).c_str()), 1);
-  ASSERT_TRUE(Eventually([&] { return LockWaits() == "2"; }));
+  BlockOnRow1(a, b, [&](PGconn* c) { UpdateRow5(c); });
+  // The replay waits for h (it read row 5, the first row b touched) ...
+  ASSERT_TRUE(ExecOk(h, "BEGIN"));
+  EXPECT_EQ(ExecValue(h, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 5")), "0");
   ASSERT_TRUE(ExecOk(a, "COMMIT"));
-  EXPECT_EQ(Collect(d), "UPDATE 1");
+  ASSERT_TRUE(Eventually([&] { return stats().replay_waits.load() == 1; }));
+  // ... meanwhile d updates row 5 (b's first attempt is rolled back), so
+  // once h ends, the replay's UPDATE of row 5 waits for d.
+  ASSERT_TRUE(ExecOk(d, "BEGIN"));
+  EXPECT_EQ(ExecValue(d, Update(5)), "UPDATE 1");
+  EXPECT_TRUE(ExecOk(h, "COMMIT"));
   ASSERT_TRUE(Eventually([&] { return stats().replays.load() == 1; }));
   ASSERT_TRUE(WaitsForLock());  // the replay, on row 5
   PQfinish(b);

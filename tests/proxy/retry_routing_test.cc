@@ -21,31 +21,6 @@ namespace corral {
 namespace proxy {
 namespace {
 
-// Polls `cond` (every 20 ms, up to 10 s): for "the loop has routed it",
-// which a fixed pause does not guarantee on a loaded machine.
-template <typename Fn>
-bool Eventually(Fn cond) {
-  for (int i = 0; i < 500; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
-// The last result of an async query: its first value, or "ERROR <state>".
-std::string Collect(PGconn* c) {
-  std::string last;
-  while (PGresult* r = PQgetResult(c)) {
-    if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
-      last = absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE));
-    } else if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) {
-      last = PQgetvalue(r, 0, PQnfields(r) - 1);
-    }
-    PQclear(r);
-  }
-  return last;
-}
-
 class RetryRoutingTest : public ScratchTableTest {
  protected:
   PGconn* Connect() {
