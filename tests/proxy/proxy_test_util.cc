@@ -198,6 +198,30 @@ void ScratchTableTest::TearDown() {
   }
 }
 
+void ScratchClientsTest::TearDown() {
+  for (PGconn* c : conns_) PQfinish(c);
+  conns_.clear();
+  ScratchTableTest::TearDown();
+}
+
+PGconn* ScratchClientsTest::Connect() {
+  PGconn* c = PQconnectdb(proxy_.ClientConninfo().c_str());
+  EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  conns_.push_back(c);
+  return c;
+}
+
+PGconn* ScratchClientsTest::Direct() {
+  PGconn* c = PQconnectdb(server_.conninfo.c_str());
+  EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  conns_.push_back(c);
+  return c;
+}
+
+std::string ScratchClientsTest::Update(int k) const {
+  return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k);
+}
+
 RawClient::~RawClient() {
   if (fd_ >= 0) ::close(fd_);
 }

@@ -104,6 +104,19 @@ class ScratchTableTest : public ::testing::Test {
   PGconn* server_conn_ = nullptr;  // straight to the server
   ProxyUnderTest proxy_;
 };
+// ScratchTableTest with libpq clients of the proxy (closed at the end),
+// its counters, and the scratch table's row update.
+class ScratchClientsTest : public ScratchTableTest {
+ protected:
+  void TearDown() override;
+  // A client of the proxy (Connect) or of the server itself (Direct).
+  PGconn* Connect();
+  PGconn* Direct();
+  const Stats& stats() { return proxy_.proxy().stats(); }
+  // UPDATE <table> SET v = v + 1 WHERE k = <k>
+  std::string Update(int k) const;
+  std::vector<PGconn*> conns_;
+};
 // Drops and creates database `db` on the server (for tests that load their
 // own data or need the proxy to read their tables from the catalog).
 absl::Status RecreateDatabase(const ServerInfo& server, const std::string& db);

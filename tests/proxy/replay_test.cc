@@ -20,7 +20,7 @@ namespace corral {
 namespace proxy {
 namespace {
 
-class ReplayTest : public ScratchTableTest {
+class ReplayTest : public ScratchClientsTest {
  protected:
   void StartProxy(bool replay) {
     Options o;
@@ -28,24 +28,6 @@ class ReplayTest : public ScratchTableTest {
     o.replay = replay;
     ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   }
-  PGconn* Connect() {
-    PGconn* c = PQconnectdb(proxy_.ClientConninfo().c_str());
-    EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-    conns_.push_back(c);
-    return c;
-  }
-  PGconn* Direct() {
-    PGconn* c = PQconnectdb(server_.conninfo.c_str());
-    EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-    conns_.push_back(c);
-    return c;
-  }
-  void TearDown() override {
-    for (PGconn* c : conns_) PQfinish(c);
-    ScratchTableTest::TearDown();
-  }
-  const Stats& stats() { return proxy_.proxy().stats(); }
-  std::string Update(int k) { return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k); }
   std::string Value(int k) {
     return ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k));
   }
@@ -93,7 +75,6 @@ class ReplayTest : public ScratchTableTest {
                                                   table_, "%'")) == "0";
     });
   }
-  std::vector<PGconn*> conns_;
 };
 
 TEST_F(ReplayTest, BlindWriteTransactionContinuesInvisibly) {
