@@ -88,6 +88,13 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("template_cap_shrinks", s.template_cap_shrinks);
     row("template_cap_grows", s.template_cap_grows);
     row("template_cap_capped", s.template_cap_capped);
+    row("replays", s.replays);
+    row("replay_matches", s.replay_matches);
+    row("replay_mismatches", s.replay_mismatches);
+    row("replay_exhausted", s.replay_exhausted);
+    row("replay_unreplayable", s.replay_unreplayable);
+    row("replay_overflows", s.replay_overflows);
+    row("replay_waits", s.replay_waits);
     const AdminSource::LearnedSizes l = source_.Learned();
     row("history_entries", l.history_entries);
     row("history_max_entries", l.history_max_entries);

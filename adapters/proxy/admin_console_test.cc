@@ -96,6 +96,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   src.stats_.aborts_40001 = 5;
   src.stats_.undecodable_params = 7;
   src.stats_.retries_clean = 4;
+  src.stats_.replay_matches = 9;
   AdminConsole console(&src);
   const std::string out = Query(console, "  show   STATS ; ");
   auto msgs = Messages(out);
@@ -107,11 +108,14 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 58"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 65"));
   EXPECT_TRUE(absl::StrContains(out, "template_cap_wait_ms"));
+  EXPECT_TRUE(absl::StrContains(out, "replay_matches"));
   EXPECT_TRUE(absl::StrContains(out, "cluster_lock_waits"));
   EXPECT_TRUE(absl::StrContains(out, std::string("retries_clean") + std::string("\0\0\0\x01", 4) + "4"));
   EXPECT_TRUE(absl::StrContains(out, "retries_behind_holder"));
+  EXPECT_TRUE(absl::StrContains(out, std::string("replay_matches") + std::string("\0\0\0\x01", 4) + "9"));
+  EXPECT_TRUE(absl::StrContains(out, "replay_overflows"));
   EXPECT_TRUE(absl::StrContains(out, std::string("undecodable_params") + std::string("\0\0\0\x01", 4) + "7"));
   EXPECT_TRUE(absl::StrContains(out, "describes_injected"));
   EXPECT_TRUE(absl::StrContains(out, "tls_handshake_failures"));

@@ -186,6 +186,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
                    f.type == 'Z' ? std::string(f.body).c_str() : "");
     }
     if (front.cluster_lock || front.cluster_unlock) OnClusterMessage(b, front, f.type, f.body);
+    if (c != nullptr && c->backend == b && ReplayHolds(c)) forward = ReplayMessage(c, b, front.replay, f.type, f.raw);
     switch (f.type) {
       case '1':
         if (!front.parses.empty()) {
@@ -214,6 +215,11 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           }
         }
         if (front.attach && front.attach_error.empty()) front.attach_error = std::string(f.raw);
+        if (forward && c != nullptr && (state == "40001" || state == "40P01") &&
+            ReplayOnConflict(c, b, f.raw, state)) {
+          forward = false;  // kept from the client: the transaction is replayed (replay_loop.cc)
+          break;
+        }
         if (forward && c != nullptr) {
           c->sess.OnError();
           b->front_errored = true;
@@ -319,8 +325,10 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         ClusterBatchDone(b, front);
         const bool attach = front.attach;
         const std::string attach_error = std::move(front.attach_error);
+        const int batch_replay = front.replay;
         if (b->batches.size() > 1) b->batches.pop_front();
         if (stale && c != nullptr) AnswerStale(c, b);
+        if (c != nullptr && c->backend == b && ReplayOnReady(c, b, batch_replay)) continue;
         if (forward && c != nullptr) {
           Send(c, f.raw);
           c->sess.OnReadyForQuery(b->status);
@@ -346,6 +354,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         break;
     }
     if (forward && c != nullptr) {
+      c->replay.OnForwarded(f.type, f.raw);
       Send(c, f.raw);
       if (PauseIfFull(c, b)) break;  // back-pressure: the rest waits in b->in
     }
@@ -380,6 +389,8 @@ void Proxy::Loop::FailBackend(Backend* b, absl::string_view why) {
     const char errored_status = b->block == 'I' ? 'I' : 'E';
     int outstanding = 0;
     char last = 0;
+    // A replay between its statements: its request answered there.
+    if (ReplayBackendLost(c, b, &last)) outstanding = 1;
     for (size_t i = 0; i + 1 < b->batches.size(); ++i) {
       if (b->batches[i].swallow) continue;
       const bool errored = i == 0 && b->front_errored;

@@ -99,7 +99,8 @@ void Proxy::Loop::OnClientInput(Client* c) {
       ProtocolError(c, "54000", "too many pipelined messages without Sync");
       return;
     }
-    if (c->backend != nullptr && c->pending.empty() && !c->admin && !c->attaching && f.type != 'X') {
+    if (c->backend != nullptr && c->pending.empty() && !c->admin && !c->attaching && !ReplayHolds(c) &&
+        f.type != 'X') {
       // Fast path: a transaction in progress, nothing queued: no copy.
       Forward(c, c->backend, f.type, f.raw);
       continue;

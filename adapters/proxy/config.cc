@@ -75,6 +75,10 @@ absl::Status ParseEntryFields(absl::string_view what, absl::string_view value, D
       bool on = false;
       if (auto st = OnOff("template_concurrency", v, &on); !st.ok()) return st;
       e->template_concurrency = on ? 1 : 0;
+    } else if (k == "replay") {
+      bool on = false;
+      if (auto st = OnOff("replay", v, &on); !st.ok()) return st;
+      e->replay = on ? 1 : 0;
     }  // other libpq / PgBouncer keys (connect_timeout, pool_mode, ...) do not apply
   }
   return absl::OkStatus();
@@ -307,6 +311,14 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
   } else if (key == "template_max") {
     if (auto st = Int(key, value, 0, int64_t{1} << 20, &n); !st.ok()) return st;
     o->template_max = static_cast<size_t>(n);
+  } else if (key == "replay") {
+    if (auto st = OnOff(key, value, &o->replay); !st.ok()) return st;
+  } else if (key == "replay_buffer_bytes") {
+    if (auto st = Int(key, value, 0, int64_t{1} << 30, &n); !st.ok()) return st;
+    o->replay_buffer_bytes = static_cast<size_t>(n);
+  } else if (key == "replay_max_attempts") {
+    if (auto st = Int(key, value, 1, 100, &n); !st.ok()) return st;
+    o->replay_max_attempts = static_cast<int>(n);
   } else if (key == "retry_memory_size") {
     if (auto st = Int(key, value, 0, int64_t{1} << 24, &n); !st.ok()) return st;
     o->retry_memory_size = static_cast<size_t>(n);

@@ -25,8 +25,9 @@
 //   templates = off | on           template_threshold = 0.9   template_max = 1024   (templates.h)
 //   template_concurrency = off | on   template_cap_max_k = 8   template_cap_window_ms = 100
 //                       template_cap_window_ends = 50   (template_cap.h; per database)
+//   replay = off | on              replay_buffer_bytes = 65536   replay_max_attempts = 3   (replay.h)
 //   [databases]  name = host=... port=... dbname=... user=... password=... pool_size=... auth_user=...
-//                       retry_routing=on|off templates=on|off template_concurrency=on|off
+//                       retry_routing=on|off templates=on|off template_concurrency=on|off replay=on|off
 //                * = host=...     (fallback: dbname = the client's database)
 //   [users]      alice = pool_size=2
 //   client_tls_sslmode = disable | allow | prefer | require | verify-ca | verify-full

@@ -339,6 +339,7 @@ void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool
 // its outcome); those of the unit that routed it were taken then.
 void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view raw) {
   const absl::string_view body = raw.substr(5);
+  NoteReplayMessage(c, type, raw);
   const bool extract = c->routed_ahead == 0;
   if (!extract) --c->routed_ahead;
   Batch& open = b->batches.back();

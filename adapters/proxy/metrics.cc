@@ -92,6 +92,19 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
                   "# HELP corral_template_cap_capped Templates whose concurrency is capped now.\n"
                   "# TYPE corral_template_cap_capped gauge\ncorral_template_cap_capped ",
                   stats.template_cap_capped.load(), "\n");
+  counter("corral_replays_total", "Re-runs of a transaction the server failed with 40001/40P01 (replay).",
+          stats.replays);
+  counter("corral_replay_matches_total", "Replays whose every result matched: the client went on.",
+          stats.replay_matches);
+  counter("corral_replay_mismatches_total", "Replays with a differing result: the client got the original error.",
+          stats.replay_mismatches);
+  counter("corral_replay_exhausted_total", "Replays that failed again replay_max_attempts times.",
+          stats.replay_exhausted);
+  counter("corral_replay_unreplayable_total", "Conflict errors in transactions replay cannot re-run.",
+          stats.replay_unreplayable);
+  counter("corral_replay_overflows_total", "Of them: transactions past replay_buffer_bytes.", stats.replay_overflows);
+  counter("corral_replay_waits_total", "Replays that waited for the holder of a conflicting reference.",
+          stats.replay_waits);
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

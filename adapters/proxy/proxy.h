@@ -78,6 +78,7 @@ struct DatabaseEntry {
   int retry_routing = -1;  // retry_routing=on|off for this database; -1 = the global key
   int templates = -1;      // templates=on|off for this database; -1 = the global key
   int template_concurrency = -1;  // template_concurrency=on|off for this database; -1 = the global key
+  int replay = -1;         // replay=on|off for this database; -1 = the global key
 };
 
 struct Options {
@@ -183,6 +184,14 @@ struct Options {
   int template_cap_max_k = 8;
   int template_cap_window_ms = 100;
   int template_cap_window_ends = 50;
+  // Transparent replay (replay.h): a transaction the server fails with
+  // 40001 / 40P01 is rolled back and run again; the client continues when
+  // every result matches what it received. replay_buffer_bytes: what one
+  // transaction may keep (past it, it is not replayable);
+  // replay_max_attempts: re-runs for one error.
+  bool replay = false;
+  size_t replay_buffer_bytes = 65536;
+  int replay_max_attempts = 3;
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
 };
 

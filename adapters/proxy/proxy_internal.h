@@ -17,6 +17,8 @@
 //                      each Database its own Router / Scheduler / catalog
 //   ops.cc             graceful operations: requests from other threads,
 //                      PAUSE / RESUME, draining for shutdown
+//   replay_loop.cc     transparent replay of a conflict-failed transaction
+//                      (replay.h): rolled back, re-run, results compared
 // TLS: Conn::Recv / SendSome are the I/O seam (plain socket or tls.h's
 // Session); client_session.cc answers SSLRequest and drives the handshake
 // from epoll, backend.cc negotiates TLS with the server before startup;
@@ -57,6 +59,7 @@
 #include "adapters/proxy/cluster.h"
 #include "adapters/proxy/prepared.h"
 #include "adapters/proxy/proxy.h"
+#include "adapters/proxy/replay.h"
 #include "adapters/proxy/retry_memory.h"
 #include "adapters/proxy/router.h"
 #include "adapters/proxy/session_params.h"
@@ -234,6 +237,7 @@ struct Client : Conn {
   bool attaching = false;  // its backend runs AttachSql; its messages wait
   bool stats_only = false;  // admin database: a stats_users member (SHOW only)
   absl::flat_hash_map<std::string, std::string> portal_sql;  // portal -> statement text
+  ReplayLog replay;  // its running transaction, for transparent replay (replay.h)
 
   // Its database ([databases] entry, resolved at startup) and, once logged
   // in, its pool; the server login's credentials found while
@@ -262,6 +266,7 @@ struct Database {
   std::unique_ptr<RetryMemory> retries;
   // Per-template concurrency cap (template_cap.h); null when off.
   std::unique_ptr<TemplateCap> tcap;
+  bool replay = false;  // transparent replay (replay.h) on for this database
   // Multi-proxy mode (cluster.h); null when cluster_name is empty. Last:
   // stopped (joined) before the Scheduler it reads goes.
   std::unique_ptr<ClusterSync> cluster;
@@ -408,9 +413,10 @@ class Proxy::Loop : private AdminSource {
   void ClientReady(Client* c, char status);
   void ClientError(Client* c, absl::string_view sqlstate, absl::string_view message);
   void EndTxn(Client* c, Backend* b);
-  // Retry-aware routing (retry_memory.h) and templates: the backend index
-  // of the running transaction (not c's) that touched one of `remembered`
-  // (or else was routed on one ahead), -1 when none; at the end of c's
+  // Retry-aware routing (retry_memory.h), templates and replay: the
+  // backend index of the running transaction (not c's, nor one waiting to
+  // replay) that touched one of `remembered` (or else was routed on one
+  // ahead), -1 when none; at the end of c's
   // transaction, counts predicted references it touched and a clean retry,
   // and remembers a conflict-failed one.
   int RetryHolder(const Pool& pool, const Client* c, const RefVec& remembered) const;
@@ -512,6 +518,38 @@ class Proxy::Loop : private AdminSource {
   // types of `key` and is not forwarded (none when the batch already
   // describes `key`).
   void DescribeForTypes(Backend* b, const std::string& key, const std::string& backend_name);
+
+  // --- transparent replay (replay_loop.cc, replay.h)
+  // Forwarding client message `type` of c's transaction: kept for replay.
+  void NoteReplayMessage(Client* c, char type, absl::string_view raw);
+  // A 40001 / 40P01 ErrorResponse of c's own batch: true when the replay
+  // takes it over (it is not forwarded).
+  bool ReplayOnConflict(Client* c, Backend* b, absl::string_view raw, absl::string_view state);
+  // A backend message while c's replay runs (not its ReadyForQuery):
+  // whether it goes to the client. `batch_replay`: its batch's Batch::replay.
+  bool ReplayMessage(Client* c, Backend* b, int batch_replay, char type, absl::string_view raw);
+  // A ReadyForQuery (its batch popped) while c's replay runs: true when the
+  // replay consumed it (the caller neither forwards it nor ends the
+  // transaction).
+  bool ReplayOnReady(Client* c, Backend* b, int batch_replay);
+  // c's messages wait: its replay runs.
+  static bool ReplayHolds(const Client* c) {
+    const ReplayLog::Phase p = c->replay.phase();
+    return p != ReplayLog::Phase::kOff && p != ReplayLog::Phase::kRecording;
+  }
+  // b's transaction ended (or was rolled back): replays waiting for it go on.
+  void ReplayHolderEnded(Backend* b);
+  // b (c's) failed mid-replay with no request of c's outstanding there:
+  // answers c's request; true then, with the status sent in *status.
+  bool ReplayBackendLost(Client* c, Backend* b, char* status);
+  // Rolls back c's failed attempt and runs it again (after the holder).
+  void ReplayRound(Client* c, Backend* b);
+  // Waits for the next running holder of one of c's references, or replays.
+  void ReplayWhenFree(Client* c, Backend* b);
+  void SendReplay(Client* c, Backend* b);
+  // The replay did not work out: the client gets the original error, the
+  // server the state the client believes it is in.
+  void ReplayGiveUp(Client* c, Backend* b);
 
   // --- databases and pools (databases.cc)
   // The Database of entry `e` (made, with its Scheduler, Router and

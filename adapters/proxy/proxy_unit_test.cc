@@ -546,6 +546,26 @@ TEST(Config, TemplateConcurrency) {
   EXPECT_FALSE(ApplyDatabaseLine("x", "template_concurrency=maybe", &o).ok());
 }
 
+TEST(Config, Replay) {
+  Options o;
+  EXPECT_FALSE(o.replay);  // the defaults
+  EXPECT_EQ(o.replay_buffer_bytes, 65536u);
+  EXPECT_EQ(o.replay_max_attempts, 3);
+  ASSERT_TRUE(ParseConfigText("replay = on\nreplay_buffer_bytes = 1024\nreplay_max_attempts = 5\n"
+                              "[databases]\nshop = replay=off\nhr =\n",
+                              "t.ini", &o)
+                  .ok());
+  EXPECT_TRUE(o.replay);
+  EXPECT_EQ(o.replay_buffer_bytes, 1024u);
+  EXPECT_EQ(o.replay_max_attempts, 5);
+  EXPECT_EQ(o.databases["shop"].replay, 0);
+  EXPECT_EQ(o.databases["hr"].replay, -1);  // the global key
+  EXPECT_FALSE(ApplyConfigLine("replay", "sometimes", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("replay_max_attempts", "0", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("replay_buffer_bytes", "-1", &o).ok());
+  EXPECT_FALSE(ApplyDatabaseLine("x", "replay=maybe", &o).ok());
+}
+
 }  // namespace
 }  // namespace proxy
 }  // namespace corral

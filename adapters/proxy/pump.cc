@@ -38,7 +38,7 @@ void Proxy::Loop::Pump(Client* c) {
       continue;
     }
     if (c->backend != nullptr) {
-      if (c->attaching) return;  // AttachDone goes on
+      if (c->attaching || ReplayHolds(c)) return;  // AttachDone / the replay goes on
       Msg& m = c->pending.front();
       if (m.type == 'X') {
         CloseClient(c);
@@ -233,7 +233,8 @@ int Proxy::Loop::RetryHolder(const Pool& pool, const Client* c, const RefVec& re
   std::vector<const RefVec*> touched(pool.backends.size(), nullptr), ahead(pool.backends.size(), nullptr);
   for (size_t i = 0; i < pool.backends.size(); ++i) {
     const Client* holder = pool.backends[i]->client;
-    if (holder != nullptr && holder != c) {
+    // (A transaction waiting to replay was rolled back: it holds nothing.)
+    if (holder != nullptr && holder != c && holder->replay.phase() != ReplayLog::Phase::kWaiting) {
       touched[i] = &holder->route.txn.refs;
       ahead[i] = &holder->route.ahead;
     }
@@ -259,6 +260,7 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
   TakeClusterLocks(c, b);  // before anything of the transaction
   b->txns++;
   c->txns++;
+  c->replay.Start(c->pool->db->replay, opt_.replay_buffer_bytes, c->held_begin);
   // The client's session parameters on this backend first; its messages
   // wait for the result (AttachDone), so a failure runs none of them.
   const std::string sql = AttachSql(&c->sess, &b->sess);
@@ -373,7 +375,9 @@ void Proxy::Loop::RememberForRetry(Client* c, scheduler::Outcome o) {
 }
 
 void Proxy::Loop::Detach(Backend* b, Client* c) {
+  c->replay.Clear();
   b->client = nullptr;
+  ReplayHolderEnded(b);
   c->backend = nullptr;
   DetachSession(&c->sess, &b->sess);
   c->portal_sql.clear();  // portals end with the transaction

@@ -88,6 +88,19 @@ struct Stats {
   std::atomic<int64_t> template_cap_shrinks{0};
   std::atomic<int64_t> template_cap_grows{0};
   std::atomic<int64_t> template_cap_capped{0};
+  // Transparent replay (replay.h): re-runs of a conflict-failed
+  // transaction; of the errors kept from the client, those whose replay
+  // matched (the client went on), differed (original error), failed with
+  // 40001 / 40P01 replay_max_attempts times (original error); errors not
+  // replayed (unreplayable, of them past replay_buffer_bytes); replays that
+  // waited for the holder of a conflicting reference.
+  std::atomic<int64_t> replays{0};
+  std::atomic<int64_t> replay_matches{0};
+  std::atomic<int64_t> replay_mismatches{0};
+  std::atomic<int64_t> replay_exhausted{0};
+  std::atomic<int64_t> replay_unreplayable{0};
+  std::atomic<int64_t> replay_overflows{0};
+  std::atomic<int64_t> replay_waits{0};
 };
 
 }  // namespace proxy

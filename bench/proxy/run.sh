@@ -34,7 +34,11 @@
 # affinity- and in-flight-aware, affinity, any = plain stealing, off; and
 # noretry = on with retry-aware routing off, issue 24's "mechanism off";
 # templates = on with statement templates on as well; tcap = on with the
-# per-template concurrency cap on, template_cap.h). Prints one line per run, then a summary: tps vs
+# per-template concurrency cap on, template_cap.h; replay = on with
+# transparent replay on as well, adapters/proxy/replay.h, e.g.
+#     CORRAL_MODES="on replay" PATHS="pgbouncer corral corral-replay" \
+#         WORKLOADS="two-row transfer function-pair order" bash bench/proxy/run.sh
+# ). Prints one line per run, then a summary: tps vs
 # PgBouncer, retried transactions vs PgBouncer and direct, and the contention
 # penalty (hot tps / cold tps on the same path).
 #
@@ -143,6 +147,7 @@ for mode in $CORRAL_MODES; do
   [ $mode = noretry ] && margs="stealing=on retry_routing=off"
   [ $mode = templates ] && margs="stealing=on templates=on"
   [ $mode = tcap ] && margs="stealing=on template_concurrency=on"
+  [ $mode = replay ] && margs="stealing=on replay=on"
   # shellcheck disable=SC2086
   "$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[$name]} $margs 2> "$WORK/$name.log" &
   pids+=($!)

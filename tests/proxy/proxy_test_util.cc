@@ -159,6 +159,21 @@ std::string StartupPacket(const std::string& user, const std::string& dbname) {
   return pkt;
 }
 
+std::string Collect(PGconn* c) {
+  std::string last;
+  while (PGresult* r = PQgetResult(c)) {
+    if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
+      last = absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE));
+    } else if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) {
+      last = PQgetvalue(r, 0, PQnfields(r) - 1);
+    } else if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+      last = PQcmdStatus(r);
+    }
+    PQclear(r);
+  }
+  return last;
+}
+
 std::string ExecValue(PGconn* c, const std::string& sql) {
   PGresult* r = PQexec(c, sql.c_str());
   std::string out;
@@ -187,6 +202,30 @@ void ScratchTableTest::TearDown() {
     ExecValue(server_conn_, absl::StrCat("DROP TABLE IF EXISTS ", table_));
     PQfinish(server_conn_);
   }
+}
+
+void ScratchClientsTest::TearDown() {
+  for (PGconn* c : conns_) PQfinish(c);
+  conns_.clear();
+  ScratchTableTest::TearDown();
+}
+
+PGconn* ScratchClientsTest::Connect() {
+  PGconn* c = PQconnectdb(proxy_.ClientConninfo().c_str());
+  EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  conns_.push_back(c);
+  return c;
+}
+
+PGconn* ScratchClientsTest::Direct() {
+  PGconn* c = PQconnectdb(server_.conninfo.c_str());
+  EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  conns_.push_back(c);
+  return c;
+}
+
+std::string ScratchClientsTest::Update(int k) const {
+  return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k);
 }
 
 RawClient::~RawClient() {

@@ -60,17 +60,6 @@ int Shell(const std::string& cmd, std::string* out);
 // dependency, in the runfiles).
 std::string ClientPath(const std::string& name);
 
-// Polls `cond` (every 20 ms, up to 10 s): for "the loop has routed it",
-// which a fixed pause does not guarantee on a loaded machine.
-template <typename Fn>
-bool Eventually(Fn cond) {
-  for (int i = 0; i < 500; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 class ProxyUnderTest {
  public:
   ~ProxyUnderTest() { Stop(); }
@@ -93,6 +82,19 @@ std::string StartupPacket(const std::string& user, const std::string& dbname);
 // One statement: the first value of a row result, the command tag of a
 // command, or "ERROR <SQLSTATE>".
 std::string ExecValue(PGconn* c, const std::string& sql);
+// The last result of a query sent with PQsendQuery: the last value of its
+// first row, its command tag, or "ERROR <SQLSTATE>".
+std::string Collect(PGconn* c);
+// Polls `cond` every 20 ms for up to 10 s: for "the loop got there", which
+// a fixed pause does not guarantee on a loaded machine.
+template <typename Fn>
+bool Eventually(Fn cond) {
+  for (int i = 0; i < 500; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
 
 // A fixture with the test server, a scratch table (k int primary key,
 // v int), rows k = 0..10 with v = 0, dropped afterwards, and a proxy to
@@ -105,6 +107,19 @@ class ScratchTableTest : public ::testing::Test {
   std::string table_;
   PGconn* server_conn_ = nullptr;  // straight to the server
   ProxyUnderTest proxy_;
+};
+// ScratchTableTest with libpq clients of the proxy (closed at the end),
+// its counters, and the scratch table's row update.
+class ScratchClientsTest : public ScratchTableTest {
+ protected:
+  void TearDown() override;
+  // A client of the proxy (Connect) or of the server itself (Direct).
+  PGconn* Connect();
+  PGconn* Direct();
+  const Stats& stats() { return proxy_.proxy().stats(); }
+  // UPDATE <table> SET v = v + 1 WHERE k = <k>
+  std::string Update(int k) const;
+  std::vector<PGconn*> conns_;
 };
 // Drops and creates database `db` on the server (for tests that load their
 // own data or need the proxy to read their tables from the catalog).

@@ -21,34 +21,8 @@ namespace corral {
 namespace proxy {
 namespace {
 
-// The last result of an async query: its first value, or "ERROR <state>".
-std::string Collect(PGconn* c) {
-  std::string last;
-  while (PGresult* r = PQgetResult(c)) {
-    if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
-      last = absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE));
-    } else if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) {
-      last = PQgetvalue(r, 0, PQnfields(r) - 1);
-    }
-    PQclear(r);
-  }
-  return last;
-}
-
-class RetryRoutingTest : public ScratchTableTest {
+class RetryRoutingTest : public ScratchClientsTest {
  protected:
-  PGconn* Connect() {
-    PGconn* c = PQconnectdb(proxy_.ClientConninfo().c_str());
-    EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-    conns_.push_back(c);
-    return c;
-  }
-  void TearDown() override {
-    for (PGconn* c : conns_) PQfinish(c);
-    ScratchTableTest::TearDown();
-  }
-  const Stats& stats() { return proxy_.proxy().stats(); }
-  std::string Update(int k) { return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k); }
   // SHOW QUEUES: server pid -> clients waiting for that backend.
   std::map<std::string, int> Waiting() {
     std::map<std::string, int> w;
@@ -73,7 +47,6 @@ class RetryRoutingTest : public ScratchTableTest {
     EXPECT_EQ(Collect(b), "ERROR 40001");
     ASSERT_TRUE(ExecOk(b, "ROLLBACK"));
   }
-  std::vector<PGconn*> conns_;
 };
 
 TEST_F(RetryRoutingTest, RetryIsRoutedBehindItsConflictsHolderAndCountedClean) {

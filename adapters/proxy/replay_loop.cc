@@ -1,0 +1,281 @@
+// Proxy::Loop: transparent replay (replay.h; proxy_internal.h lists the
+// loop's files). The hooks elsewhere are small: Forward notes the client's
+// messages (NoteReplayMessage), OnBackendInput hands a 40001 / 40P01 of a
+// client's own batch to ReplayOnConflict, the messages of a running replay
+// to ReplayMessage and its ReadyForQuerys to ReplayOnReady; Detach tells
+// waiting replays that a holder ended; the client's messages wait while a
+// replay runs (ReplayHolds).
+//
+// One replay, on the client's own backend (it keeps it throughout):
+//   1. the error and its ReadyForQuery are kept from the client;
+//   2. ROLLBACK (unless the server ended the transaction itself, as after a
+//      failed COMMIT); wait until the running transaction that touched one
+//      of this transaction's references (the holder) ends or rolls back;
+//   3. the BEGIN the proxy held for it, then every earlier Query pipelined,
+//      their results swallowed and compared with the digests of what the
+//      client received;
+//   4. all matched: the failed Query again, its results (past what the
+//      client got) forwarded, and the client's transaction goes on.
+// Another 40001 / 40P01 runs it again (replay_max_attempts in all); a
+// differing result, or the last attempt failing, gives the client the
+// original error, with the server left in the state that error implies
+// (a failed transaction block: ROLLBACK, BEGIN, an error).
+// Not replayed (the error goes to the client as without replay): the
+// extended protocol, savepoints, SET and other session changes, COPY, a
+// transaction past replay_buffer_bytes, a Query whose results the client had
+// started to receive, a client with more Queries in flight behind the
+// failed one. A COMMIT the server failed with 40001 is replayed; one whose
+// outcome is unknown (the server connection lost) never is (FailBackend).
+#include "absl/strings/match.h"
+#include "adapters/proxy/proxy_internal.h"
+#include "adapters/proxy/session_params.h"
+#include "adapters/proxy/wire.h"
+
+namespace corral {
+namespace proxy {
+
+using Phase = ReplayLog::Phase;
+
+void Proxy::Loop::NoteReplayMessage(Client* c, char type, absl::string_view raw) {
+  if (!c->replay.recording()) return;
+  bool may_change_session = false;
+  if (type == 'Q') {
+    wire::Reader r(raw.substr(5));
+    may_change_session = StatementMayChangeSession(r.CString());
+  }
+  c->replay.OnClientMessage(type, raw, may_change_session);
+}
+
+bool Proxy::Loop::ReplayOnConflict(Client* c, Backend* b, absl::string_view raw, absl::string_view state) {
+  ReplayLog& r = c->replay;
+  if (!r.recording() || c->backend != b) return false;
+  // Replay on, nothing unreplayable, within bounds; no result of the
+  // failed Query went out; no later Query of the client in flight.
+  if (!r.replayable() || r.results_in_current() > 0 || b->batches.size() != 2) {
+    stats_.replay_unreplayable++;
+    if (r.overflowed()) stats_.replay_overflows++;
+    r.set_phase(Phase::kOff);
+    return false;
+  }
+  r.original_error = std::string(raw);
+  r.original_state = std::string(state);
+  r.attempts = 0;
+  r.set_phase(Phase::kAbsorbing);
+  return true;
+}
+
+bool Proxy::Loop::ReplayMessage(Client* c, Backend* b, int batch_replay, char type, absl::string_view raw) {
+  ReplayLog& r = c->replay;
+  // The failed attempt's rest, proxy-internal statements, a replay being
+  // drained after a difference or a new conflict: nothing goes out.
+  if (r.phase() != Phase::kReplaying || batch_replay == 0 || r.conflict_again || type == 'Z') return false;
+  const bool last = batch_replay == 2;
+  switch (type) {
+    case 'T':
+    case 'D':
+    case 'C':
+    case 'I': {
+      const ReplayLog::Match m = r.Compare(type, raw);
+      if (m == ReplayLog::kMatch) return false;
+      if (m == ReplayLog::kNew && last) return true;
+      // A different result, or one more than the client received.
+      r.set_phase(Phase::kFailing);
+      return false;
+    }
+    case 'E': {
+      const absl::string_view state = wire::ErrorSqlState(raw.substr(5));
+      if (state == "40001" || state == "40P01") {
+        r.conflict_again = true;
+        return false;
+      }
+      if (last) {  // the failed statement's own result this time: the client's
+        r.MarkUnreplayable();
+        return true;
+      }
+      r.set_phase(Phase::kFailing);  // the client saw that statement succeed
+      return false;
+    }
+    case 'N':
+    case 'A':
+    case 'S':
+      return last;
+    default:  // COPY and the like never reach a replayable log
+      r.set_phase(Phase::kFailing);
+      return false;
+  }
+}
+
+bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
+  ReplayLog& r = c->replay;
+  switch (r.phase()) {
+    case Phase::kOff:
+    case Phase::kRecording:
+      return false;
+    case Phase::kAbsorbing:  // the failed attempt is over
+      r.original_status = b->status;
+      ReplayRound(c, b);
+      return true;
+    case Phase::kWaiting:
+      return true;
+    case Phase::kReplaying:
+    case Phase::kFailing:
+      break;
+  }
+  if (batch_replay == 0 || --r.outstanding > 0) return true;
+  // Every replayed Query sent so far has answered.
+  if (r.conflict_again) {
+    r.conflict_again = false;
+    if (++r.attempts >= opt_.replay_max_attempts || r.results_in_current() > 0) {
+      stats_.replay_exhausted++;
+      ReplayGiveUp(c, b);
+    } else {
+      ReplayRound(c, b);
+    }
+    return true;
+  }
+  if (r.phase() == Phase::kFailing || (!r.last_sent && !r.compared_all())) {
+    stats_.replay_mismatches++;
+    ReplayGiveUp(c, b);
+    return true;
+  }
+  if (!r.last_sent) {
+    // Everything before the failed Query matched: it runs again, its
+    // results go to the client.
+    const std::string& q = r.queries().back();
+    Send(b, q);
+    Batch& open = b->batches.back();
+    open.msgs++;
+    open.replay = 2;
+    EndBatch(b);
+    b->unnamed_key.clear();
+    r.outstanding = 1;
+    r.last_sent = true;
+    return true;
+  }
+  // The failed Query answered on the replay: the client goes on. The
+  // conflict taught the History as the client's own abort would have.
+  stats_.replay_matches++;
+  RouterOf(c).Finish(&c->route, scheduler::Outcome::kConflictAbort);
+  r.set_phase(Phase::kRecording);
+  r.attempts = 0;
+  r.last_sent = false;
+  ClientReady(c, b->status);
+  MarkDirty(c);
+  if (b->Idle() && b->status == 'I') {
+    EndTxn(c, b);
+  } else {
+    Pump(c);
+  }
+  return true;
+}
+
+void Proxy::Loop::ReplayRound(Client* c, Backend* b) {
+  c->replay.set_phase(Phase::kWaiting);
+  if (b->status != 'I') SendInternal(b, "ROLLBACK");
+  // This transaction no longer holds anything: replays waiting for it go on.
+  ReplayHolderEnded(b);
+  ReplayWhenFree(c, b);
+}
+
+void Proxy::Loop::ReplayWhenFree(Client* c, Backend* b) {
+  // The running transaction (not one waiting to replay, which holds
+  // nothing) that touched one of c's references, as retry routing picks it
+  // (RetryHolder); when it ends, the next one, until none is left (at most
+  // as many as the pool has backends).
+  Pool& pool = *c->pool;
+  if (c->replay.holders_waited >= static_cast<int>(pool.backends.size())) {
+    SendReplay(c, b);
+    return;
+  }
+  const int holder = RetryHolder(pool, c, c->route.txn.refs);
+  if (holder >= 0) {
+    if (c->replay.holders_waited++ == 0) stats_.replay_waits++;
+    c->replay.wait_for = pool.backends[holder].get();
+    return;
+  }
+  SendReplay(c, b);
+}
+
+void Proxy::Loop::SendReplay(Client* c, Backend* b) {
+  ReplayLog& r = c->replay;
+  r.set_phase(Phase::kReplaying);
+  r.wait_for = nullptr;
+  r.holders_waited = 0;
+  r.BeginCompare();
+  r.outstanding = 0;
+  r.last_sent = false;
+  r.conflict_again = false;
+  stats_.replays++;
+  if (!r.begin().empty()) SendInternal(b, r.begin());
+  const auto& qs = r.queries();
+  // The earlier Queries pipelined; the failed one only once they matched
+  // (it may be a COMMIT).
+  for (size_t i = 0; i + 1 < qs.size(); ++i) {
+    Send(b, qs[i]);
+    Batch& open = b->batches.back();
+    open.msgs++;
+    open.replay = 1;
+    open.swallow = true;  // answered by the last one, should the server fail
+    EndBatch(b);
+    r.outstanding++;
+  }
+  b->unnamed_key.clear();
+  if (r.outstanding == 0) {
+    r.outstanding = 1;  // a ReadyForQuery that sends the failed Query
+    Batch& open = b->batches.back();
+    Send(b, qs.back());
+    open.msgs++;
+    open.replay = 2;
+    EndBatch(b);
+    r.last_sent = true;
+  }
+}
+
+void Proxy::Loop::ReplayGiveUp(Client* c, Backend* b) {
+  ReplayLog& r = c->replay;
+  r.set_phase(Phase::kOff);  // the rest of the transaction runs as without replay
+  c->out.append(r.original_error);
+  c->sess.OnError();
+  c->route.conflict_state = r.original_state;
+  if (b->status != 'I') SendInternal(b, "ROLLBACK");
+  if (r.original_status != 'I') {
+    // The client believes its transaction block failed: so does the server.
+    SendInternal(b, r.begin().empty() ? "BEGIN" : r.begin());
+    SendInternal(b, "DO $$BEGIN RAISE EXCEPTION 'corral: the replayed transaction differed'; END$$");
+    ClientReady(c, 'E');
+    MarkDirty(c);
+    Pump(c);
+    return;
+  }
+  ClientReady(c, 'I');
+  MarkDirty(c);
+  if (b->Idle()) EndTxn(c, b);  // else at the ROLLBACK's ReadyForQuery
+}
+
+void Proxy::Loop::ReplayHolderEnded(Backend* b) {
+  if (b->pool == nullptr) return;
+  for (auto& other : b->pool->backends) {
+    Client* w = other->client;
+    if (w != nullptr && w->replay.phase() == Phase::kWaiting && w->replay.wait_for == b) {
+      ReplayWhenFree(w, other.get());
+    }
+  }
+}
+
+bool Proxy::Loop::ReplayBackendLost(Client* c, Backend* b, char* status) {
+  ReplayLog& r = c->replay;
+  const Phase p = r.phase();
+  const bool answer = (p == Phase::kWaiting || p == Phase::kReplaying || p == Phase::kFailing) && !r.last_sent;
+  r.set_phase(Phase::kOff);
+  if (!answer) return false;  // the request's own batch is answered by FailBackend
+  *status = r.original_status == 'I' ? 'I' : 'E';
+  c->out.append(r.original_error);
+  c->sess.OnError();
+  ClientReady(c, *status);
+  MarkDirty(c);
+  (void)b;
+  return true;
+}
+
+}  // namespace proxy
+}  // namespace corral
