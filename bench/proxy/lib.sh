@@ -27,6 +27,24 @@ pg_for_bench() {
   fi
 }
 
+# bench_work NAME: a work directory $WORK (/tmp/NAME.XXXXXX, readable by
+# PgBouncer's user), an empty pids array for the processes the caller
+# starts, and an EXIT trap that kills them, stops the PostgreSQL that
+# pg_for_bench started (started_pg=1) and removes $WORK.
+bench_work() {
+  WORK=$(mktemp -d "/tmp/$1.XXXXXX")
+  chmod 755 "$WORK"
+  pids=()
+  trap bench_cleanup EXIT
+}
+bench_cleanup() {
+  local p
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "${started_pg:-0}" = 1 ]; then bash scripts/pg.sh stop >/dev/null 2>&1 || true; fi
+  rm -rf "$WORK"
+}
+
 # A free TCP port on 127.0.0.1.
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 

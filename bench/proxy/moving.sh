@@ -29,16 +29,7 @@ DB=corral_bench
 . bench/proxy/lib.sh
 SERVER_BIN=$(proxy_server_bin) || { echo "build failed"; exit 1; }
 pg_for_bench
-WORK=$(mktemp -d /tmp/corral-moving.XXXXXX)
-chmod 755 "$WORK"
-pids=()
-cleanup() {
-  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [ $started_pg = 1 ]; then bash scripts/pg.sh stop >/dev/null 2>&1 || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+bench_work corral-moving
 
 bench_db "$DB" "$SCALE" "$PGPORT"
 psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "CREATE TABLE corral_hot (off int)" \

@@ -91,16 +91,7 @@ DB=corral_bench
 . bench/proxy/lib.sh
 SERVER_BIN=$(proxy_server_bin) || { echo "build failed"; exit 1; }
 pg_for_bench
-WORK=$(mktemp -d /tmp/corral-proxy-bench.XXXXXX)
-chmod 755 "$WORK"
-pids=()
-cleanup() {
-  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [ $started_pg = 1 ]; then bash scripts/pg.sh stop >/dev/null 2>&1 || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+bench_work corral-proxy-bench
 
 bench_db "$DB" "$SCALE" "$PGPORT" "${FILLFACTOR:-100}"
 
