@@ -107,7 +107,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 52"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 53"));
   EXPECT_TRUE(absl::StrContains(out, "cluster_lock_waits"));
   EXPECT_TRUE(absl::StrContains(out, std::string("retries_clean") + std::string("\0\0\0\x01", 4) + "4"));
   EXPECT_TRUE(absl::StrContains(out, "retries_behind_holder"));

@@ -329,7 +329,9 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           AttachDone(c, b, attach_error);
           continue;
         }
-        if (b->Idle()) {
+        if (c != nullptr && b->status == 'I' && b->IdleButUnlock()) {
+          EndTxn(c, b);  // its unlock follows (FoldClusterUnlock); b is not Free until it came
+        } else if (b->Idle()) {
           if (c != nullptr && b->status == 'I') {
             EndTxn(c, b);
           } else if (c == nullptr) {

@@ -6,10 +6,16 @@
 //     statement sent before anything of the transaction (attach SQL, held
 //     BEGIN, first statement): the server runs them in order, so the
 //     snapshot is taken only once the locks are held;
-//   - EndTxn / CloseClient: once its COMMIT / ROLLBACK completed (or the
-//     client left and the ROLLBACK was sent) the keys are unlocked before
-//     the backend can take the next transaction; an unlock that failed
-//     (a cancel that landed on it) is sent again;
+//   - Forward (FoldClusterUnlock): the client's COMMIT / ROLLBACK (a simple
+//     Query) is followed in the same write by the swallowed unlock, so the
+//     backend is back in the pool one round trip earlier; the client is
+//     detached at the COMMIT's ReadyForQuery (IdleButUnlock), the backend
+//     is Free only once the unlock's came;
+//   - EndTxn / CloseClient: a transaction that ended otherwise (extended
+//     protocol, an error outside a block, the client left and the ROLLBACK
+//     was sent) unlocks there, before the backend can take the next
+//     transaction; an unlock that failed (a cancel that landed on it) is
+//     sent again;
 //   - FailBackend: the server ended the session, and its locks with it.
 // Also SHOW CLUSTER.
 #include <unistd.h>
@@ -70,14 +76,24 @@ void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
 }
 
 void Proxy::Loop::ReleaseClusterLocks(Backend* b) {
-  if (b->adv_locks.empty() || !b->alive) return;
+  if (b->adv_locks.empty() || !b->alive || b->unlock_sent) return;
   SendInternal(b, UnlockSql(b->adv_locks));
   b->batches[b->batches.size() - 2].cluster_unlock = true;
+  b->unlock_sent = true;
+}
+
+void Proxy::Loop::FoldClusterUnlock(Backend* b, absl::string_view sql) {
+  if (b->adv_locks.empty() || b->unlock_sent) return;
+  const TxnControl tc = ClassifyTxnControl(sql);
+  if (tc != TxnControl::kCommit && tc != TxnControl::kRollback) return;
+  ReleaseClusterLocks(b);
+  stats_.cluster_unlocks_folded++;
 }
 
 void Proxy::Loop::DropClusterLocks(Backend* b) {
   stats_.cluster_locks_held -= static_cast<int64_t>(b->adv_locks.size());
   b->adv_locks.clear();
+  b->unlock_sent = false;
   b->unlock_failed = false;
   b->unlock_retries = 0;
 }
@@ -99,6 +115,7 @@ void Proxy::Loop::ClusterBatchDone(Backend* b, const Batch& front) {
   if (!front.cluster_unlock) return;
   if (b->unlock_failed) {
     b->unlock_failed = false;
+    b->unlock_sent = false;
     if (++b->unlock_retries > 3) {
       // Last resort (never seen: a cancel lands on an unlock at most once):
       // every session-level advisory lock of this backend goes.

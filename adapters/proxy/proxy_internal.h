@@ -176,12 +176,18 @@ struct Backend : Conn {
   bool stale_batch = false;
 
   // Multi-proxy mode (cluster_loop.cc): the advisory-lock keys its
-  // transaction took (held until the unlock batch completes), and whether
-  // that unlock failed (sent again).
+  // transaction took (held until the unlock batch completes), whether their
+  // unlock is sent (folded behind the client's COMMIT / ROLLBACK, or after
+  // it) and whether that unlock failed (sent again).
   std::vector<int64_t> adv_locks;
+  bool unlock_sent = false;
   bool unlock_failed = false;
   int unlock_retries = 0;  // of the current keys
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
+  // Nothing outstanding but the unlock of its ended transaction's keys.
+  bool IdleButUnlock() const {
+    return batches.size() == 2 && batches.front().cluster_unlock && batches.back().msgs == 0;
+  }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
 };
 
@@ -514,8 +520,13 @@ class Proxy::Loop : private AdminSource {
   void StartCluster(Database* db);
   // Attach: locks the keys of c's shared-hot references on b first.
   void TakeClusterLocks(Client* c, Backend* b);
-  // The transaction on b ended (or was rolled back): unlock its keys.
+  // The transaction on b ended (or was rolled back): unlock its keys
+  // (nothing when the unlock is already sent).
   void ReleaseClusterLocks(Backend* b);
+  // Forward: the client's simple Query `sql` just sent to b ends the
+  // transaction (COMMIT / ROLLBACK): its unlock goes in the same write, so
+  // a coordinated transaction costs no round trip more than another.
+  void FoldClusterUnlock(Backend* b, absl::string_view sql);
   // b's session ended: its locks went with it.
   void DropClusterLocks(Backend* b);
   // A message of b's front batch (lock rows, unlock errors) / its end.

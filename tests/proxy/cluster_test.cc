@@ -177,11 +177,53 @@ TEST_F(ClusterTest, HotReferenceLearnedByOneIsSerializedByTheOther) {
   EXPECT_EQ(Race(a, b, key), "UPDATE 1");
   EXPECT_GE(b.proxy().stats().cluster_lock_txns.load(), 1);
   EXPECT_GE(a.proxy().stats().cluster_lock_waits.load(), 1);
+  // Y's COMMIT and Z's carried their unlocks in the same write.
+  EXPECT_GE(b.proxy().stats().cluster_unlocks_folded.load(), 1);
+  EXPECT_GE(a.proxy().stats().cluster_unlocks_folded.load(), 1);
   EXPECT_EQ(a.proxy().stats().aborts_40001.load(), 1);  // LearnAbort's only
   EXPECT_TRUE(Eventually([&] {
     return a.proxy().stats().cluster_locks_held.load() == 0 && b.proxy().stats().cluster_locks_held.load() == 0;
   }));
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "3");
+}
+
+// The unlock rides in the write of the client's COMMIT / ROLLBACK (simple
+// Query); a transaction ended otherwise (an extended-protocol COMMIT)
+// unlocks after it. Either way the key is free afterwards and the backend
+// serves the next transaction, which takes the key again.
+TEST_F(ClusterTest, UnlockFoldedIntoCommitAndRollback) {
+  ProxyUnderTest a, b;
+  int64_t key = 0;
+  PGconn* y = nullptr;
+  HoldHotRow(&a, &b, &key, &y);
+  ASSERT_FALSE(HasFatalFailure());
+  const Stats& s = b.proxy().stats();
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 0);
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 1);
+  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
+  // A ROLLBACK the same way; the next transaction on the same client
+  // runs (its backend came back) and takes the key again.
+  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
+  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
+  EXPECT_EQ(Locks(key, true), 1);
+  EXPECT_EQ(ExecValue(y, "ROLLBACK"), "ROLLBACK");
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 2);
+  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
+  // An extended-protocol COMMIT is not folded; the unlock follows it.
+  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
+  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
+  EXPECT_EQ(Locks(key, true), 1);
+  PGresult* r = PQexecParams(y, "COMMIT", 0, nullptr, nullptr, nullptr, nullptr, 0);
+  EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK);
+  PQclear(r);
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 2);
+  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
+  EXPECT_EQ(s.cluster_lock_txns.load(), 3);
+  EXPECT_EQ(s.cluster_unlock_retries.load(), 0);
+  // Y's first and third updates committed (LearnAbort's made it 1).
+  EXPECT_EQ(ExecValue(y, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "3");
+  PQfinish(y);
 }
 
 TEST_F(ClusterTest, SharingOffTheSameRaceFailsWith40001) {
