@@ -63,6 +63,26 @@ void Proxy::Loop::StartCluster(Database* db) {
   db->cluster->Start();
 }
 
+void Proxy::Loop::ReloadCluster(const Options& fresh) {
+  if (fresh.cluster_name == opt_.cluster_name && fresh.cluster_proxy_id == opt_.cluster_proxy_id &&
+      fresh.cluster_publish_interval_ms == opt_.cluster_publish_interval_ms &&
+      fresh.cluster_hot_threshold == opt_.cluster_hot_threshold) {
+    return;  // unchanged: the syncs go on (no round lost)
+  }
+  // A generated id stays this process's; a configured one is taken anew.
+  if (fresh.cluster_proxy_id != opt_.cluster_proxy_id) cluster_proxy_id_.clear();
+  opt_.cluster_name = fresh.cluster_name;
+  opt_.cluster_proxy_id = fresh.cluster_proxy_id;
+  opt_.cluster_publish_interval_ms = fresh.cluster_publish_interval_ms;
+  opt_.cluster_hot_threshold = fresh.cluster_hot_threshold;
+  std::fprintf(stderr, "corral proxy: RELOAD: cluster \"%s\"%s\n", opt_.cluster_name.c_str(),
+               opt_.cluster_name.empty() ? " (sharing off)" : "");
+  for (auto& [name, db] : dbs_) {
+    db->cluster.reset();  // stops and joins its sync thread
+    StartCluster(db.get());
+  }
+}
+
 void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
   const ClusterSync* cl = c->pool->db->cluster.get();
   if (cl == nullptr || !b->adv_locks.empty()) return;

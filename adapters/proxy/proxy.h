@@ -138,7 +138,8 @@ struct Options {
   // a transaction with a reference whose merged abort count reaches
   // cluster_hot_threshold takes a session-level advisory lock per such
   // reference before its BEGIN. "" = off. cluster_proxy_id: this proxy's
-  // row key ("" = host/pid/random).
+  // row key ("" = host/pid/random). All four are reloadable (RELOAD
+  // restarts the sync threads when one changed).
   std::string cluster_name;
   std::string cluster_proxy_id;
   int64_t cluster_publish_interval_ms = 1000;

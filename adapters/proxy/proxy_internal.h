@@ -518,6 +518,11 @@ class Proxy::Loop : private AdminSource {
   // --- multi-proxy mode (cluster_loop.cc)
   // Makes and starts db's ClusterSync when cluster_name is set.
   void StartCluster(Database* db);
+  // RELOAD: when a cluster_* key changed, every database's ClusterSync is
+  // stopped (joined: at most one round) and made anew from `fresh`
+  // (cluster_name "" turns sharing off). Keys that backends hold now are
+  // released as before (they are the backends').
+  void ReloadCluster(const Options& fresh);
   // Attach: locks the keys of c's shared-hot references on b first.
   void TakeClusterLocks(Client* c, Backend* b);
   // The transaction on b ended (or was rolled back): unlock its keys

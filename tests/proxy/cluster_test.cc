@@ -8,11 +8,13 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "adapters/proxy/config.h"
 #include "libpq-fe.h"
 #include "tests/proxy/proxy_test_util.h"
 
@@ -224,6 +226,64 @@ TEST_F(ClusterTest, UnlockFoldedIntoCommitAndRollback) {
   // Y's first and third updates committed (LearnAbort's made it 1).
   EXPECT_EQ(ExecValue(y, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "3");
   PQfinish(y);
+}
+
+// RELOAD picks up the cluster_* keys: a proxy started with sharing off
+// joins B's cluster (peers, a hot reference, a locked transaction), a
+// higher threshold unlocks the reference, and an empty cluster_name turns
+// sharing off again.
+TEST_F(ClusterTest, ClusterKeysApplyOnReload) {
+  const std::string cluster = PgUniqueName("cl");
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/", PgUniqueName("corral_cluster_reload"), ".ini");
+  auto write = [&](const std::string& keys) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(absl::StrCat("pool_size = 2\nhistory_half_life_s = 0\n", keys).c_str(), f);
+    std::fclose(f);
+  };
+  write("");
+  Options o;
+  ASSERT_TRUE(LoadConfigFile(path, &o).ok());
+  ProxyUnderTest a, b;
+  ASSERT_TRUE(IsOk(a.Start(server_, o)));
+  ASSERT_TRUE(IsOk(b.Start(server_, ClusterOptions(cluster, cluster + "_b"))));
+  PGconn* admin = PQconnectdb(a.ClientConninfo("corral").c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK) << PQerrorMessage(admin);
+  EXPECT_EQ(ClusterValue(a, "state"), "");  // sharing off: no SHOW CLUSTER row
+  LearnAbort(a, 1);
+  write(absl::StrCat("cluster_name = ", cluster, "\ncluster_proxy_id = ", cluster,
+                     "_a\ncluster_publish_interval_ms = 100\ncluster_hot_threshold = 1\n"));
+  ASSERT_TRUE(ExecOk(admin, "RELOAD"));
+  int64_t key = 0;
+  EXPECT_TRUE(Eventually([&] { return (key = PublishedKey(cluster, cluster + "_a")) != 0; }));
+  EXPECT_TRUE(Eventually([&] { return ClusterValue(a, "peers") == "1" && ClusterValue(a, "hot_refs") == "1"; }));
+  EXPECT_EQ(ClusterValue(a, "proxy_id"), cluster + "_a");
+  PGconn* y = PQconnectdb(a.ClientConninfo().c_str());
+  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
+  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
+  EXPECT_EQ(Locks(key, true), 1);
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  EXPECT_EQ(a.proxy().stats().cluster_lock_txns.load(), 1);
+  // A threshold over the merged count: nothing is hot.
+  write(absl::StrCat("cluster_name = ", cluster, "\ncluster_proxy_id = ", cluster,
+                     "_a\ncluster_publish_interval_ms = 100\ncluster_hot_threshold = 1000\n"));
+  ASSERT_TRUE(ExecOk(admin, "RELOAD"));
+  EXPECT_TRUE(Eventually([&] { return ClusterValue(a, "peers") == "1"; }));
+  EXPECT_EQ(ClusterValue(a, "hot_refs"), "0");
+  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
+  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
+  EXPECT_EQ(Locks(key, true), 0);
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  // Sharing off again (a key left out of the file keeps its value, as
+  // every reloadable key).
+  write("cluster_name =\n");
+  ASSERT_TRUE(ExecOk(admin, "RELOAD"));
+  EXPECT_EQ(ClusterValue(a, "state"), "");
+  EXPECT_EQ(a.proxy().stats().cluster_lock_txns.load(), 1);
+  PQfinish(y);
+  PQfinish(admin);
+  std::remove(path.c_str());
 }
 
 TEST_F(ClusterTest, SharingOffTheSameRaceFailsWith40001) {
