@@ -103,7 +103,7 @@ void Proxy::Loop::ReleaseClusterLocks(Backend* b) {
 }
 
 void Proxy::Loop::FoldClusterUnlock(Backend* b, absl::string_view sql) {
-  if (b->adv_locks.empty() || b->unlock_sent) return;
+  if (b->adv_locks.empty() || b->unlock_sent || !opt_.cluster_fold_unlock) return;
   const TxnControl tc = ClassifyTxnControl(sql);
   if (tc != TxnControl::kCommit && tc != TxnControl::kRollback) return;
   ReleaseClusterLocks(b);

@@ -6,19 +6,25 @@
 #   coordinated  N Corral proxies with one cluster_name (cluster.h: shared
 #                hot references, advisory locks before BEGIN)
 #   uncoord      the same N proxies with sharing off (each learns alone)
+#   coord-nofold (only when named in FLEETS) coordinated with
+#                cluster_fold_unlock = off: the unlock a round trip after
+#                the COMMIT, as before the fold (for comparison)
 #   pgbouncer    N PgBouncers (transaction pooling)
 # Workloads (SERIALIZABLE, --max-tries): hot-row (hot_row.sql, rows
 # 1..HOT_ROWS) and two-row (contended.sql, rows 1..HOT_ROWS), and
-# select-only (pgbench -S) for the pooling cost. ISOLATIONS="serializable
-# read-committed" also runs the two scripts under READ COMMITTED (workload
-# names hot-row-rc, two-row-rc). Every measured run follows
-# a WARMUP-second run of the same workload on the same fleet (learning).
-# Prints one line per run (tps and retried transactions summed over the N
-# pgbench processes) and writes them to $OUT/results.tsv with the proxies'
-# SHOW STATS / SHOW CLUSTER after each run.
+# select-only (pgbench -S) for the pooling cost. ISOLATIONS (default
+# "serializable read-committed") runs the two scripts under each level
+# named (READ COMMITTED: workload names hot-row-rc, two-row-rc). Every
+# measured run follows a WARMUP-second run of the same workload on the
+# same fleet (learning). Prints one line per run (tps and retried
+# transactions summed over the N pgbench processes, the 1-minute load
+# average at its end: the box may be shared) and writes them to
+# $OUT/results.tsv with the proxies' SHOW STATS / SHOW CLUSTER after each
+# run.
 #
 #   bash bench/proxy/multi.sh
 #   SECONDS_PER_RUN=10 PROXIES="1 2" FLEETS="coordinated uncoord" bash bench/proxy/multi.sh
+#   ISOLATIONS=serializable WORKLOADS=hot-row bash bench/proxy/multi.sh
 #   OUT=bench/results/p25 bash bench/proxy/multi.sh
 #
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
@@ -34,7 +40,7 @@ MAX_TRIES=${MAX_TRIES:-100}
 PROXIES=${PROXIES:-1 2 4}
 FLEETS=${FLEETS:-coordinated uncoord pgbouncer}
 WORKLOADS=${WORKLOADS:-hot-row two-row select-only}
-ISOLATIONS=${ISOLATIONS:-serializable}
+ISOLATIONS=${ISOLATIONS:-serializable read-committed}
 INTERVAL_MS=${INTERVAL_MS:-200}
 THRESHOLD=${THRESHOLD:-3}
 OUT=${OUT:-$(mktemp -d /tmp/corral-multi.XXXXXX)}
@@ -83,8 +89,9 @@ start_fleet() {  # fleet n
         start_pgbouncer "$WORK/pgb$i.ini" "$WORK/pgb$i.log"
         fleet_pids+=($!) ;;
       *)
-        local cluster=""
+        local cluster="" fold=on
         [ "$fleet" = coordinated ] && cluster="multi_$n"
+        [ "$fleet" = coord-nofold ] && cluster="multi_$n" && fold=off
         cat > "$WORK/corral$i.ini" <<INI
 listen_addr = 127.0.0.1
 listen_port = $port
@@ -95,6 +102,7 @@ cluster_name = $cluster
 cluster_proxy_id = p$i
 cluster_publish_interval_ms = $INTERVAL_MS
 cluster_hot_threshold = $THRESHOLD
+cluster_fold_unlock = $fold
 INI
         "$SERVER_BIN" "$WORK/corral$i.ini" 2> "$WORK/corral$i.log" &
         fleet_pids+=($!) ;;
@@ -136,7 +144,7 @@ snapshot() {  # fleet n workload
 }
 
 RES="$OUT/results.tsv"
-echo -e "n\tfleet\tworkload\ttps\tretried\tfailed" > "$RES"
+echo -e "n\tfleet\tworkload\ttps\tretried\tfailed\tload1" > "$RES"
 echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s warmup=${WARMUP}s scale=$SCALE hot_rows=$HOT_ROWS" \
   "interval_ms=$INTERVAL_MS threshold=$THRESHOLD nproc=$(nproc)" | tee "$OUT/header.txt"
 echo "# start: $(date -u) $(uptime)" | tee -a "$OUT/header.txt"
@@ -153,9 +161,11 @@ for n in $PROXIES; do
       esac
       [ "$WARMUP" -gt 0 ] && split_run "$WARMUP" "${args[@]}" >/dev/null
       read -r tps retried failed < <(split_run "$DUR" "${args[@]}")
+      load1=$(cut -d' ' -f1 /proc/loadavg)
       snapshot "$fleet" "$n" "$w"
-      printf 'n=%s %-11s %-11s tps=%-9s retried=%-7s failed=%s\n' "$n" "$fleet" "$w" "$tps" "$retried" "$failed"
-      echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed" >> "$RES"
+      printf 'n=%s %-11s %-11s tps=%-9s retried=%-7s failed=%-5s load=%s\n' "$n" "$fleet" "$w" "$tps" "$retried" \
+        "$failed" "$load1"
+      echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed\t$load1" >> "$RES"
     done
     stop_fleet
   done

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "adapters/proxy/config.h"
@@ -57,8 +59,10 @@ class ClusterTest : public ScratchTableTest {
     o.cluster_proxy_id = id;
     o.cluster_publish_interval_ms = 100;
     o.cluster_hot_threshold = 1;
+    o.cluster_fold_unlock = fold_;
     return o;
   }
+  bool fold_ = true;  // cluster_fold_unlock of the proxies started
   std::string Update(int k) { return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k); }
 
   // Proxy `p` learns a serialization failure on row k: a SERIALIZABLE
@@ -232,6 +236,48 @@ TEST_F(ClusterTest, UnlockFoldedIntoCommitAndRollback) {
 // joins B's cluster (peers, a hot reference, a locked transaction), a
 // higher threshold unlocks the reference, and an empty cluster_name turns
 // sharing off again.
+// cluster_fold_unlock = off: the unlock follows the COMMIT's reply; the key
+// is free all the same and the backend serves the next transaction.
+TEST_F(ClusterTest, UnfoldedUnlockFollowsTheCommit) {
+  fold_ = false;
+  ProxyUnderTest a, b;
+  int64_t key = 0;
+  PGconn* y = nullptr;
+  HoldHotRow(&a, &b, &key, &y);
+  ASSERT_FALSE(HasFatalFailure());
+  const Stats& s = b.proxy().stats();
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
+  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
+  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
+  EXPECT_EQ(Locks(key, true), 1);
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
+  EXPECT_EQ(s.cluster_lock_txns.load(), 2);
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 0);
+  PQfinish(y);
+}
+
+// The config file's key, as RELOAD and the benchmark use it.
+TEST(ClusterConfigTest, FoldUnlockKey) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/", PgUniqueName("corral_cluster_fold"), ".ini");
+  for (const auto& [text, ok, fold] : std::vector<std::tuple<std::string, bool, bool>>{
+           {"cluster_fold_unlock = off\n", true, false},
+           {"cluster_fold_unlock = on\n", true, true},
+           {"", true, true},
+           {"cluster_fold_unlock = sometimes\n", false, true}}) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    Options o;
+    EXPECT_EQ(LoadConfigFile(path, &o).ok(), ok) << text;
+    if (ok) EXPECT_EQ(o.cluster_fold_unlock, fold) << text;
+  }
+  std::remove(path.c_str());
+}
+
 TEST_F(ClusterTest, ClusterKeysApplyOnReload) {
   const std::string cluster = PgUniqueName("cl");
   const char* tmp = std::getenv("TEST_TMPDIR");
