@@ -17,8 +17,12 @@
 # named (READ COMMITTED: workload names hot-row-rc, two-row-rc). Every
 # measured run follows a WARMUP-second run of the same workload on the
 # same fleet (learning). Prints one line per run (tps and retried
-# transactions summed over the N pgbench processes, the 1-minute load
-# average at its end: the box may be shared) and writes them to
+# transactions summed over the N pgbench processes; CPU microseconds per
+# committed transaction of the fleet's processes (proxy_us: the N proxies
+# or PgBouncers) and of the whole PostgreSQL server (server_us: postmaster,
+# its live processes and those that exited; a server of its own, as
+# scripts/pg.sh starts), less sensitive to a shared box's load than tps;
+# the 1-minute load average at its end) and writes them to
 # $OUT/results.tsv with the proxies' SHOW STATS / SHOW CLUSTER after each
 # run.
 #
@@ -134,6 +138,20 @@ split_run() {  # dur args...
   echo "$tps $retried $failed"
 }
 
+# CPU ticks (user + system) of the given pids and their children (with
+# `all`: also the children that exited, as their parent counts them).
+cpu_ticks() {
+  local p kids=() all=0
+  [ "${1:-}" = all ] && all=1 && shift
+  for p in "$@"; do kids+=($(pgrep -P "$p" 2>/dev/null || true)); done
+  { for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null | sed 's/^.*) //' | awk -v a=$all '{ print $12 + $13 + a * ($14 + $15) }'; done
+    for p in "${kids[@]}"; do cat "/proc/$p/stat" 2>/dev/null | sed 's/^.*) //' | awk '{ print $12 + $13 }'; done
+  } | awk '{ t += $1 } END { print t + 0 }'
+}
+PG_PID=$(head -1 "$(psql -X -At -h 127.0.0.1 -p "$PGPORT" -U postgres -c 'SHOW data_directory')/postmaster.pid" \
+  2>/dev/null || echo 0)
+TICK=$(getconf CLK_TCK)
+
 snapshot() {  # fleet n workload
   [ "$1" = pgbouncer ] && return 0
   local i
@@ -144,7 +162,7 @@ snapshot() {  # fleet n workload
 }
 
 RES="$OUT/results.tsv"
-echo -e "n\tfleet\tworkload\ttps\tretried\tfailed\tload1" > "$RES"
+echo -e "n\tfleet\tworkload\ttps\tretried\tfailed\tproxy_us\tserver_us\tload1" > "$RES"
 echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s warmup=${WARMUP}s scale=$SCALE hot_rows=$HOT_ROWS" \
   "interval_ms=$INTERVAL_MS threshold=$THRESHOLD nproc=$(nproc)" | tee "$OUT/header.txt"
 echo "# start: $(date -u) $(uptime)" | tee -a "$OUT/header.txt"
@@ -160,12 +178,18 @@ for n in $PROXIES; do
         select-only) args=(-S) ;;
       esac
       [ "$WARMUP" -gt 0 ] && split_run "$WARMUP" "${args[@]}" >/dev/null
+      p0=$(cpu_ticks "${fleet_pids[@]}")
+      s0=$(cpu_ticks all "$PG_PID")
       read -r tps retried failed < <(split_run "$DUR" "${args[@]}")
+      p1=$(cpu_ticks "${fleet_pids[@]}")
+      s1=$(cpu_ticks all "$PG_PID")
       load1=$(cut -d' ' -f1 /proc/loadavg)
+      read -r pus sus < <(awk -v p="$((p1 - p0))" -v s="$((s1 - s0))" -v t="$tps" -v d="$DUR" -v hz="$TICK" \
+        'BEGIN { n = t * d; if (n < 1) n = 1; printf "%.0f %.0f\n", p * 1e6 / hz / n, s * 1e6 / hz / n }')
       snapshot "$fleet" "$n" "$w"
-      printf 'n=%s %-11s %-11s tps=%-9s retried=%-7s failed=%-5s load=%s\n' "$n" "$fleet" "$w" "$tps" "$retried" \
-        "$failed" "$load1"
-      echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed\t$load1" >> "$RES"
+      printf 'n=%s %-12s %-11s tps=%-9s retried=%-7s failed=%-5s proxy_us=%-5s server_us=%-5s load=%s\n' "$n" \
+        "$fleet" "$w" "$tps" "$retried" "$failed" "$pus" "$sus" "$load1"
+      echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed\t$pus\t$sus\t$load1" >> "$RES"
     done
     stop_fleet
   done
