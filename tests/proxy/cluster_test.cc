@@ -116,13 +116,30 @@ class ClusterTest : public ScratchTableTest {
 
   // A cluster of two proxies, A having learned row 1's abort; Y (via B)
   // updates row 1 in an open transaction, holding row 1's key.
-  void HoldHotRow(ProxyUnderTest* a, ProxyUnderTest* b, int64_t* key, PGconn** y) {
-    *key = TwoProxies(PgUniqueName("cl"), a, b);
-    ASSERT_NE(*key, 0);
-    *y = PQconnectdb(b->ClientConninfo().c_str());
-    ASSERT_EQ(ExecValue(*y, "BEGIN"), "BEGIN");
-    ASSERT_EQ(ExecValue(*y, Update(1)), "UPDATE 1");
-    ASSERT_EQ(Locks(*key, true), 1);
+  struct Held {
+    ProxyUnderTest a, b;
+    int64_t key = 0;
+    PGconn* y = nullptr;
+  };
+  void HoldHotRow(Held* h) {
+    h->key = TwoProxies(PgUniqueName("cl"), &h->a, &h->b);
+    ASSERT_NE(h->key, 0);
+    h->y = PQconnectdb(h->b.ClientConninfo().c_str());
+    ASSERT_EQ(ExecValue(h->y, "BEGIN"), "BEGIN");
+    ASSERT_EQ(ExecValue(h->y, Update(1)), "UPDATE 1");
+    ASSERT_EQ(Locks(h->key, true), 1);
+  }
+
+  // Y (holding no key) opens a transaction that updates row 1: its
+  // backend holds `key`.
+  void HotTxn(PGconn* y, int64_t key) {
+    ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
+    ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
+    EXPECT_EQ(Locks(key, true), 1);
+  }
+  // `key` is released on the server and by the proxy of `s`.
+  void ExpectFreed(int64_t key, const Stats& s) {
+    EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
   }
 
   // A client dies without a Terminate message.
@@ -198,33 +215,30 @@ TEST_F(ClusterTest, HotReferenceLearnedByOneIsSerializedByTheOther) {
 // unlocks after it. Either way the key is free afterwards and the backend
 // serves the next transaction, which takes the key again.
 TEST_F(ClusterTest, UnlockFoldedIntoCommitAndRollback) {
-  ProxyUnderTest a, b;
-  int64_t key = 0;
-  PGconn* y = nullptr;
-  HoldHotRow(&a, &b, &key, &y);
+  Held h;
+  HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
+  ProxyUnderTest &a = h.a, &b = h.b;
+  const int64_t key = h.key;
+  PGconn* y = h.y;
   const Stats& s = b.proxy().stats();
   EXPECT_EQ(s.cluster_unlocks_folded.load(), 0);
   EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
   EXPECT_EQ(s.cluster_unlocks_folded.load(), 1);
-  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
+  ExpectFreed(key, s);
   // A ROLLBACK the same way; the next transaction on the same client
   // runs (its backend came back) and takes the key again.
-  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
-  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
-  EXPECT_EQ(Locks(key, true), 1);
+  HotTxn(y, key);
   EXPECT_EQ(ExecValue(y, "ROLLBACK"), "ROLLBACK");
   EXPECT_EQ(s.cluster_unlocks_folded.load(), 2);
-  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
+  ExpectFreed(key, s);
   // An extended-protocol COMMIT is not folded; the unlock follows it.
-  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
-  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
-  EXPECT_EQ(Locks(key, true), 1);
+  HotTxn(y, key);
   PGresult* r = PQexecParams(y, "COMMIT", 0, nullptr, nullptr, nullptr, nullptr, 0);
   EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK);
   PQclear(r);
   EXPECT_EQ(s.cluster_unlocks_folded.load(), 2);
-  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
+  ExpectFreed(key, s);
   EXPECT_EQ(s.cluster_lock_txns.load(), 3);
   EXPECT_EQ(s.cluster_unlock_retries.load(), 0);
   // Y's first and third updates committed (LearnAbort's made it 1).
@@ -232,27 +246,22 @@ TEST_F(ClusterTest, UnlockFoldedIntoCommitAndRollback) {
   PQfinish(y);
 }
 
-// RELOAD picks up the cluster_* keys: a proxy started with sharing off
-// joins B's cluster (peers, a hot reference, a locked transaction), a
-// higher threshold unlocks the reference, and an empty cluster_name turns
-// sharing off again.
 // cluster_fold_unlock = off: the unlock follows the COMMIT's reply; the key
 // is free all the same and the backend serves the next transaction.
 TEST_F(ClusterTest, UnfoldedUnlockFollowsTheCommit) {
   fold_ = false;
-  ProxyUnderTest a, b;
-  int64_t key = 0;
-  PGconn* y = nullptr;
-  HoldHotRow(&a, &b, &key, &y);
+  Held h;
+  HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
+  ProxyUnderTest &a = h.a, &b = h.b;
+  const int64_t key = h.key;
+  PGconn* y = h.y;
   const Stats& s = b.proxy().stats();
   EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
-  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
-  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
-  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
-  EXPECT_EQ(Locks(key, true), 1);
+  ExpectFreed(key, s);
+  HotTxn(y, key);
   EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
-  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
+  ExpectFreed(key, s);
   EXPECT_EQ(s.cluster_lock_txns.load(), 2);
   EXPECT_EQ(s.cluster_unlocks_folded.load(), 0);
   PQfinish(y);
@@ -278,6 +287,10 @@ TEST(ClusterConfigTest, FoldUnlockKey) {
   std::remove(path.c_str());
 }
 
+// RELOAD picks up the cluster_* keys: a proxy started with sharing off
+// joins B's cluster (peers, a hot reference, a locked transaction), a
+// higher threshold unlocks the reference, and an empty cluster_name turns
+// sharing off again.
 TEST_F(ClusterTest, ClusterKeysApplyOnReload) {
   const std::string cluster = PgUniqueName("cl");
   const char* tmp = std::getenv("TEST_TMPDIR");
@@ -306,9 +319,7 @@ TEST_F(ClusterTest, ClusterKeysApplyOnReload) {
   EXPECT_TRUE(Eventually([&] { return ClusterValue(a, "peers") == "1" && ClusterValue(a, "hot_refs") == "1"; }));
   EXPECT_EQ(ClusterValue(a, "proxy_id"), cluster + "_a");
   PGconn* y = PQconnectdb(a.ClientConninfo().c_str());
-  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
-  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
-  EXPECT_EQ(Locks(key, true), 1);
+  HotTxn(y, key);
   EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
   EXPECT_EQ(a.proxy().stats().cluster_lock_txns.load(), 1);
   // A threshold over the merged count: nothing is hot.
@@ -341,11 +352,12 @@ TEST_F(ClusterTest, SharingOffTheSameRaceFailsWith40001) {
 }
 
 TEST_F(ClusterTest, KilledClientLeavesTheKeyFree) {
-  ProxyUnderTest a, b;
-  int64_t key = 0;
-  PGconn* y = nullptr;
-  HoldHotRow(&a, &b, &key, &y);
+  Held h;
+  HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
+  ProxyUnderTest &a = h.a, &b = h.b;
+  const int64_t key = h.key;
+  PGconn* y = h.y;
   // Z (via A) waits for the key; it dies while waiting: its backend's lock
   // request is cancelled, nothing is left waiting or granted to it.
   PGconn* z = PQconnectdb(a.ClientConninfo().c_str());
@@ -373,11 +385,12 @@ TEST_F(ClusterTest, KilledClientLeavesTheKeyFree) {
 }
 
 TEST_F(ClusterTest, KilledBackendLeavesTheKeyFree) {
-  ProxyUnderTest a, b;
-  int64_t key = 0;
-  PGconn* y = nullptr;
-  HoldHotRow(&a, &b, &key, &y);
+  Held h;
+  HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
+  ProxyUnderTest &a = h.a, &b = h.b;
+  const int64_t key = h.key;
+  PGconn* y = h.y;
   const uint64_t u = static_cast<uint64_t>(key);
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = "
                                                  "'advisory' AND granted AND classid = ",
