@@ -20,8 +20,8 @@
 // (the references' 64-bit RefId hashes, sorted, deduplicated) that the
 // transaction takes on its backend with session-level pg_advisory_lock
 // before its BEGIN / first statement is forwarded, and releases with
-// pg_advisory_unlock once its COMMIT / ROLLBACK completed (LockSql /
-// UnlockSql). When the shared table cannot be reached the set is empty
+// pg_advisory_unlock sent right behind its COMMIT / ROLLBACK (LockSql /
+// UnlockSql; cluster_loop.cc). When the shared table cannot be reached the set is empty
 // (local learning only), counted in Stats::cluster_sync_failures.
 //
 //   ClusterSync::Options o;  o.cluster_name = "shop"; o.proxy_id = "p1";
