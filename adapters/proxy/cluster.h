@@ -21,8 +21,9 @@
 // transaction takes on its backend with session-level pg_advisory_lock
 // before its BEGIN / first statement is forwarded, and releases with
 // pg_advisory_unlock sent right behind its COMMIT / ROLLBACK (LockSql /
-// UnlockSql; cluster_loop.cc). When the shared table cannot be reached the set is empty
-// (local learning only), counted in Stats::cluster_sync_failures.
+// UnlockSql; cluster_loop.cc). When the shared table cannot be reached the
+// set is empty (local learning only), counted in
+// Stats::cluster_sync_failures.
 //
 //   ClusterSync::Options o;  o.cluster_name = "shop"; o.proxy_id = "p1";
 //   ClusterSync sync(o, connect, local_top, &stats);
