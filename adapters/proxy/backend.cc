@@ -156,6 +156,8 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->batches.clear();
   b->batches.push_back(Batch());
   b->cache.Clear();
+  b->lock_stmt.clear();  // statements are the connection's
+  b->unlock_stmt.clear();
   b->drop_describe_tail = false;
   b->unnamed_key.clear();
   b->catalog_dirty = false;
@@ -232,6 +234,8 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           // reused) and, as the client sees it, its own.
           b->cache.Clear();
           b->unnamed_key.clear();
+          b->lock_stmt.clear();
+          b->unlock_stmt.clear();
           if (forward && c != nullptr) c->stmts.clear();
         }
         if (absl::StartsWith(f.body, "BEGIN") || absl::StartsWith(f.body, "START TRANSACTION")) {

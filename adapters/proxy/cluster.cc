@@ -80,6 +80,11 @@ std::string UnlockSql(const std::vector<int64_t>& keys) {
   return sql;
 }
 
+const char* ClusterStatementSql(bool lock) {
+  return lock ? "SELECT CASE WHEN pg_try_advisory_lock($1) THEN 0 ELSE (SELECT 1 FROM pg_advisory_lock($1)) END"
+              : "SELECT pg_advisory_unlock($1)";
+}
+
 ClusterSync::ClusterSync(Options o, Connect connect, LocalTop local_top, Stats* stats)
     : o_(std::move(o)), connect_(std::move(connect)), local_top_(std::move(local_top)), stats_(*stats) {
   TsanVisibleMutexLock l(&mu_);

@@ -94,6 +94,9 @@ absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, cons
 std::string LockSql(const std::vector<int64_t>& keys);
 // The statement that releases `keys` (pg_advisory_unlock each).
 std::string UnlockSql(const std::vector<int64_t>& keys);
+// The same for one key as $1 (bigint), to prepare once per connection:
+// LockSql's probe (one row: 1 when it had to wait) or the unlock.
+const char* ClusterStatementSql(bool lock);
 // The lock key of a reference (its 64-bit hash as PostgreSQL's bigint).
 inline int64_t LockKey(RefId r) { return static_cast<int64_t>(r.value()); }
 

@@ -88,7 +88,7 @@ void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
   if (cl == nullptr || !b->adv_locks.empty()) return;
   cl->KeysFor(c->route.txn.refs, &b->adv_locks);
   if (b->adv_locks.empty()) return;
-  SendInternal(b, LockSql(b->adv_locks));
+  SendClusterStatement(b, /*lock=*/true, b->adv_locks);
   b->batches[b->batches.size() - 2].cluster_lock = true;
   stats_.cluster_lock_txns++;
   stats_.cluster_locks_taken += static_cast<int64_t>(b->adv_locks.size());
@@ -97,9 +97,40 @@ void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
 
 void Proxy::Loop::ReleaseClusterLocks(Backend* b) {
   if (b->adv_locks.empty() || !b->alive || b->unlock_sent) return;
-  SendInternal(b, UnlockSql(b->adv_locks));
+  SendClusterStatement(b, /*lock=*/false, b->adv_locks);
   b->batches[b->batches.size() - 2].cluster_unlock = true;
   b->unlock_sent = true;
+}
+
+void Proxy::Loop::SendClusterStatement(Backend* b, bool lock, const std::vector<int64_t>& keys) {
+  std::string& name = lock ? b->lock_stmt : b->unlock_stmt;
+  std::string msg;
+  if (name.empty()) {
+    name = absl::StrCat(lock ? "corral_lk" : "corral_ul", ++cluster_stmt_seq_);
+    std::string types;
+    types.push_back('\0');
+    types.push_back('\1');
+    for (char ch : {'\0', '\0', '\0', '\x14'}) types.push_back(ch);  // int8 (OID 20)
+    wire::AppendParse(&msg, name, ClusterStatementSql(lock), types);
+  }
+  for (int64_t k : keys) {
+    const std::string v = absl::StrCat(k);
+    std::string rest;
+    rest.append({'\0', '\0', '\0', '\1'});  // no parameter formats (text); one value
+    for (int shift = 24; shift >= 0; shift -= 8) rest.push_back(static_cast<char>((v.size() >> shift) & 0xff));
+    rest += v;
+    rest.append({'\0', '\0'});  // no result formats (text)
+    wire::AppendBind(&msg, "", name, rest);
+    const size_t at = wire::BeginMessage(&msg, 'E');
+    msg.push_back('\0');  // the unnamed portal
+    msg.append({'\0', '\0', '\0', '\0'});  // every row
+    wire::EndMessage(&msg, at);
+  }
+  wire::AppendEmpty(&msg, 'S');
+  Send(b, msg);
+  b->batches.back().swallow = true;
+  b->batches.back().msgs++;
+  EndBatch(b);
 }
 
 void Proxy::Loop::FoldClusterUnlock(Backend* b, absl::string_view sql) {
@@ -126,8 +157,12 @@ void Proxy::Loop::OnClusterMessage(Backend* b, const Batch& front, char type, ab
       const int32_t len = r.Int32();
       if (len == 1 && r.Bytes(1) == "1") stats_.cluster_lock_waits++;
     }
-  } else if (front.cluster_unlock && type == 'E') {
-    b->unlock_failed = true;
+  } else if (type == 'E') {
+    // Prepared again under new names next time (the error may have been
+    // the Parse's; a name left behind is harmless).
+    b->lock_stmt.clear();
+    b->unlock_stmt.clear();
+    if (front.cluster_unlock) b->unlock_failed = true;
   }
 }
 

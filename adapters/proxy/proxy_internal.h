@@ -180,6 +180,10 @@ struct Backend : Conn {
   // unlock is sent (folded behind the client's COMMIT / ROLLBACK, or after
   // it) and whether that unlock failed (sent again).
   std::vector<int64_t> adv_locks;
+  // The names of the lock / unlock statements prepared on this connection
+  // ("" = not yet; forgotten after DISCARD ALL / DEALLOCATE ALL or an
+  // error in a lock batch, then prepared again under a new name).
+  std::string lock_stmt, unlock_stmt;
   bool unlock_sent = false;
   bool unlock_failed = false;
   int unlock_retries = 0;  // of the current keys
@@ -534,6 +538,11 @@ class Proxy::Loop : private AdminSource {
   void FoldClusterUnlock(Backend* b, absl::string_view sql);
   // b's session ended: its locks went with it.
   void DropClusterLocks(Backend* b);
+  // Sends the lock (or unlock) of `keys` on b as one swallowed batch of
+  // prepared statements (ClusterStatementSql, prepared on first use): one
+  // Bind / Execute per key, in order, then Sync. The server parses and
+  // plans them once per connection, not once per transaction.
+  void SendClusterStatement(Backend* b, bool lock, const std::vector<int64_t>& keys);
   // A message of b's front batch (lock rows, unlock errors) / its end.
   void OnClusterMessage(Backend* b, const Batch& front, char type, absl::string_view body);
   void ClusterBatchDone(Backend* b, const Batch& front);
@@ -583,6 +592,7 @@ class Proxy::Loop : private AdminSource {
   DescribeCache describe_cache_{4096};  // the server's Describe-statement answers
   uint64_t next_client_id_ = 1;
   std::string cluster_proxy_id_;  // multi-proxy mode: this proxy's row key
+  int64_t cluster_stmt_seq_ = 0;  // names of the lock / unlock statements (never reused)
   std::atomic<int64_t> clients_now_{0};
   const bool trace_ = std::getenv("CORRAL_PROXY_TRACE") != nullptr;  // message trace on stderr
 };
