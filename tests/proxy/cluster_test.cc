@@ -246,6 +246,28 @@ TEST_F(ClusterTest, UnlockFoldedIntoCommitAndRollback) {
   PQfinish(y);
 }
 
+// The lock and unlock are statements prepared on the backend: a client's
+// DEALLOCATE ALL drops them, and the proxy prepares them again (no failed
+// unlock, the key is taken and freed as before).
+TEST_F(ClusterTest, LockStatementsPreparedAgainAfterDeallocateAll) {
+  Held h;
+  HoldHotRow(&h);
+  ASSERT_FALSE(HasFatalFailure());
+  const Stats& s = h.b.proxy().stats();
+  EXPECT_EQ(ExecValue(h.y, "COMMIT"), "COMMIT");  // the unlock statement prepared too
+  ExpectFreed(h.key, s);
+  for (int i = 0; i < 2; ++i) {
+    HotTxn(h.y, h.key);
+    EXPECT_EQ(ExecValue(h.y, "DEALLOCATE ALL"), "DEALLOCATE ALL");  // on the backend holding the key
+    EXPECT_EQ(ExecValue(h.y, "COMMIT"), "COMMIT");
+    ExpectFreed(h.key, s);
+  }
+  EXPECT_EQ(s.cluster_unlock_retries.load(), 0);
+  EXPECT_EQ(s.cluster_lock_txns.load(), 3);
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 3);
+  PQfinish(h.y);
+}
+
 // cluster_fold_unlock = off: the unlock follows the COMMIT's reply; the key
 // is free all the same and the backend serves the next transaction.
 TEST_F(ClusterTest, UnfoldedUnlockFollowsTheCommit) {
