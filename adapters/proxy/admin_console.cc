@@ -70,6 +70,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("cluster_lock_waits", s.cluster_lock_waits);
     row("cluster_locks_held", s.cluster_locks_held);
     row("cluster_unlock_retries", s.cluster_unlock_retries);
+    row("cluster_unlocks_folded", s.cluster_unlocks_folded);
     row("cluster_publishes", s.cluster_publishes);
     row("cluster_sync_failures", s.cluster_sync_failures);
     row("retries_remembered", s.retries_remembered);

@@ -156,6 +156,8 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->batches.clear();
   b->batches.push_back(Batch());
   b->cache.Clear();
+  b->lock_stmt.clear();  // statements are the connection's
+  b->unlock_stmt.clear();
   b->drop_describe_tail = false;
   b->unnamed_key.clear();
   b->catalog_dirty = false;
@@ -238,6 +240,8 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           // reused) and, as the client sees it, its own.
           b->cache.Clear();
           b->unnamed_key.clear();
+          b->lock_stmt.clear();
+          b->unlock_stmt.clear();
           if (forward && c != nullptr) c->stmts.clear();
         }
         if (absl::StartsWith(f.body, "BEGIN") || absl::StartsWith(f.body, "START TRANSACTION")) {
@@ -337,7 +341,9 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           AttachDone(c, b, attach_error);
           continue;
         }
-        if (b->Idle()) {
+        if (c != nullptr && b->status == 'I' && b->IdleButUnlock()) {
+          EndTxn(c, b);  // its unlock follows (FoldClusterUnlock); b is not Free until it came
+        } else if (b->Idle()) {
           if (c != nullptr && b->status == 'I') {
             EndTxn(c, b);
           } else if (c == nullptr) {

@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/clock.h"
 
 namespace corral {
@@ -63,21 +62,9 @@ absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, cons
   return hot;
 }
 
-std::string LockSql(const std::vector<int64_t>& keys) {
-  std::string sql;
-  for (int64_t k : keys) {
-    absl::StrAppend(&sql, "SELECT CASE WHEN pg_try_advisory_lock(", k, ") THEN 0 ELSE (SELECT 1 FROM pg_advisory_lock(",
-                    k, ")) END;");
-  }
-  return sql;
-}
-
-std::string UnlockSql(const std::vector<int64_t>& keys) {
-  std::string sql = "SELECT ";
-  for (size_t i = 0; i < keys.size(); ++i) {
-    absl::StrAppend(&sql, i ? ", " : "", "pg_advisory_unlock(", keys[i], ")");
-  }
-  return sql;
+const char* ClusterStatementSql(bool lock) {
+  return lock ? "SELECT CASE WHEN pg_try_advisory_lock($1) THEN 0 ELSE (SELECT 1 FROM pg_advisory_lock($1)) END"
+              : "SELECT pg_advisory_unlock($1)";
 }
 
 ClusterSync::ClusterSync(Options o, Connect connect, LocalTop local_top, Stats* stats)

@@ -20,16 +20,17 @@
 // (the references' 64-bit RefId hashes, sorted, deduplicated) that the
 // transaction takes on its backend with session-level pg_advisory_lock
 // before its BEGIN / first statement is forwarded, and releases with
-// pg_advisory_unlock once its COMMIT / ROLLBACK completed (LockSql /
-// UnlockSql). When the shared table cannot be reached the set is empty
-// (local learning only), counted in Stats::cluster_sync_failures.
+// pg_advisory_unlock sent right behind its COMMIT / ROLLBACK (prepared
+// statements, ClusterStatementSql; cluster_loop.cc). When the shared table cannot be reached the
+// set is empty (local learning only), counted in
+// Stats::cluster_sync_failures.
 //
 //   ClusterSync::Options o;  o.cluster_name = "shop"; o.proxy_id = "p1";
 //   ClusterSync sync(o, connect, local_top, &stats);
 //   sync.Start();                        // the sync thread
 //   std::vector<int64_t> keys;
 //   sync.KeysFor(txn.refs, &keys);       // loop thread, per transaction
-//   if (!keys.empty()) send(LockSql(keys)) ... send(UnlockSql(keys));
+//   for (k : keys) execute(ClusterStatementSql(true), k) ... (false, k);
 //   sync.Stop();
 //
 // Thread safety: KeysFor, View and the counters may be called from any
@@ -87,12 +88,12 @@ struct ClusterView {
 absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, const std::vector<PeerRow>& peers,
                                        double threshold, int* peer_count, int* shared_refs);
 
-// The statement that takes `keys` (sorted) in order, each
-// `SELECT CASE WHEN pg_try_advisory_lock(k) THEN 0 ELSE (SELECT 1 FROM
-// pg_advisory_lock(k)) END`: one row per key, 1 when it had to wait.
-std::string LockSql(const std::vector<int64_t>& keys);
-// The statement that releases `keys` (pg_advisory_unlock each).
-std::string UnlockSql(const std::vector<int64_t>& keys);
+// The statement, prepared once per backend, that takes one key ($1,
+// bigint): `SELECT CASE WHEN pg_try_advisory_lock($1) THEN 0 ELSE (SELECT 1
+// FROM pg_advisory_lock($1)) END`, one row, 1 when it had to wait; or
+// (lock false) that releases it (pg_advisory_unlock). Several keys: one
+// execution each, in sorted order.
+const char* ClusterStatementSql(bool lock);
 // The lock key of a reference (its 64-bit hash as PostgreSQL's bigint).
 inline int64_t LockKey(RefId r) { return static_cast<int64_t>(r.value()); }
 

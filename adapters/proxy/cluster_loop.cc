@@ -6,10 +6,16 @@
 //     statement sent before anything of the transaction (attach SQL, held
 //     BEGIN, first statement): the server runs them in order, so the
 //     snapshot is taken only once the locks are held;
-//   - EndTxn / CloseClient: once its COMMIT / ROLLBACK completed (or the
-//     client left and the ROLLBACK was sent) the keys are unlocked before
-//     the backend can take the next transaction; an unlock that failed
-//     (a cancel that landed on it) is sent again;
+//   - Forward (FoldClusterUnlock): the client's COMMIT / ROLLBACK (a simple
+//     Query) is followed in the same write by the swallowed unlock, so the
+//     backend is back in the pool one round trip earlier; the client is
+//     detached at the COMMIT's ReadyForQuery (IdleButUnlock), the backend
+//     is Free only once the unlock's came;
+//   - EndTxn / CloseClient: a transaction that ended otherwise (extended
+//     protocol, an error outside a block, the client left and the ROLLBACK
+//     was sent) unlocks there, before the backend can take the next
+//     transaction; an unlock that failed (a cancel that landed on it) is
+//     sent again;
 //   - FailBackend: the server ended the session, and its locks with it.
 // Also SHOW CLUSTER.
 #include <unistd.h>
@@ -57,12 +63,32 @@ void Proxy::Loop::StartCluster(Database* db) {
   db->cluster->Start();
 }
 
+void Proxy::Loop::ReloadCluster(const Options& fresh) {
+  if (fresh.cluster_name == opt_.cluster_name && fresh.cluster_proxy_id == opt_.cluster_proxy_id &&
+      fresh.cluster_publish_interval_ms == opt_.cluster_publish_interval_ms &&
+      fresh.cluster_hot_threshold == opt_.cluster_hot_threshold) {
+    return;  // unchanged: the syncs go on (no round lost)
+  }
+  // A generated id stays this process's; a configured one is taken anew.
+  if (fresh.cluster_proxy_id != opt_.cluster_proxy_id) cluster_proxy_id_.clear();
+  opt_.cluster_name = fresh.cluster_name;
+  opt_.cluster_proxy_id = fresh.cluster_proxy_id;
+  opt_.cluster_publish_interval_ms = fresh.cluster_publish_interval_ms;
+  opt_.cluster_hot_threshold = fresh.cluster_hot_threshold;
+  std::fprintf(stderr, "corral proxy: RELOAD: cluster \"%s\"%s\n", opt_.cluster_name.c_str(),
+               opt_.cluster_name.empty() ? " (sharing off)" : "");
+  for (auto& [name, db] : dbs_) {
+    db->cluster.reset();  // stops and joins its sync thread
+    StartCluster(db.get());
+  }
+}
+
 void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
   const ClusterSync* cl = c->pool->db->cluster.get();
   if (cl == nullptr || !b->adv_locks.empty()) return;
   cl->KeysFor(c->route.txn.refs, &b->adv_locks);
   if (b->adv_locks.empty()) return;
-  SendInternal(b, LockSql(b->adv_locks));
+  SendClusterStatement(b, /*lock=*/true, b->adv_locks);
   b->batches[b->batches.size() - 2].cluster_lock = true;
   stats_.cluster_lock_txns++;
   stats_.cluster_locks_taken += static_cast<int64_t>(b->adv_locks.size());
@@ -70,14 +96,55 @@ void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
 }
 
 void Proxy::Loop::ReleaseClusterLocks(Backend* b) {
-  if (b->adv_locks.empty() || !b->alive) return;
-  SendInternal(b, UnlockSql(b->adv_locks));
+  if (b->adv_locks.empty() || !b->alive || b->unlock_sent) return;
+  SendClusterStatement(b, /*lock=*/false, b->adv_locks);
   b->batches[b->batches.size() - 2].cluster_unlock = true;
+  b->unlock_sent = true;
+}
+
+void Proxy::Loop::SendClusterStatement(Backend* b, bool lock, const std::vector<int64_t>& keys) {
+  std::string& name = lock ? b->lock_stmt : b->unlock_stmt;
+  std::string msg;
+  if (name.empty()) {
+    name = absl::StrCat(lock ? "corral_lk" : "corral_ul", ++cluster_stmt_seq_);
+    std::string types;
+    types.push_back('\0');
+    types.push_back('\1');
+    for (char ch : {'\0', '\0', '\0', '\x14'}) types.push_back(ch);  // int8 (OID 20)
+    wire::AppendParse(&msg, name, ClusterStatementSql(lock), types);
+  }
+  for (int64_t k : keys) {
+    const std::string v = absl::StrCat(k);
+    std::string rest;
+    rest.append({'\0', '\0', '\0', '\1'});  // no parameter formats (text); one value
+    for (int shift = 24; shift >= 0; shift -= 8) rest.push_back(static_cast<char>((v.size() >> shift) & 0xff));
+    rest += v;
+    rest.append({'\0', '\0'});  // no result formats (text)
+    wire::AppendBind(&msg, "", name, rest);
+    const size_t at = wire::BeginMessage(&msg, 'E');
+    msg.push_back('\0');  // the unnamed portal
+    msg.append({'\0', '\0', '\0', '\0'});  // every row
+    wire::EndMessage(&msg, at);
+  }
+  wire::AppendEmpty(&msg, 'S');
+  Send(b, msg);
+  b->batches.back().swallow = true;
+  b->batches.back().msgs++;
+  EndBatch(b);
+}
+
+void Proxy::Loop::FoldClusterUnlock(Backend* b, absl::string_view sql) {
+  if (b->adv_locks.empty() || b->unlock_sent || !opt_.cluster_fold_unlock) return;
+  const TxnControl tc = ClassifyTxnControl(sql);
+  if (tc != TxnControl::kCommit && tc != TxnControl::kRollback) return;
+  ReleaseClusterLocks(b);
+  stats_.cluster_unlocks_folded++;
 }
 
 void Proxy::Loop::DropClusterLocks(Backend* b) {
   stats_.cluster_locks_held -= static_cast<int64_t>(b->adv_locks.size());
   b->adv_locks.clear();
+  b->unlock_sent = false;
   b->unlock_failed = false;
   b->unlock_retries = 0;
 }
@@ -90,8 +157,12 @@ void Proxy::Loop::OnClusterMessage(Backend* b, const Batch& front, char type, ab
       const int32_t len = r.Int32();
       if (len == 1 && r.Bytes(1) == "1") stats_.cluster_lock_waits++;
     }
-  } else if (front.cluster_unlock && type == 'E') {
-    b->unlock_failed = true;
+  } else if (type == 'E') {
+    // Prepared again under new names next time (the error may have been
+    // the Parse's; a name left behind is harmless).
+    b->lock_stmt.clear();
+    b->unlock_stmt.clear();
+    if (front.cluster_unlock) b->unlock_failed = true;
   }
 }
 
@@ -99,6 +170,7 @@ void Proxy::Loop::ClusterBatchDone(Backend* b, const Batch& front) {
   if (!front.cluster_unlock) return;
   if (b->unlock_failed) {
     b->unlock_failed = false;
+    b->unlock_sent = false;
     if (++b->unlock_retries > 3) {
       // Last resort (never seen: a cancel lands on an unlock at most once):
       // every session-level advisory lock of this backend goes.

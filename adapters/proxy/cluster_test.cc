@@ -44,15 +44,11 @@ TEST(MergeHotTest, SumsLocalAndPeersOverThreshold) {
   EXPECT_TRUE(hot.contains(9));
 }
 
-TEST(LockSqlTest, OneProbePerKeyInOrder) {
-  const std::string sql = LockSql({-5, 3});
-  const size_t a = sql.find("pg_try_advisory_lock(-5)");
-  const size_t b = sql.find("pg_try_advisory_lock(3)");
-  ASSERT_NE(a, std::string::npos);
-  ASSERT_NE(b, std::string::npos);
-  EXPECT_LT(a, b);
-  EXPECT_TRUE(absl::StrContains(sql, "pg_advisory_lock(3)"));
-  EXPECT_EQ(UnlockSql({-5, 3}), "SELECT pg_advisory_unlock(-5), pg_advisory_unlock(3)");
+TEST(ClusterStatementSqlTest, OneKeyParameter) {
+  const std::string lock = ClusterStatementSql(true);
+  EXPECT_TRUE(absl::StrContains(lock, "pg_try_advisory_lock($1)"));
+  EXPECT_TRUE(absl::StrContains(lock, "pg_advisory_lock($1)"));
+  EXPECT_EQ(std::string(ClusterStatementSql(false)), "SELECT pg_advisory_unlock($1)");
 }
 
 // A fake server for the sync connection: answers the peers' read with

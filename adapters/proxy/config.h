@@ -11,8 +11,9 @@
 //   server_conninfo = host=... port=... user=... dbname=... password=...
 //   policy = count-max-canonical-single | auto   stealing = on | affinity | any | off
 //   history_half_life_s = 2        (aging of the learned counts; 0 = off)
-//   cluster_name = shop            (multi-proxy mode, cluster.h; "" = off)
+//   cluster_name = shop            (multi-proxy mode, cluster.h; "" = off; reloadable)
 //   cluster_publish_interval_ms = 1000  cluster_hot_threshold = 3  cluster_proxy_id = (host/pid/random)
+//   cluster_fold_unlock = on       (off: the unlock after the COMMIT's reply; reloadable)
 //   steal_after_ms = 50            (affinity: affine transactions stealable after it; 0 never)
 //   metrics_port = 9127 (-1 off)   max_packet_size = 67108864
 //   max_prepared_statements = 512  admin_dbname = corral

@@ -362,6 +362,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
         Send(b, raw);
       }
       EndBatch(b);
+      FoldClusterUnlock(b, sql);
       return;
     }
     case 'S':

@@ -497,6 +497,8 @@ absl::Status Proxy::Loop::Reload() {
     opt_.stats_users = fresh.stats_users;
     opt_.user_pool_size = fresh.user_pool_size;  // for pools made from now on
     opt_.auth_query = fresh.auth_query;
+    opt_.cluster_fold_unlock = fresh.cluster_fold_unlock;
+    ReloadCluster(fresh);
     for (auto& [name, db] : dbs_) {
       db->sched->SetPolicy(opt_.policy);
       if (opt_.auto_policy) db->sched->SetAuto(true);

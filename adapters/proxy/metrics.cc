@@ -54,6 +54,9 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
           stats.cluster_lock_waits);
   counter("corral_cluster_unlock_retries_total", "Advisory unlocks sent again after an error.",
           stats.cluster_unlock_retries);
+  counter("corral_cluster_unlocks_folded_total",
+          "Advisory unlocks sent in the same write as the transaction's COMMIT / ROLLBACK.",
+          stats.cluster_unlocks_folded);
   counter("corral_cluster_publishes_total", "Rounds that published to the shared table.", stats.cluster_publishes);
   counter("corral_cluster_sync_failures_total",
           "Rounds that could not reach the shared table (local learning only).", stats.cluster_sync_failures);

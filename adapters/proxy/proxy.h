@@ -140,11 +140,15 @@ struct Options {
   // a transaction with a reference whose merged abort count reaches
   // cluster_hot_threshold takes a session-level advisory lock per such
   // reference before its BEGIN. "" = off. cluster_proxy_id: this proxy's
-  // row key ("" = host/pid/random).
+  // row key ("" = host/pid/random). These four are reloadable (RELOAD
+  // restarts the sync threads when one changed).
   std::string cluster_name;
   std::string cluster_proxy_id;
   int64_t cluster_publish_interval_ms = 1000;
   double cluster_hot_threshold = 3;
+  // The unlock rides in the write of the client's COMMIT / ROLLBACK (off:
+  // sent once its ReadyForQuery came, one round trip more; for comparison).
+  bool cluster_fold_unlock = true;
   int64_t query_wait_timeout_ms = 120000;  // 0 = none
   size_t max_message_bytes = 64u << 20;    // larger client messages are rejected
   // Back-pressure: when a client's unsent output passes this, the proxy

@@ -180,12 +180,22 @@ struct Backend : Conn {
   bool stale_batch = false;
 
   // Multi-proxy mode (cluster_loop.cc): the advisory-lock keys its
-  // transaction took (held until the unlock batch completes), and whether
-  // that unlock failed (sent again).
+  // transaction took (held until the unlock batch completes), whether their
+  // unlock is sent (folded behind the client's COMMIT / ROLLBACK, or after
+  // it) and whether that unlock failed (sent again).
   std::vector<int64_t> adv_locks;
+  // The names of the lock / unlock statements prepared on this connection
+  // ("" = not yet; forgotten after DISCARD ALL / DEALLOCATE ALL or an
+  // error in a lock batch, then prepared again under a new name).
+  std::string lock_stmt, unlock_stmt;
+  bool unlock_sent = false;
   bool unlock_failed = false;
   int unlock_retries = 0;  // of the current keys
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
+  // Nothing outstanding but the unlock of its ended transaction's keys.
+  bool IdleButUnlock() const {
+    return batches.size() == 2 && batches.front().cluster_unlock && batches.back().msgs == 0;
+  }
   bool Free() const { return alive && client == nullptr && Idle() && status == 'I'; }
 };
 
@@ -573,12 +583,27 @@ class Proxy::Loop : private AdminSource {
   // --- multi-proxy mode (cluster_loop.cc)
   // Makes and starts db's ClusterSync when cluster_name is set.
   void StartCluster(Database* db);
+  // RELOAD: when a cluster_* key changed, every database's ClusterSync is
+  // stopped (joined: at most one round) and made anew from `fresh`
+  // (cluster_name "" turns sharing off). Keys that backends hold now are
+  // released as before (they are the backends').
+  void ReloadCluster(const Options& fresh);
   // Attach: locks the keys of c's shared-hot references on b first.
   void TakeClusterLocks(Client* c, Backend* b);
-  // The transaction on b ended (or was rolled back): unlock its keys.
+  // The transaction on b ended (or was rolled back): unlock its keys
+  // (nothing when the unlock is already sent).
   void ReleaseClusterLocks(Backend* b);
+  // Forward: the client's simple Query `sql` just sent to b ends the
+  // transaction (COMMIT / ROLLBACK): its unlock goes in the same write, so
+  // a coordinated transaction costs no round trip more than another.
+  void FoldClusterUnlock(Backend* b, absl::string_view sql);
   // b's session ended: its locks went with it.
   void DropClusterLocks(Backend* b);
+  // Sends the lock (or unlock) of `keys` on b as one swallowed batch of
+  // prepared statements (ClusterStatementSql, prepared on first use): one
+  // Bind / Execute per key, in order, then Sync. The server parses and
+  // plans them once per connection, not once per transaction.
+  void SendClusterStatement(Backend* b, bool lock, const std::vector<int64_t>& keys);
   // A message of b's front batch (lock rows, unlock errors) / its end.
   void OnClusterMessage(Backend* b, const Batch& front, char type, absl::string_view body);
   void ClusterBatchDone(Backend* b, const Batch& front);
@@ -629,6 +654,7 @@ class Proxy::Loop : private AdminSource {
   uint64_t next_client_id_ = 1;
   absl::flat_hash_map<uint64_t, Client*> cap_waiters_;  // clients waiting for a template slot, by id
   std::string cluster_proxy_id_;  // multi-proxy mode: this proxy's row key
+  int64_t cluster_stmt_seq_ = 0;  // names of the lock / unlock statements (never reused)
   std::atomic<int64_t> clients_now_{0};
   const bool trace_ = std::getenv("CORRAL_PROXY_TRACE") != nullptr;  // message trace on stderr
 };

@@ -58,6 +58,7 @@ struct Stats {
   std::atomic<int64_t> cluster_lock_waits{0};
   std::atomic<int64_t> cluster_locks_held{0};
   std::atomic<int64_t> cluster_unlock_retries{0};
+  std::atomic<int64_t> cluster_unlocks_folded{0};  // sent in the COMMIT / ROLLBACK's write
   std::atomic<int64_t> cluster_publishes{0};
   std::atomic<int64_t> cluster_sync_failures{0};
   // Retry-aware routing (retry_memory.h): conflict-failed transactions

@@ -6,19 +6,29 @@
 #   coordinated  N Corral proxies with one cluster_name (cluster.h: shared
 #                hot references, advisory locks before BEGIN)
 #   uncoord      the same N proxies with sharing off (each learns alone)
+#   coord-nofold (only when named in FLEETS) coordinated with
+#                cluster_fold_unlock = off: the unlock a round trip after
+#                the COMMIT, as before the fold (for comparison)
 #   pgbouncer    N PgBouncers (transaction pooling)
 # Workloads (SERIALIZABLE, --max-tries): hot-row (hot_row.sql, rows
 # 1..HOT_ROWS) and two-row (contended.sql, rows 1..HOT_ROWS), and
-# select-only (pgbench -S) for the pooling cost. ISOLATIONS="serializable
-# read-committed" also runs the two scripts under READ COMMITTED (workload
-# names hot-row-rc, two-row-rc). Every measured run follows
-# a WARMUP-second run of the same workload on the same fleet (learning).
-# Prints one line per run (tps and retried transactions summed over the N
-# pgbench processes) and writes them to $OUT/results.tsv with the proxies'
-# SHOW STATS / SHOW CLUSTER after each run.
+# select-only (pgbench -S) for the pooling cost. ISOLATIONS (default
+# "serializable read-committed") runs the two scripts under each level
+# named (READ COMMITTED: workload names hot-row-rc, two-row-rc). Every
+# measured run follows a WARMUP-second run of the same workload on the
+# same fleet (learning). Prints one line per run (tps and retried
+# transactions summed over the N pgbench processes; CPU microseconds per
+# committed transaction of the fleet's processes (proxy_us: the N proxies
+# or PgBouncers) and of the whole PostgreSQL server (server_us: postmaster,
+# its live processes and those that exited; a server of its own, as
+# scripts/pg.sh starts), less sensitive to a shared box's load than tps;
+# the 1-minute load average at its end) and writes them to
+# $OUT/results.tsv with the proxies' SHOW STATS / SHOW CLUSTER after each
+# run.
 #
 #   bash bench/proxy/multi.sh
 #   SECONDS_PER_RUN=10 PROXIES="1 2" FLEETS="coordinated uncoord" bash bench/proxy/multi.sh
+#   ISOLATIONS=serializable WORKLOADS=hot-row bash bench/proxy/multi.sh
 #   OUT=bench/results/p25 bash bench/proxy/multi.sh
 #
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
@@ -34,7 +44,7 @@ MAX_TRIES=${MAX_TRIES:-100}
 PROXIES=${PROXIES:-1 2 4}
 FLEETS=${FLEETS:-coordinated uncoord pgbouncer}
 WORKLOADS=${WORKLOADS:-hot-row two-row select-only}
-ISOLATIONS=${ISOLATIONS:-serializable}
+ISOLATIONS=${ISOLATIONS:-serializable read-committed}
 INTERVAL_MS=${INTERVAL_MS:-200}
 THRESHOLD=${THRESHOLD:-3}
 OUT=${OUT:-$(mktemp -d /tmp/corral-multi.XXXXXX)}
@@ -83,8 +93,9 @@ start_fleet() {  # fleet n
         start_pgbouncer "$WORK/pgb$i.ini" "$WORK/pgb$i.log"
         fleet_pids+=($!) ;;
       *)
-        local cluster=""
+        local cluster="" fold=on
         [ "$fleet" = coordinated ] && cluster="multi_$n"
+        [ "$fleet" = coord-nofold ] && cluster="multi_$n" && fold=off
         cat > "$WORK/corral$i.ini" <<INI
 listen_addr = 127.0.0.1
 listen_port = $port
@@ -95,6 +106,7 @@ cluster_name = $cluster
 cluster_proxy_id = p$i
 cluster_publish_interval_ms = $INTERVAL_MS
 cluster_hot_threshold = $THRESHOLD
+cluster_fold_unlock = $fold
 INI
         "$SERVER_BIN" "$WORK/corral$i.ini" 2> "$WORK/corral$i.log" &
         fleet_pids+=($!) ;;
@@ -126,6 +138,20 @@ split_run() {  # dur args...
   echo "$tps $retried $failed"
 }
 
+# CPU ticks (user + system) of the given pids and their children (with
+# `all`: also the children that exited, as their parent counts them).
+cpu_ticks() {
+  local p kids=() all=0
+  [ "${1:-}" = all ] && all=1 && shift
+  for p in "$@"; do kids+=($(pgrep -P "$p" 2>/dev/null || true)); done
+  { for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null | sed 's/^.*) //' | awk -v a=$all '{ print $12 + $13 + a * ($14 + $15) }'; done
+    for p in "${kids[@]}"; do cat "/proc/$p/stat" 2>/dev/null | sed 's/^.*) //' | awk '{ print $12 + $13 }'; done
+  } | awk '{ t += $1 } END { print t + 0 }'
+}
+PG_PID=$(head -1 "$(psql -X -At -h 127.0.0.1 -p "$PGPORT" -U postgres -c 'SHOW data_directory')/postmaster.pid" \
+  2>/dev/null || echo 0)
+TICK=$(getconf CLK_TCK)
+
 snapshot() {  # fleet n workload
   [ "$1" = pgbouncer ] && return 0
   local i
@@ -136,7 +162,7 @@ snapshot() {  # fleet n workload
 }
 
 RES="$OUT/results.tsv"
-echo -e "n\tfleet\tworkload\ttps\tretried\tfailed" > "$RES"
+echo -e "n\tfleet\tworkload\ttps\tretried\tfailed\tproxy_us\tserver_us\tload1" > "$RES"
 echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s warmup=${WARMUP}s scale=$SCALE hot_rows=$HOT_ROWS" \
   "interval_ms=$INTERVAL_MS threshold=$THRESHOLD nproc=$(nproc)" | tee "$OUT/header.txt"
 echo "# start: $(date -u) $(uptime)" | tee -a "$OUT/header.txt"
@@ -152,10 +178,18 @@ for n in $PROXIES; do
         select-only) args=(-S) ;;
       esac
       [ "$WARMUP" -gt 0 ] && split_run "$WARMUP" "${args[@]}" >/dev/null
+      p0=$(cpu_ticks "${fleet_pids[@]}")
+      s0=$(cpu_ticks all "$PG_PID")
       read -r tps retried failed < <(split_run "$DUR" "${args[@]}")
+      p1=$(cpu_ticks "${fleet_pids[@]}")
+      s1=$(cpu_ticks all "$PG_PID")
+      load1=$(cut -d' ' -f1 /proc/loadavg)
+      read -r pus sus < <(awk -v p="$((p1 - p0))" -v s="$((s1 - s0))" -v t="$tps" -v d="$DUR" -v hz="$TICK" \
+        'BEGIN { n = t * d; if (n < 1) n = 1; printf "%.0f %.0f\n", p * 1e6 / hz / n, s * 1e6 / hz / n }')
       snapshot "$fleet" "$n" "$w"
-      printf 'n=%s %-11s %-11s tps=%-9s retried=%-7s failed=%s\n' "$n" "$fleet" "$w" "$tps" "$retried" "$failed"
-      echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed" >> "$RES"
+      printf 'n=%s %-12s %-11s tps=%-9s retried=%-7s failed=%-5s proxy_us=%-5s server_us=%-5s load=%s\n' "$n" \
+        "$fleet" "$w" "$tps" "$retried" "$failed" "$pus" "$sus" "$load1"
+      echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed\t$pus\t$sus\t$load1" >> "$RES"
     done
     stop_fleet
   done

@@ -8,11 +8,15 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "adapters/proxy/config.h"
 #include "libpq-fe.h"
 #include "tests/proxy/proxy_test_util.h"
 
@@ -55,8 +59,10 @@ class ClusterTest : public ScratchTableTest {
     o.cluster_proxy_id = id;
     o.cluster_publish_interval_ms = 100;
     o.cluster_hot_threshold = 1;
+    o.cluster_fold_unlock = fold_;
     return o;
   }
+  bool fold_ = true;  // cluster_fold_unlock of the proxies started
   std::string Update(int k) { return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k); }
 
   // Proxy `p` learns a serialization failure on row k: a SERIALIZABLE
@@ -110,13 +116,39 @@ class ClusterTest : public ScratchTableTest {
 
   // A cluster of two proxies, A having learned row 1's abort; Y (via B)
   // updates row 1 in an open transaction, holding row 1's key.
-  void HoldHotRow(ProxyUnderTest* a, ProxyUnderTest* b, int64_t* key, PGconn** y) {
-    *key = TwoProxies(PgUniqueName("cl"), a, b);
-    ASSERT_NE(*key, 0);
-    *y = PQconnectdb(b->ClientConninfo().c_str());
-    ASSERT_EQ(ExecValue(*y, "BEGIN"), "BEGIN");
-    ASSERT_EQ(ExecValue(*y, Update(1)), "UPDATE 1");
-    ASSERT_EQ(Locks(*key, true), 1);
+  struct Held {
+    ProxyUnderTest a, b;
+    int64_t key = 0;
+    PGconn* y = nullptr;
+  };
+  void HoldHotRow(Held* h) {
+    h->key = TwoProxies(PgUniqueName("cl"), &h->a, &h->b);
+    ASSERT_NE(h->key, 0);
+    h->y = PQconnectdb(h->b.ClientConninfo().c_str());
+    // A sync round that a loaded machine delays past its timeout (or a
+    // peer row past its staleness) drops B to local learning for that
+    // round, and a transaction routed then takes no lock (the documented
+    // fallback): try again once B sees the reference hot again.
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      ASSERT_TRUE(Eventually([&] { return ClusterValue(h->b, "hot_refs") == "1"; }));
+      ASSERT_EQ(ExecValue(h->y, "BEGIN"), "BEGIN");
+      ASSERT_EQ(ExecValue(h->y, Update(1)), "UPDATE 1");
+      if (Locks(h->key, true) == 1) return;
+      ASSERT_EQ(ExecValue(h->y, "ROLLBACK"), "ROLLBACK");
+    }
+    FAIL() << "B never took row 1's key in 20 hot transactions";
+  }
+
+  // Y (holding no key) opens a transaction that updates row 1: its
+  // backend holds `key`.
+  void HotTxn(PGconn* y, int64_t key) {
+    ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
+    ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
+    EXPECT_EQ(Locks(key, true), 1);
+  }
+  // `key` is released on the server and by the proxy of `s`.
+  void ExpectFreed(int64_t key, const Stats& s) {
+    EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && s.cluster_locks_held.load() == 0; }));
   }
 
   // A client dies without a Terminate message.
@@ -177,11 +209,169 @@ TEST_F(ClusterTest, HotReferenceLearnedByOneIsSerializedByTheOther) {
   EXPECT_EQ(Race(a, b, key), "UPDATE 1");
   EXPECT_GE(b.proxy().stats().cluster_lock_txns.load(), 1);
   EXPECT_GE(a.proxy().stats().cluster_lock_waits.load(), 1);
+  // Y's COMMIT and Z's carried their unlocks in the same write.
+  EXPECT_GE(b.proxy().stats().cluster_unlocks_folded.load(), 1);
+  EXPECT_GE(a.proxy().stats().cluster_unlocks_folded.load(), 1);
   EXPECT_EQ(a.proxy().stats().aborts_40001.load(), 1);  // LearnAbort's only
   EXPECT_TRUE(Eventually([&] {
     return a.proxy().stats().cluster_locks_held.load() == 0 && b.proxy().stats().cluster_locks_held.load() == 0;
   }));
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "3");
+}
+
+// The unlock rides in the write of the client's COMMIT / ROLLBACK (simple
+// Query); a transaction ended otherwise (an extended-protocol COMMIT)
+// unlocks after it. Either way the key is free afterwards and the backend
+// serves the next transaction, which takes the key again.
+TEST_F(ClusterTest, UnlockFoldedIntoCommitAndRollback) {
+  Held h;
+  HoldHotRow(&h);
+  ASSERT_FALSE(HasFatalFailure());
+  ProxyUnderTest &a = h.a, &b = h.b;
+  const int64_t key = h.key;
+  PGconn* y = h.y;
+  const Stats& s = b.proxy().stats();
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 0);
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 1);
+  ExpectFreed(key, s);
+  // A ROLLBACK the same way; the next transaction on the same client
+  // runs (its backend came back) and takes the key again.
+  HotTxn(y, key);
+  EXPECT_EQ(ExecValue(y, "ROLLBACK"), "ROLLBACK");
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 2);
+  ExpectFreed(key, s);
+  // An extended-protocol COMMIT is not folded; the unlock follows it.
+  HotTxn(y, key);
+  PGresult* r = PQexecParams(y, "COMMIT", 0, nullptr, nullptr, nullptr, nullptr, 0);
+  EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK);
+  PQclear(r);
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 2);
+  ExpectFreed(key, s);
+  EXPECT_EQ(s.cluster_lock_txns.load(), 3);
+  EXPECT_EQ(s.cluster_unlock_retries.load(), 0);
+  // Y's first and third updates committed (LearnAbort's made it 1).
+  EXPECT_EQ(ExecValue(y, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "3");
+  PQfinish(y);
+}
+
+// The lock and unlock are statements prepared on the backend: a client's
+// DEALLOCATE ALL drops them, and the proxy prepares them again (no failed
+// unlock, the key is taken and freed as before).
+TEST_F(ClusterTest, LockStatementsPreparedAgainAfterDeallocateAll) {
+  Held h;
+  HoldHotRow(&h);
+  ASSERT_FALSE(HasFatalFailure());
+  const Stats& s = h.b.proxy().stats();
+  EXPECT_EQ(ExecValue(h.y, "COMMIT"), "COMMIT");  // the unlock statement prepared too
+  ExpectFreed(h.key, s);
+  for (int i = 0; i < 2; ++i) {
+    HotTxn(h.y, h.key);
+    EXPECT_EQ(ExecValue(h.y, "DEALLOCATE ALL"), "DEALLOCATE ALL");  // on the backend holding the key
+    EXPECT_EQ(ExecValue(h.y, "COMMIT"), "COMMIT");
+    ExpectFreed(h.key, s);
+  }
+  EXPECT_EQ(s.cluster_unlock_retries.load(), 0);
+  EXPECT_EQ(s.cluster_lock_txns.load(), 3);
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 3);
+  PQfinish(h.y);
+}
+
+// cluster_fold_unlock = off: the unlock follows the COMMIT's reply; the key
+// is free all the same and the backend serves the next transaction.
+TEST_F(ClusterTest, UnfoldedUnlockFollowsTheCommit) {
+  fold_ = false;
+  Held h;
+  HoldHotRow(&h);
+  ASSERT_FALSE(HasFatalFailure());
+  ProxyUnderTest &a = h.a, &b = h.b;
+  const int64_t key = h.key;
+  PGconn* y = h.y;
+  const Stats& s = b.proxy().stats();
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  ExpectFreed(key, s);
+  HotTxn(y, key);
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  ExpectFreed(key, s);
+  EXPECT_EQ(s.cluster_lock_txns.load(), 2);
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 0);
+  PQfinish(y);
+}
+
+// The config file's key, as RELOAD and the benchmark use it.
+TEST(ClusterConfigTest, FoldUnlockKey) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/", PgUniqueName("corral_cluster_fold"), ".ini");
+  for (const auto& [text, ok, fold] : std::vector<std::tuple<std::string, bool, bool>>{
+           {"cluster_fold_unlock = off\n", true, false},
+           {"cluster_fold_unlock = on\n", true, true},
+           {"", true, true},
+           {"cluster_fold_unlock = sometimes\n", false, true}}) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    Options o;
+    EXPECT_EQ(LoadConfigFile(path, &o).ok(), ok) << text;
+    if (ok) EXPECT_EQ(o.cluster_fold_unlock, fold) << text;
+  }
+  std::remove(path.c_str());
+}
+
+// RELOAD picks up the cluster_* keys: a proxy started with sharing off
+// joins B's cluster (peers, a hot reference, a locked transaction), a
+// higher threshold unlocks the reference, and an empty cluster_name turns
+// sharing off again.
+TEST_F(ClusterTest, ClusterKeysApplyOnReload) {
+  const std::string cluster = PgUniqueName("cl");
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/", PgUniqueName("corral_cluster_reload"), ".ini");
+  auto write = [&](const std::string& keys) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(absl::StrCat("pool_size = 2\nhistory_half_life_s = 0\n", keys).c_str(), f);
+    std::fclose(f);
+  };
+  write("");
+  Options o;
+  ASSERT_TRUE(LoadConfigFile(path, &o).ok());
+  ProxyUnderTest a, b;
+  ASSERT_TRUE(IsOk(a.Start(server_, o)));
+  ASSERT_TRUE(IsOk(b.Start(server_, ClusterOptions(cluster, cluster + "_b"))));
+  PGconn* admin = PQconnectdb(a.ClientConninfo("corral").c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK) << PQerrorMessage(admin);
+  EXPECT_EQ(ClusterValue(a, "state"), "");  // sharing off: no SHOW CLUSTER row
+  LearnAbort(a, 1);
+  write(absl::StrCat("cluster_name = ", cluster, "\ncluster_proxy_id = ", cluster,
+                     "_a\ncluster_publish_interval_ms = 100\ncluster_hot_threshold = 1\n"));
+  ASSERT_TRUE(ExecOk(admin, "RELOAD"));
+  int64_t key = 0;
+  EXPECT_TRUE(Eventually([&] { return (key = PublishedKey(cluster, cluster + "_a")) != 0; }));
+  EXPECT_TRUE(Eventually([&] { return ClusterValue(a, "peers") == "1" && ClusterValue(a, "hot_refs") == "1"; }));
+  EXPECT_EQ(ClusterValue(a, "proxy_id"), cluster + "_a");
+  PGconn* y = PQconnectdb(a.ClientConninfo().c_str());
+  HotTxn(y, key);
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  EXPECT_EQ(a.proxy().stats().cluster_lock_txns.load(), 1);
+  // A threshold over the merged count: nothing is hot.
+  write(absl::StrCat("cluster_name = ", cluster, "\ncluster_proxy_id = ", cluster,
+                     "_a\ncluster_publish_interval_ms = 100\ncluster_hot_threshold = 1000\n"));
+  ASSERT_TRUE(ExecOk(admin, "RELOAD"));
+  EXPECT_TRUE(Eventually([&] { return ClusterValue(a, "peers") == "1"; }));
+  EXPECT_EQ(ClusterValue(a, "hot_refs"), "0");
+  ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
+  ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
+  EXPECT_EQ(Locks(key, true), 0);
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  // Sharing off again (a key left out of the file keeps its value, as
+  // every reloadable key).
+  write("cluster_name =\n");
+  ASSERT_TRUE(ExecOk(admin, "RELOAD"));
+  EXPECT_EQ(ClusterValue(a, "state"), "");
+  EXPECT_EQ(a.proxy().stats().cluster_lock_txns.load(), 1);
+  PQfinish(y);
+  PQfinish(admin);
+  std::remove(path.c_str());
 }
 
 TEST_F(ClusterTest, SharingOffTheSameRaceFailsWith40001) {
@@ -193,11 +383,12 @@ TEST_F(ClusterTest, SharingOffTheSameRaceFailsWith40001) {
 }
 
 TEST_F(ClusterTest, KilledClientLeavesTheKeyFree) {
-  ProxyUnderTest a, b;
-  int64_t key = 0;
-  PGconn* y = nullptr;
-  HoldHotRow(&a, &b, &key, &y);
+  Held h;
+  HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
+  ProxyUnderTest &a = h.a, &b = h.b;
+  const int64_t key = h.key;
+  PGconn* y = h.y;
   // Z (via A) waits for the key; it dies while waiting: its backend's lock
   // request is cancelled, nothing is left waiting or granted to it.
   PGconn* z = PQconnectdb(a.ClientConninfo().c_str());
@@ -225,11 +416,12 @@ TEST_F(ClusterTest, KilledClientLeavesTheKeyFree) {
 }
 
 TEST_F(ClusterTest, KilledBackendLeavesTheKeyFree) {
-  ProxyUnderTest a, b;
-  int64_t key = 0;
-  PGconn* y = nullptr;
-  HoldHotRow(&a, &b, &key, &y);
+  Held h;
+  HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
+  ProxyUnderTest &a = h.a, &b = h.b;
+  const int64_t key = h.key;
+  PGconn* y = h.y;
   const uint64_t u = static_cast<uint64_t>(key);
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = "
                                                  "'advisory' AND granted AND classid = ",
