@@ -114,9 +114,13 @@ TEST_F(TemplateCapTest, FewerConflictsWithTheCapThanWithout) {
   ASSERT_EQ(on.first, 8 * 120);
   // Uncapped, 8 clients on 3 rows (any two transactions share one) fail
   // each other constantly, and k = 2 is no faster than 1; capped, only
-  // the first windows (k from 4 down) and probes of a larger k do.
+  // the first windows (k from 4 down) and probes of a larger k do. How much
+  // fewer depends on how fast the windows close, which a loaded machine
+  // slows (idle: 20-60 against 413-481; with two CPU burners beside the
+  // suite: 226 against 324), so the assertion is the direction only; the
+  // cap's engagement is asserted by its counters below.
   EXPECT_GT(off.second, 100) << "no contention to compare with";
-  EXPECT_LT(on.second * 2, off.second) << "on " << on.second << " off " << off.second;
+  EXPECT_LT(on.second, off.second) << "on " << on.second << " off " << off.second;
   EXPECT_GT(proxy_.proxy().stats().template_cap_shrinks.load(), 0);
   EXPECT_GT(proxy_.proxy().stats().template_cap_waits.load(), 0);
   // Every row's increments are the commits' (two per transaction).
