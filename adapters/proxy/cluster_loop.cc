@@ -133,10 +133,13 @@ void Proxy::Loop::SendClusterStatement(Backend* b, bool lock, const std::vector<
   EndBatch(b);
 }
 
-void Proxy::Loop::FoldClusterUnlock(Backend* b, absl::string_view sql) {
+void Proxy::Loop::FoldClusterUnlock(Backend* b, absl::string_view sql, bool replay) {
   if (b->adv_locks.empty() || b->unlock_sent || !opt_.cluster_fold_unlock) return;
   const TxnControl tc = ClassifyTxnControl(sql);
   if (tc != TxnControl::kCommit && tc != TxnControl::kRollback) return;
+  // Under replay a COMMIT the server fails with 40001 is re-run: its keys
+  // must outlive it, so its unlock follows its reply (EndTxn) instead.
+  if (replay && tc == TxnControl::kCommit) return;
   ReleaseClusterLocks(b);
   stats_.cluster_unlocks_folded++;
 }

@@ -362,7 +362,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
         Send(b, raw);
       }
       EndBatch(b);
-      FoldClusterUnlock(b, sql);
+      FoldClusterUnlock(b, sql, c->pool->db->replay);
       return;
     }
     case 'S':

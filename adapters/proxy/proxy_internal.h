@@ -596,7 +596,9 @@ class Proxy::Loop : private AdminSource {
   // Forward: the client's simple Query `sql` just sent to b ends the
   // transaction (COMMIT / ROLLBACK): its unlock goes in the same write, so
   // a coordinated transaction costs no round trip more than another.
-  void FoldClusterUnlock(Backend* b, absl::string_view sql);
+  // `replay`: the client's database replays conflict-failed transactions
+  // (a COMMIT's unlock is then not folded).
+  void FoldClusterUnlock(Backend* b, absl::string_view sql, bool replay);
   // b's session ended: its locks went with it.
   void DropClusterLocks(Backend* b);
   // Sends the lock (or unlock) of `keys` on b as one swallowed batch of

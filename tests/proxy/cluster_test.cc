@@ -60,9 +60,11 @@ class ClusterTest : public ScratchTableTest {
     o.cluster_publish_interval_ms = 100;
     o.cluster_hot_threshold = 1;
     o.cluster_fold_unlock = fold_;
+    o.replay = replay_;
     return o;
   }
-  bool fold_ = true;  // cluster_fold_unlock of the proxies started
+  bool fold_ = true;     // cluster_fold_unlock of the proxies started
+  bool replay_ = false;  // their replay key
   std::string Update(int k) { return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k); }
 
   // Proxy `p` learns a serialization failure on row k: a SERIALIZABLE
@@ -295,6 +297,28 @@ TEST_F(ClusterTest, UnfoldedUnlockFollowsTheCommit) {
   ExpectFreed(key, s);
   EXPECT_EQ(s.cluster_lock_txns.load(), 2);
   EXPECT_EQ(s.cluster_unlocks_folded.load(), 0);
+  PQfinish(y);
+}
+
+// Under transparent replay a COMMIT the server fails with 40001 is re-run,
+// so its keys must outlive it: the unlock is not folded into a COMMIT (it
+// follows the reply) but still is into a ROLLBACK; the key is free after
+// both.
+TEST_F(ClusterTest, ReplayKeepsTheKeyPastTheCommit) {
+  replay_ = true;
+  Held h;
+  HoldHotRow(&h);
+  ASSERT_FALSE(HasFatalFailure());
+  const int64_t key = h.key;
+  PGconn* y = h.y;
+  const Stats& s = h.b.proxy().stats();
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  ExpectFreed(key, s);
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 0);
+  HotTxn(y, key);
+  EXPECT_EQ(ExecValue(y, "ROLLBACK"), "ROLLBACK");
+  ExpectFreed(key, s);
+  EXPECT_EQ(s.cluster_unlocks_folded.load(), 1);
   PQfinish(y);
 }
 
