@@ -60,6 +60,7 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
   }
   db->router = std::make_unique<Router>(db->sched, schema, &stats_.undecodable_params);
   db->retry_routing = e.retry_routing < 0 ? opt_.retry_routing : e.retry_routing > 0;
+  db->router->SetKeyFirst(db->retry_routing);  // the key serves retry routing only
   db->retries = std::make_unique<RetryMemory>(opt_.retry_memory_size);
   db->replay = e.replay < 0 ? opt_.replay : e.replay > 0;
   if (e.templates < 0 ? opt_.templates : e.templates > 0) {

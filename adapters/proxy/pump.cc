@@ -143,7 +143,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
       return true;
     }
     c->route.ClearRefs();
-    c->route.first_key = RetryStatementKey(sql);
+    if (RouterOf(c).keys_first()) c->route.first_key = RetryStatementKey(sql);
     RouterOf(c).AddQuery(sql, &c->route);
     c->routed_ahead = 1;
     StartTxn(c);

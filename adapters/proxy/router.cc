@@ -91,7 +91,7 @@ void Router::AddUnit(const std::deque<Msg>& pending, size_t end, const Statement
       r.CString();  // portal
       const PreparedDef* d = FindStatement(local, stmts, std::string(r.CString()));
       if (d == nullptr) continue;
-      if (t->first_key.empty() && ClassifyTxnControl(d->query) != TxnControl::kBegin) {
+      if (key_first_ && t->first_key.empty() && ClassifyTxnControl(d->query) != TxnControl::kBegin) {
         // The parameter part (formats, values, result formats) follows the names.
         t->first_key = RetryStatementKey(d->query, r.rest());
       }

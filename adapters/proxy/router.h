@@ -121,6 +121,10 @@ class Router {
   // Trace the first statement even with templates off (t->trace[0]: its
   // shape keys the per-template concurrency cap, template_cap.h).
   void SetTraceFirst(bool on) { trace_first_ = on; }
+  // Key each transaction by its first statement (RoutedTxn::first_key, for
+  // retry-aware routing); off, no key is built.
+  void SetKeyFirst(bool on) { key_first_ = on; }
+  bool keys_first() const { return key_first_; }
   // Whether a transaction with `n` traced statements traces its next one.
   bool Traces(size_t n) const {
     return templates_ != nullptr ? n <= Templates::kMaxPositions : trace_first_ && n == 0;
@@ -162,6 +166,7 @@ class Router {
   std::vector<uint32_t> oids_;
   std::unique_ptr<Templates> templates_;
   bool trace_first_ = false;
+  bool key_first_ = true;
 };
 
 }  // namespace proxy
