@@ -36,6 +36,19 @@ constexpr int64_t kDdlLockKey = 0x636f7272616c3235;  // "corral25"
 // Rows older than this many publish intervals (plus a second) are stale.
 constexpr int kStaleIntervals = 3;
 
+// Whether a failed statement of the advisory-lock check says nothing about
+// the server's locks: the connection (08), a cancel or statement_timeout on
+// a loaded server (57), resources (53), a serialization failure or deadlock
+// (40), or none (libpq's own error: the connection). The check then runs again next round; any other error (no such
+// function, not supported) means the locks are off for good.
+bool Transient(const std::string& sqlstate) {
+  if (sqlstate.empty()) return true;  // a client-side error: the connection
+  for (const char* c : {"08", "57", "53", "40"}) {
+    if (sqlstate.rfind(c, 0) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, const std::vector<PeerRow>& peers,
@@ -224,7 +237,7 @@ absl::Status ClusterSync::CheckLocks() {
   const std::string try_sql = absl::StrCat("SELECT pg_try_advisory_lock(", key, ")");
   std::string refused;  // why locks are off ("" = they exclude)
   adapters::PgResult mine = conn_->Exec(try_sql);
-  if (!mine.ok() && mine.sqlstate().rfind("08", 0) == 0) return mine.ToStatus("checking advisory locks");
+  if (!mine.ok() && Transient(mine.sqlstate())) return mine.ToStatus("checking advisory locks");
   if (!mine.ok()) {
     refused = absl::StrCat("pg_try_advisory_lock failed: ", mine.ToStatus("").message());
   } else if (mine.num_rows() != 1 || mine.Get(0, 0) != "t") {
@@ -236,6 +249,10 @@ absl::Status ClusterSync::CheckLocks() {
       return other.status();
     }
     adapters::PgResult theirs = (*other)->Exec(try_sql);
+    if (!theirs.ok() && Transient(theirs.sqlstate())) {
+      (void)conn_->Exec(absl::StrCat("SELECT pg_advisory_unlock(", key, ")"));
+      return theirs.ToStatus("checking advisory locks");
+    }
     if (!theirs.ok()) {
       refused = absl::StrCat("a second session's pg_try_advisory_lock failed: ", theirs.ToStatus("").message());
     } else if (theirs.num_rows() == 1 && theirs.Get(0, 0) == "t") {

@@ -55,7 +55,10 @@ TEST(ClusterStatementSqlTest, OneKeyParameter) {
 // `peer_rows` and records the statements. Advisory locks as `locks` says:
 // "exclude" (PostgreSQL's), "no-op" (stubs that grant every request, as
 // CockroachDB's) or "missing" (an error, as where they are not implemented).
+// `lock_timeouts`: that many advisory-lock calls fail first with a
+// statement timeout (a loaded server).
 struct FakeServer {
+  int lock_timeouts = 0;
   std::vector<std::vector<absl::optional<std::string>>> peer_rows;
   FakePgConnection* conn = nullptr;  // the connection that last published
   bool refuse = false;
@@ -77,6 +80,10 @@ struct FakeServer {
           const size_t at = sql.find(fn);
           if (at == absl::string_view::npos) continue;
           if (locks == "missing") return PgResult::Error("42883", "function does not exist");
+          if (lock_timeouts > 0) {
+            --lock_timeouts;
+            return PgResult::Error("57014", "canceling statement due to statement timeout");
+          }
           const size_t from = at + strlen(fn);
           const std::string key(sql.substr(from, sql.find(')', from) - from));
           bool granted = true;
@@ -206,6 +213,31 @@ TEST(ClusterSyncTest, LocksThatDoNotExcludeAreNotTaken) {
     const int made = server.connections;
     ASSERT_TRUE(sync.SyncOnce().ok());
     EXPECT_EQ(server.connections, made);
+  }
+}
+
+// A check that a loaded server timed out says nothing about its locks: the
+// round fails (local learning meanwhile) and the next one checks again,
+// rather than turning the locks off for good.
+TEST(ClusterSyncTest, ATimedOutLockCheckIsRetriedNextRound) {
+  for (int timeouts : {1, 2}) {  // the sync session's call, then the second session's
+    SCOPED_TRACE(timeouts);
+    FakeServer server;
+    server.lock_timeouts = timeouts;
+    server.peer_rows = {{std::string("peer"), std::string("5"), std::string("9"), std::string("k=2")}};
+    Stats stats;
+    ClusterSync sync(Opts(), server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
+    int failed = 0;
+    for (int round = 0; round < 4 && !sync.SyncOnce().ok(); ++round) ++failed;
+    EXPECT_GE(failed, 1);
+    EXPECT_EQ(stats.cluster_sync_failures.load(), failed);
+    const ClusterView v = sync.View();
+    EXPECT_TRUE(v.shared_ok);
+    EXPECT_TRUE(v.locks_ok);
+    std::vector<int64_t> keys;
+    sync.KeysFor({RefId(5)}, &keys);
+    EXPECT_EQ(keys, (std::vector<int64_t>{5}));
+    EXPECT_TRUE(server.held.empty());  // no check key left behind
   }
 }
 

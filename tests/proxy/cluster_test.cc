@@ -138,7 +138,14 @@ class ClusterTest : public ScratchTableTest {
       if (Locks(h->key, true) == 1) return;
       ASSERT_EQ(ExecValue(h->y, "ROLLBACK"), "ROLLBACK");
     }
-    FAIL() << "B never took row 1's key in 20 hot transactions";
+    // What B saw, so that a failure says which step did not happen.
+    const Stats& s = h->b.proxy().stats();
+    FAIL() << "B never took row 1's key in 20 hot transactions: B's cluster state "
+           << ClusterValue(h->b, "state") << ", peers " << ClusterValue(h->b, "peers") << ", hot_refs "
+           << ClusterValue(h->b, "hot_refs") << ", shared_refs " << ClusterValue(h->b, "shared_refs")
+           << "; lock txns " << s.cluster_lock_txns.load() << ", locks held " << s.cluster_locks_held.load()
+           << ", sync failures " << s.cluster_sync_failures.load() << "; key " << h->key << " granted "
+           << Locks(h->key, true) << ", waiting " << Locks(h->key, false);
   }
 
   // Y (holding no key) opens a transaction that updates row 1: its
