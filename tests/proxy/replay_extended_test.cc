@@ -87,6 +87,22 @@ TEST_F(ReplayExtendedTest, AsyncpgUnnamedStatementsReplayInvisibly) {
   EXPECT_EQ(Value(7), "2");
 }
 
+// executemany: Bind/Execute x3 and one Sync; the second Execute fails, the
+// server skips the third. The replay re-runs the first (compared: the
+// client saw its BindComplete and CommandComplete) and the second's Bind,
+// then the failed Execute and the skipped pair, whose results go to the
+// client once.
+TEST_F(ReplayExtendedTest, AsyncpgPipelinedUnitReplaysTheSkippedMessages) {
+  if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
+  StartProxy();
+  auto [rc, out] = Run(Python("replay_asyncpg.py", "many 100 1 5"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("many: UPDATE 1 None committed"), std::string::npos) << out;
+  ExpectInvisibleReplay(out, 1, 5);
+  EXPECT_EQ(Value(2), "1");
+  EXPECT_EQ(Value(3), "1");
+}
+
 TEST_F(ReplayExtendedTest, AsyncpgReadOfTheChangedRowGetsTheOriginalError) {
   if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
   StartProxy();

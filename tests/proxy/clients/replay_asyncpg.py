@@ -6,6 +6,10 @@ with 40001.
 Usage: replay_asyncpg.py PORT SERVER_PORT TABLE MODE CACHE ROW_A ROW_B
   MODE blind: b's two parameterised UPDATEs (blind writes) -> prints
               "blind: UPDATE 1 UPDATE 1 committed" when b never sees an error.
+  MODE many:  b's UPDATE of ROW_A, then executemany of the UPDATE on ROW_A + 1,
+              ROW_B (waits) and ROW_A + 2 in one pipelined unit (one Sync): the
+              server skips the third after the 40001 -> prints
+              "many: UPDATE 1 None committed".
   MODE read:  b first reads ROW_B (0, before a's update), then updates it ->
               prints "read: 40001" when b gets the serialization failure,
               then "read after: 1" from a new transaction.
@@ -43,21 +47,24 @@ async def main(port, server_port, table, mode, cache, row_a, row_b):
         return 1
     tb = b.transaction(isolation="serializable")
     await tb.start()
-    if mode == "blind":
+    if mode in ("blind", "many"):
         first = await b.execute(upd, row_a)
     else:
         first = await b.fetchval(sel, row_b)
         if first != 0:
             print("FAIL: b read", first)
             return 1
-    second = asyncio.ensure_future(b.execute(upd, row_b))
+    if mode == "many":
+        second = asyncio.ensure_future(b.executemany(upd, [(row_a + 1,), (row_b,), (row_a + 2,)]))
+    else:
+        second = asyncio.ensure_future(b.execute(upd, row_b))
     await wait_for_lock(direct, table)
     await ta.commit()
     try:
         r = await second
     except asyncpg.exceptions.SerializationError:
         await tb.rollback()
-        if mode == "blind":
+        if mode != "read":
             print("FAIL: blind writes got 40001")
             return 1
         print("read: 40001")
@@ -68,7 +75,7 @@ async def main(port, server_port, table, mode, cache, row_a, row_b):
         print("FAIL: the read transaction went on:", r)
         return 1
     await tb.commit()
-    print(f"blind: {first} {r} committed")
+    print(f"{mode}: {first} {r} committed")
     for c in (a, b, direct):
         await c.close()
     return 0
