@@ -16,15 +16,30 @@
 //      client received;
 //   4. all matched: the failed Query again, its results (past what the
 //      client got) forwarded, and the client's transaction goes on.
-// Another 40001 / 40P01 runs it again (replay_max_attempts in all); a
+// Extended protocol (the log holds Parse / Bind / ... messages): 3. and 4.
+// re-send the client's messages through Forward (ReplayForward), so
+// statement names map to this backend's corral_s<N> and statements the
+// rollback or the backend lacks are parsed again (injected answers are
+// dropped by the usual bookkeeping, then ReplayVisible compares what the
+// client would see). The failed unit splits before its failed Execute
+// (ReplayLog::SplitFailedUnit): the part the client saw results of goes in
+// 3., ended by a Sync of the proxy's; 4. is the failed Execute and the rest
+// of the unit (what the server skipped after the error), up to the
+// client's Sync, whose ReadyForQuery ends the replay.
+// Another 40001 / 40P01 runs it again (replay_max_attempts in all, while no
+// new result went out); a
 // differing result, or the last attempt failing, gives the client the
 // original error, with the server left in the state that error implies
 // (a failed transaction block: ROLLBACK, BEGIN, an error).
-// Not replayed (the error goes to the client as without replay): the
-// extended protocol, savepoints, SET and other session changes, COPY, a
-// transaction past replay_buffer_bytes, a Query whose results the client had
-// started to receive, a client with more Queries in flight behind the
-// failed one. A COMMIT the server failed with 40001 is replayed; one whose
+// Not replayed (the error goes to the client as without replay):
+// savepoints, SET and other session changes (also prepared), COPY, a
+// FunctionCall, a Close of a named statement or a name parsed anew, a
+// transaction past replay_buffer_bytes, a Query whose results the client
+// had started to receive, a client with more Queries or units in flight
+// behind the failed one; extended-protocol shapes SplitFailedUnit refuses
+// (replay_unreplayable_shape: an implicit transaction, a unit without its
+// Sync, rows of the failed Execute sent, an error not an Execute's). A
+// COMMIT the server failed with 40001 is replayed; one whose
 // outcome is unknown (the server connection lost) never is (FailBackend).
 #include "absl/strings/match.h"
 #include "absl/types/optional.h"

@@ -158,6 +158,7 @@ RES="$WORK/results.tsv"
 run_driver() {  # path workload
   local path=$1 workload=$2 out line tps committed retries failed pct threshold=default ssl=disable
   [ "${TLS:-0}" = 1 ] && [ "$path" != direct ] && ssl=require
+  admin_snapshot "$path" "$workload" hot start
   case $workload in
     hot-row-asyncpg|transfer-asyncpg)
       out=$(PGSSLMODE=$ssl /usr/bin/python3 bench/proxy/clients/hot_row_asyncpg.py 127.0.0.1 "${PORT[$path]}" \
@@ -167,6 +168,7 @@ run_driver() {  # path workload
       out=$(PGSSLMODE=$ssl java -XX:-UsePerfData -cp "${JDBC_JAR:-/usr/share/java/postgresql.jar}" bench/proxy/clients/HotRowJdbc.java \
         127.0.0.1 "${PORT[$path]}" postgres $DB "$CLIENTS" "$DUR" "$HOT_ROWS" "$MAX_TRIES" $threshold 2>&1) || true ;;
   esac
+  admin_snapshot "$path" "$workload" hot end
   line=$(echo "$out" | grep '^driver=' | tail -1) || true
   [ -n "$line" ] || echo "$out" | tail -5 >&2
   field() { echo "$line" | sed -n "s/.* $1=\([0-9.]*\).*/\1/p"; }
