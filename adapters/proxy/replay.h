@@ -38,9 +38,12 @@
 //
 //   ReplayLog log;
 //   log.Start(/*enabled=*/true, /*max_bytes=*/65536, "BEGIN ISOLATION LEVEL SERIALIZABLE");
-//   log.OnClientMessage('Q', query_raw);      // forwarded to the server
-//   log.OnForwarded('C', command_complete);   // forwarded to the client
-//   ... 40001 ...  if (log.replayable()) { log.BeginCompare(); ...
+//   log.OnClientMessage('Q', query_raw, false);  // forwarded to the server
+//   log.OnForwarded('C', command_complete);      // forwarded to the client
+//   log.OnReady();                               // its ReadyForQuery
+//   log.OnClientMessage('B', bind_raw, false, &unnamed_def);  // extended protocol
+//   ... 40001 ...  if (log.replayable() && (!log.extended() || log.SplitFailedUnit(in_block))) {
+//     log.MarkError(); log.BeginCompare(); ...  // re-send queries()[0, split()), then the rest
 //   for each replayed result: log.Compare(type, raw) == ReplayLog::kMatch ...
 //
 // Thread safety: none; one event loop owns it (through its Client).
