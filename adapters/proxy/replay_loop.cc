@@ -239,6 +239,7 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
   stats_.replay_matches++;
   RouterOf(c).Finish(&c->route, scheduler::Outcome::kConflictAbort);
   r.set_phase(Phase::kRecording);
+  r.OnReady();  // the replayed unit ended: the client's next results are its next unit's
   r.attempts = 0;
   r.last_sent = false;
   ClientReady(c, b->status);

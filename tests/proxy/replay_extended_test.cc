@@ -103,6 +103,22 @@ TEST_F(ReplayExtendedTest, AsyncpgPipelinedUnitReplaysTheSkippedMessages) {
   EXPECT_EQ(Value(3), "1");
 }
 
+// Two conflicts in one transaction: the second unit's split must count the
+// results the client got from the first unit's replay as that unit's.
+TEST_F(ReplayExtendedTest, AsyncpgSecondConflictAfterAReplayIsReplayedToo) {
+  if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
+  StartProxy();
+  auto [rc, out] = Run(Python("replay_asyncpg.py", "twice 0 1 5"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("twice: UPDATE 1 UPDATE 1 UPDATE 1 committed"), std::string::npos) << out;
+  EXPECT_EQ(stats().replay_matches.load(), 2) << out;
+  EXPECT_EQ(stats().replay_unreplayable.load(), 0) << out;
+  EXPECT_EQ(stats().aborts_40001.load(), 0);
+  EXPECT_EQ(Value(1), "1");
+  EXPECT_EQ(Value(5), "2");
+  EXPECT_EQ(Value(6), "2");
+}
+
 TEST_F(ReplayExtendedTest, AsyncpgReadOfTheChangedRowGetsTheOriginalError) {
   if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
   StartProxy();

@@ -10,6 +10,10 @@ Usage: replay_asyncpg.py PORT SERVER_PORT TABLE MODE CACHE ROW_A ROW_B
               ROW_B (waits) and ROW_A + 2 in one pipelined unit (one Sync): the
               server skips the third after the 40001 -> prints
               "many: UPDATE 1 None committed".
+  MODE twice: as blind, then a third client c updates ROW_B + 1 and b's
+              next UPDATE of it waits until c commits: a second 40001 in the
+              same transaction, after its first replay -> prints
+              "twice: UPDATE 1 UPDATE 1 UPDATE 1 committed".
   MODE read:  b first reads ROW_B (0, before a's update), then updates it ->
               prints "read: 40001" when b gets the serialization failure,
               then "read after: 1" from a new transaction.
@@ -47,7 +51,7 @@ async def main(port, server_port, table, mode, cache, row_a, row_b):
         return 1
     tb = b.transaction(isolation="serializable")
     await tb.start()
-    if mode in ("blind", "many"):
+    if mode in ("blind", "many", "twice"):
         first = await b.execute(upd, row_a)
     else:
         first = await b.fetchval(sel, row_b)
@@ -74,6 +78,20 @@ async def main(port, server_port, table, mode, cache, row_a, row_b):
     if mode == "read":
         print("FAIL: the read transaction went on:", r)
         return 1
+    if mode == "twice":
+        c = await asyncpg.connect(dsn, statement_cache_size=cache)
+        tc = c.transaction(isolation="serializable")
+        await tc.start()
+        await c.execute(upd, row_b + 1)
+        third = asyncio.ensure_future(b.execute(upd, row_b + 1))
+        await wait_for_lock(direct, table)
+        await tc.commit()
+        try:
+            r = "%s %s" % (r, await third)
+        except asyncpg.exceptions.SerializationError:
+            print("FAIL: the second conflict reached the client")
+            return 1
+        await c.close()
     await tb.commit()
     print(f"{mode}: {first} {r} committed")
     for c in (a, b, direct):
