@@ -59,18 +59,25 @@ class ReplayExtendedTest : public ScratchClientsTest {
   }
 };
 
-TEST_F(ReplayExtendedTest, AsyncpgBlindWritesReplayInvisibly) {
-  if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
-  StartProxy();
+// The asyncpg cases: skipped without asyncpg, the proxy started.
+class ReplayAsyncpgTest : public ReplayExtendedTest {
+ protected:
+  void SetUp() override {
+    ReplayExtendedTest::SetUp();
+    if (IsSkipped()) return;
+    if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
+    StartProxy();
+  }
+};
+
+TEST_F(ReplayAsyncpgTest, BlindWritesReplayInvisibly) {
   auto [rc, out] = Run(Python("replay_asyncpg.py", "blind 100 1 5"));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("blind: UPDATE 1 UPDATE 1 committed"), std::string::npos) << out;
   ExpectInvisibleReplay(out, 1, 5);
 }
 
-TEST_F(ReplayExtendedTest, AsyncpgUnnamedStatementsReplayInvisibly) {
-  if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
-  StartProxy();
+TEST_F(ReplayAsyncpgTest, UnnamedStatementsReplayInvisibly) {
   // Warm the proxy's Describe cache: b's Parse/Describe units are then
   // answered by the proxy, only its Bind/Execute/Sync reach the server.
   auto [rc0, out0] = Run(Python("replay_asyncpg.py", "blind 0 2 6"));
@@ -92,9 +99,7 @@ TEST_F(ReplayExtendedTest, AsyncpgUnnamedStatementsReplayInvisibly) {
 // client saw its BindComplete and CommandComplete) and the second's Bind,
 // then the failed Execute and the skipped pair, whose results go to the
 // client once.
-TEST_F(ReplayExtendedTest, AsyncpgPipelinedUnitReplaysTheSkippedMessages) {
-  if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
-  StartProxy();
+TEST_F(ReplayAsyncpgTest, PipelinedUnitReplaysTheSkippedMessages) {
   auto [rc, out] = Run(Python("replay_asyncpg.py", "many 100 1 5"));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("many: UPDATE 1 None committed"), std::string::npos) << out;
@@ -105,9 +110,7 @@ TEST_F(ReplayExtendedTest, AsyncpgPipelinedUnitReplaysTheSkippedMessages) {
 
 // Two conflicts in one transaction: the second unit's split must count the
 // results the client got from the first unit's replay as that unit's.
-TEST_F(ReplayExtendedTest, AsyncpgSecondConflictAfterAReplayIsReplayedToo) {
-  if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
-  StartProxy();
+TEST_F(ReplayAsyncpgTest, SecondConflictAfterAReplayIsReplayedToo) {
   auto [rc, out] = Run(Python("replay_asyncpg.py", "twice 0 1 5"));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("twice: UPDATE 1 UPDATE 1 UPDATE 1 committed"), std::string::npos) << out;
@@ -119,9 +122,7 @@ TEST_F(ReplayExtendedTest, AsyncpgSecondConflictAfterAReplayIsReplayedToo) {
   EXPECT_EQ(Value(6), "2");
 }
 
-TEST_F(ReplayExtendedTest, AsyncpgReadOfTheChangedRowGetsTheOriginalError) {
-  if (!Have("/usr/bin/python3 -c 'import asyncpg'")) GTEST_SKIP() << "no asyncpg for /usr/bin/python3";
-  StartProxy();
+TEST_F(ReplayAsyncpgTest, ReadOfTheChangedRowGetsTheOriginalError) {
   auto [rc, out] = Run(Python("replay_asyncpg.py", "read 100 1 4"));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("read: 40001"), std::string::npos) << out;
