@@ -96,6 +96,8 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("replay_unreplayable", s.replay_unreplayable);
     row("replay_overflows", s.replay_overflows);
     row("replay_waits", s.replay_waits);
+    row("replays_extended", s.replays_extended);
+    row("replay_unreplayable_shape", s.replay_unreplayable_shape);
     const AdminSource::LearnedSizes l = source_.Learned();
     row("history_entries", l.history_entries);
     row("history_max_entries", l.history_max_entries);

@@ -108,7 +108,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 66"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 68"));
   EXPECT_TRUE(absl::StrContains(out, "template_cap_wait_ms"));
   EXPECT_TRUE(absl::StrContains(out, "replay_matches"));
   EXPECT_TRUE(absl::StrContains(out, "cluster_unlocks_folded"));

@@ -188,7 +188,8 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
                    f.type == 'Z' ? std::string(f.body).c_str() : "");
     }
     if (front.cluster_lock || front.cluster_unlock) OnClusterMessage(b, front, f.type, f.body);
-    if (c != nullptr && c->backend == b && ReplayHolds(c)) forward = ReplayMessage(c, b, front.replay, f.type, f.raw);
+    const bool replaying = c != nullptr && c->backend == b && ReplayHolds(c);
+    if (replaying) forward = ReplayMessage(c, b, front.replay, f.type, f.raw);
     switch (f.type) {
       case '1':
         if (!front.parses.empty()) {
@@ -360,6 +361,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         break;
     }
     if (forward && c != nullptr) {
+      if (replaying && !ReplayVisible(c, front.replay, f.type, f.raw)) continue;
       c->replay.OnForwarded(f.type, f.raw);
       Send(c, f.raw);
       if (PauseIfFull(c, b)) break;  // back-pressure: the rest waits in b->in

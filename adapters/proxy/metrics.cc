@@ -108,6 +108,11 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_replay_overflows_total", "Of them: transactions past replay_buffer_bytes.", stats.replay_overflows);
   counter("corral_replay_waits_total", "Replays that waited for the holder of a conflicting reference.",
           stats.replay_waits);
+  counter("corral_replays_extended_total", "Of the replays: transactions that used the extended protocol.",
+          stats.replays_extended);
+  counter("corral_replay_unreplayable_shape_total",
+          "Of the unreplayable: extended-protocol units of a shape replay does not re-run.",
+          stats.replay_unreplayable_shape);
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

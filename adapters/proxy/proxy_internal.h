@@ -538,6 +538,10 @@ class Proxy::Loop : private AdminSource {
   // A backend message while c's replay runs (not its ReadyForQuery):
   // whether it goes to the client. `batch_replay`: its batch's Batch::replay.
   bool ReplayMessage(Client* c, Backend* b, int batch_replay, char type, absl::string_view raw);
+  // After the loop's own decision to forward a message of a running
+  // replay (it drops injected ParseComplete / CloseComplete / Describe
+  // answers): whether it goes to the client (compared first).
+  bool ReplayVisible(Client* c, int batch_replay, char type, absl::string_view raw);
   // A ReadyForQuery (its batch popped) while c's replay runs: true when the
   // replay consumed it (the caller neither forwards it nor ends the
   // transaction).
@@ -557,6 +561,12 @@ class Proxy::Loop : private AdminSource {
   // Waits for the next running holder of one of c's references, or replays.
   void ReplayWhenFree(Client* c, Backend* b);
   void SendReplay(Client* c, Backend* b);
+  // The failed Query, or the extended unit's failed Execute and the rest
+  // of the unit: their results go to the client.
+  void SendReplayLast(Client* c, Backend* b);
+  // Re-sends the log's client messages [from, to) through Forward, in
+  // batches of Batch::replay `kind`.
+  void ReplayForward(Client* c, Backend* b, size_t from, size_t to, int kind);
   // The replay did not work out: the client gets the original error, the
   // server the state the client believes it is in.
   void ReplayGiveUp(Client* c, Backend* b);

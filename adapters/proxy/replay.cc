@@ -48,8 +48,15 @@ void ReplayLog::Clear() {
   bytes_ = 0;
   begin_.clear();
   queries_.clear();
+  unnamed_.clear();
   digests_.clear();
   current_start_ = 0;
+  extended_ = false;
+  completions_ = 0;
+  trailing_rows_ = 0;
+  split_ = 0;
+  sync_before_split_ = false;
+  at_error_ = 0;
   pos_ = 0;
   original_error.clear();
   original_state.clear();
@@ -69,22 +76,80 @@ void ReplayLog::Add(size_t n) {
     // Nothing more is kept: the transaction is not replayable.
     queries_.clear();
     queries_.shrink_to_fit();
+    unnamed_.clear();
+    unnamed_.shrink_to_fit();
     digests_.clear();
     digests_.shrink_to_fit();
     current_start_ = 0;
   }
 }
 
-void ReplayLog::OnClientMessage(char type, absl::string_view raw, bool may_change_session) {
+void ReplayLog::OnClientMessage(char type, absl::string_view raw, bool may_change_session,
+                                const PreparedDef* unnamed) {
   if (phase_ != Phase::kRecording || unreplayable_ || overflowed_) return;
-  if (type != 'Q' || may_change_session) {
+  // Simple Query and the extended protocol's messages; a Close is kept
+  // (the loop marks a named statement's as changing what names mean).
+  static constexpr absl::string_view kKept("QPBDECSH");
+  if (kKept.find(type) == absl::string_view::npos || may_change_session) {
     unreplayable_ = true;
     return;
   }
-  Add(raw.size());
+  Add(raw.size() + (unnamed != nullptr ? unnamed->query.size() + unnamed->key.size() : 0));
   if (overflowed_) return;
+  if (unnamed != nullptr) unnamed_.emplace_back(queries_.size(), *unnamed);
   queries_.emplace_back(raw);
+  if (type == 'Q') {
+    current_start_ = digests_.size();
+    completions_ = 0;
+    trailing_rows_ = 0;
+  } else {
+    extended_ = true;
+  }
+}
+
+void ReplayLog::OnReady() {
+  if (phase_ != Phase::kRecording) return;
   current_start_ = digests_.size();
+  completions_ = 0;
+  trailing_rows_ = 0;
+}
+
+const PreparedDef* ReplayLog::unnamed_at(size_t i) const {
+  for (const auto& [at, d] : unnamed_) {
+    if (at == i) return &d;
+  }
+  return nullptr;
+}
+
+bool ReplayLog::SplitFailedUnit(bool in_block) {
+  const size_t n = queries_.size();
+  if (n == 0 || trailing_rows_ > 0) return false;
+  const char last = queries_.back()[0];
+  if (last != 'S' && last != 'Q') return false;  // the unit must be whole (its Sync sent)
+  size_t unit = n - 1;                            // its first message
+  while (unit > 0 && queries_[unit - 1][0] != 'S' && queries_[unit - 1][0] != 'Q') --unit;
+  if (last == 'Q') {
+    // A simple Query after extended-protocol messages: it is the unit.
+    if (unit != n - 1 || results_in_current() > 0) return false;
+    split_ = unit;
+    sync_before_split_ = false;
+    return in_block;
+  }
+  // The (completions_ + 1)-th Execute of the unit failed.
+  int executes = 0;
+  size_t at = n;
+  for (size_t i = unit; i < n; ++i) {
+    if (queries_[i][0] == 'E' && executes++ == completions_) {
+      at = i;
+      break;
+    }
+  }
+  if (at == n) return false;
+  split_ = at;
+  sync_before_split_ = at > unit;
+  // Without a transaction block the proxy's Sync would end (commit) an
+  // implicit transaction.
+  return in_block;
 }
 
 void ReplayLog::Record(char type, absl::string_view raw) {
@@ -97,8 +162,15 @@ void ReplayLog::Record(char type, absl::string_view raw) {
       }
       break;
     case 'T':
-    case 'D':
     case 'I':
+    case '1':  // ParseComplete, BindComplete, CloseComplete, NoData,
+    case '2':  // ParameterDescription, PortalSuspended
+    case '3':
+    case 'n':
+    case 't':
+    case 's':
+      break;
+    case 'D':
       break;
     case 'S':  // ParameterStatus, Notice, Notification, ReadyForQuery: not results
     case 'N':
@@ -112,6 +184,8 @@ void ReplayLog::Record(char type, absl::string_view raw) {
   Add(sizeof(uint64_t));
   if (overflowed_) return;
   digests_.push_back(Digest(type, raw));
+  trailing_rows_ = type == 'D' ? trailing_rows_ + 1 : 0;
+  if (type == 'C' || type == 'I' || type == 's') ++completions_;
 }
 
 ReplayLog::Match ReplayLog::Compare(char type, absl::string_view raw) {

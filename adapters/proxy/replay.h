@@ -6,21 +6,44 @@
 // gets the original error. The event loop's side (when to replay, the
 // backend traffic) is in replay_loop.cc; this is the bookkeeping.
 //
-// Kept per transaction: the client's simple-protocol Query messages, the
-// BEGIN the proxy held for it, and a 64-bit digest of every result message
-// forwarded to the client (RowDescription, DataRow, CommandComplete,
-// EmptyQueryResponse; ParameterStatus / Notice are not results). What the
-// log cannot replay makes it unreplayable (the transaction then fails as
-// it does without replay): extended-protocol messages, statements that
-// change the session (SET, ...), savepoints (SAVEPOINT / RELEASE /
-// ROLLBACK TO tags), COPY, an error the client saw, and a log past
-// `max_bytes` (overflowed).
+// Kept per transaction: the client's messages as it sent them (simple
+// Query, and the extended protocol's Parse / Bind / Describe / Execute /
+// Close-portal / Flush / Sync; with each Bind or Describe of the unnamed
+// statement, the statement it meant then, since the proxy may have answered
+// its Parse itself), the BEGIN the proxy held for it, and a 64-bit digest of
+// every result message forwarded to the client (RowDescription, DataRow,
+// CommandComplete, EmptyQueryResponse, ParseComplete, BindComplete,
+// CloseComplete, NoData, ParameterDescription, PortalSuspended;
+// ParameterStatus / Notice are not results). The loop re-sends the
+// extended protocol's messages through its own forwarding, so statement
+// names are mapped to the backend's corral_s<N> again, and statements are
+// prepared again where the rollback lost them. What the log cannot replay
+// makes it unreplayable (the transaction then fails as it does without
+// replay): statements that change the session (SET, ...), savepoints
+// (SAVEPOINT / RELEASE / ROLLBACK TO tags), COPY, a FunctionCall, a Close of
+// a named statement or a Parse redefining a name, an error the client saw,
+// and a log past `max_bytes` (overflowed).
+//
+// Extended protocol at the error (SplitFailedUnit): the failed unit is the
+// client's messages after its previous Sync up to its last Sync; the client
+// saw the results of the unit's first k Executes (k completions: C / I / s)
+// and of the Parse / Bind / Describe messages after them; the (k+1)-th
+// Execute failed, and the server skipped the rest up to the Sync. Replayed:
+// everything before that Execute (with a Sync of the proxy's ending it, in
+// an explicit transaction block only), compared; then, all matched, the
+// failed Execute and the rest of the unit, whose results the client did not
+// see, forwarded. Unreplayable shapes: an implicit transaction (no block:
+// the proxy's Sync would commit), rows of the failed Execute already sent,
+// no (k+1)-th Execute (the error was not an Execute's).
 //
 //   ReplayLog log;
 //   log.Start(/*enabled=*/true, /*max_bytes=*/65536, "BEGIN ISOLATION LEVEL SERIALIZABLE");
-//   log.OnClientMessage('Q', query_raw);      // forwarded to the server
-//   log.OnForwarded('C', command_complete);   // forwarded to the client
-//   ... 40001 ...  if (log.replayable()) { log.BeginCompare(); ...
+//   log.OnClientMessage('Q', query_raw, false);  // forwarded to the server
+//   log.OnForwarded('C', command_complete);      // forwarded to the client
+//   log.OnReady();                               // its ReadyForQuery
+//   log.OnClientMessage('B', bind_raw, false, &unnamed_def);  // extended protocol
+//   ... 40001 ...  if (log.replayable() && (!log.extended() || log.SplitFailedUnit(in_block))) {
+//     log.MarkError(); log.BeginCompare(); ...  // re-send queries()[0, split()), then the rest
 //   for each replayed result: log.Compare(type, raw) == ReplayLog::kMatch ...
 //
 // Thread safety: none; one event loop owns it (through its Client).
@@ -30,9 +53,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "adapters/proxy/prepared.h"
 
 namespace corral {
 namespace proxy {
@@ -56,10 +81,16 @@ class ReplayLog {
   // The transaction ended: nothing kept.
   void Clear();
 
-  // A message of the client forwarded to the server in this transaction.
-  // Only simple Query messages are kept (`may_change_session`: the Query's
-  // text may change the session, which a rolled-back replay would undo).
-  void OnClientMessage(char type, absl::string_view raw, bool may_change_session);
+  // A message of the client forwarded to the server in this transaction
+  // (`may_change_session`: running it may change the session, which a
+  // rolled-back replay would undo, or it cannot be re-sent as it is: the
+  // log becomes unreplayable). `unnamed`: for a Bind / Describe of the
+  // unnamed statement, the statement the client meant (re-sent with it).
+  void OnClientMessage(char type, absl::string_view raw, bool may_change_session,
+                       const PreparedDef* unnamed = nullptr);
+  // A ReadyForQuery of the client's own batch went to it: the next results
+  // belong to its next batch.
+  void OnReady();
   // A backend message forwarded to the client.
   void OnForwarded(char type, absl::string_view raw) {
     if (phase_ == Phase::kRecording) Record(type, raw);
@@ -75,7 +106,23 @@ class ReplayLog {
   // results the client has started to receive is not replayed (the replay
   // could not take back what a multi-statement Query commits after them).
   size_t results_in_current() const { return digests_.size() - current_start_; }
-
+  // The log has extended-protocol messages (replayed through the loop's
+  // forwarding, SplitFailedUnit).
+  bool extended() const { return extended_; }
+  // At the error of the client's last unit, extended log: where its replay
+  // splits (see the file comment): sets split(); false when the shape is
+  // not replayable. `in_block`: the server had a transaction block open.
+  bool SplitFailedUnit(bool in_block);
+  // Index in queries() of the first message re-sent after everything before
+  // it matched; whether a Sync of the proxy ends the part before it.
+  size_t split() const { return split_; }
+  bool sync_before_split() const { return sync_before_split_; }
+  // The error was kept from the client: results forwarded from now on are
+  // new (a second conflict after one went out cannot be replayed).
+  void MarkError() { at_error_ = digests_.size(); }
+  size_t new_results() const { return digests_.size() - at_error_; }
+  // The unnamed statement meant by message i (a Bind / Describe of it), or null.
+  const PreparedDef* unnamed_at(size_t i) const;
   // Comparing a replay: from the first digest.
   void BeginCompare() { pos_ = 0; }
   // A replayed result: kMatch / kMismatch against the digest at the cursor
@@ -86,6 +133,7 @@ class ReplayLog {
   bool compared_all() const { return pos_ == digests_.size(); }
 
   const std::string& begin() const { return begin_; }
+  // Every client message kept, whole (type byte first), in order.
   const std::vector<std::string>& queries() const { return queries_; }
   size_t digests() const { return digests_.size(); }
   size_t bytes() const { return bytes_; }
@@ -116,9 +164,16 @@ class ReplayLog {
   size_t max_bytes_ = 0;
   size_t bytes_ = 0;
   std::string begin_;
-  std::vector<std::string> queries_;  // whole Query messages
+  std::vector<std::string> queries_;  // whole client messages
+  std::vector<std::pair<size_t, PreparedDef>> unnamed_;  // queries_ index -> unnamed statement meant
   std::vector<uint64_t> digests_;
-  size_t current_start_ = 0;  // digests_ index where the last Query's results start
+  size_t current_start_ = 0;  // digests_ index where the last Query's / batch's results start
+  bool extended_ = false;
+  int completions_ = 0;       // C / I / s results since current_start_
+  int trailing_rows_ = 0;     // DataRows since the last other result
+  size_t split_ = 0;
+  bool sync_before_split_ = false;
+  size_t at_error_ = 0;
   size_t pos_ = 0;            // compare cursor
 };
 

@@ -16,17 +16,33 @@
 //      client received;
 //   4. all matched: the failed Query again, its results (past what the
 //      client got) forwarded, and the client's transaction goes on.
-// Another 40001 / 40P01 runs it again (replay_max_attempts in all); a
+// Extended protocol (the log holds Parse / Bind / ... messages): 3. and 4.
+// re-send the client's messages through Forward (ReplayForward), so
+// statement names map to this backend's corral_s<N> and statements the
+// rollback or the backend lacks are parsed again (injected answers are
+// dropped by the usual bookkeeping, then ReplayVisible compares what the
+// client would see). The failed unit splits before its failed Execute
+// (ReplayLog::SplitFailedUnit): the part the client saw results of goes in
+// 3., ended by a Sync of the proxy's; 4. is the failed Execute and the rest
+// of the unit (what the server skipped after the error), up to the
+// client's Sync, whose ReadyForQuery ends the replay.
+// Another 40001 / 40P01 runs it again (replay_max_attempts in all, while no
+// new result went out); a
 // differing result, or the last attempt failing, gives the client the
 // original error, with the server left in the state that error implies
 // (a failed transaction block: ROLLBACK, BEGIN, an error).
-// Not replayed (the error goes to the client as without replay): the
-// extended protocol, savepoints, SET and other session changes, COPY, a
-// transaction past replay_buffer_bytes, a Query whose results the client had
-// started to receive, a client with more Queries in flight behind the
-// failed one. A COMMIT the server failed with 40001 is replayed; one whose
+// Not replayed (the error goes to the client as without replay):
+// savepoints, SET and other session changes (also prepared), COPY, a
+// FunctionCall, a Close of a named statement or a name parsed anew, a
+// transaction past replay_buffer_bytes, a Query whose results the client
+// had started to receive, a client with more Queries or units in flight
+// behind the failed one; extended-protocol shapes SplitFailedUnit refuses
+// (replay_unreplayable_shape: an implicit transaction, a unit without its
+// Sync, rows of the failed Execute sent, an error not an Execute's). A
+// COMMIT the server failed with 40001 is replayed; one whose
 // outcome is unknown (the server connection lost) never is (FailBackend).
 #include "absl/strings/match.h"
+#include "absl/types/optional.h"
 #include "adapters/proxy/proxy_internal.h"
 #include "adapters/proxy/session_params.h"
 #include "adapters/proxy/wire.h"
@@ -39,29 +55,100 @@ using Phase = ReplayLog::Phase;
 void Proxy::Loop::NoteReplayMessage(Client* c, char type, absl::string_view raw) {
   if (!c->replay.recording()) return;
   bool may_change_session = false;
-  if (type == 'Q') {
-    wire::Reader r(raw.substr(5));
-    may_change_session = StatementMayChangeSession(r.CString());
+  const PreparedDef* unnamed = nullptr;
+  wire::Reader r(raw.substr(5));
+  switch (type) {
+    case 'Q':
+      may_change_session = StatementMayChangeSession(r.CString());
+      break;
+    case 'P': {
+      // A name the transaction redefines: an earlier Bind of it would be
+      // re-sent with the later statement.
+      const std::string name(r.CString());
+      if (!name.empty()) {
+        auto it = c->stmts.find(name);
+        if (it != c->stmts.end()) {
+          const absl::string_view query = r.CString();
+          may_change_session = it->second.query != query;  // (the refused form differs too: kept off)
+        }
+      }
+      break;
+    }
+    case 'B':
+    case 'D': {
+      std::string stmt;
+      if (type == 'B') {
+        r.CString();  // the portal
+        stmt = std::string(r.CString());
+      } else {
+        if (r.Byte() != 'S') break;  // a portal's description
+        stmt = std::string(r.CString());
+      }
+      auto it = c->stmts.find(stmt);
+      if (it == c->stmts.end()) break;  // the server's error to give (the client sees it: unreplayable)
+      if (type == 'B' && it->second.may_change_session) may_change_session = true;
+      if (stmt.empty()) unnamed = &it->second;
+      break;
+    }
+    case 'C':
+      // Closing a named statement frees its name for another definition.
+      may_change_session = r.Byte() == 'S' && !r.CString().empty();
+      break;
+    default:
+      break;
   }
-  c->replay.OnClientMessage(type, raw, may_change_session);
+  c->replay.OnClientMessage(type, raw, may_change_session, unnamed);
 }
 
 bool Proxy::Loop::ReplayOnConflict(Client* c, Backend* b, absl::string_view raw, absl::string_view state) {
   ReplayLog& r = c->replay;
   if (!r.recording() || c->backend != b) return false;
-  // Replay on, nothing unreplayable, within bounds; no result of the
-  // failed Query went out; no later Query of the client in flight.
-  if (!r.replayable() || r.results_in_current() > 0 || b->batches.size() != 2) {
+  // Replay on, nothing unreplayable, within bounds; no later message of
+  // the client in flight behind the failed batch. Simple Queries: no result
+  // of the failed Query went out. Extended protocol: the failed unit has a
+  // shape SplitFailedUnit replays.
+  bool ok = r.replayable() && b->batches.size() == 2 && b->batches.back().msgs == 0;
+  if (ok && r.extended()) {
+    ok = r.SplitFailedUnit(/*in_block=*/b->block != 'I');
+    if (!ok) stats_.replay_unreplayable_shape++;
+  } else if (ok) {
+    ok = r.results_in_current() == 0;
+  }
+  if (!ok) {
     stats_.replay_unreplayable++;
     if (r.overflowed()) stats_.replay_overflows++;
     r.set_phase(Phase::kOff);
     return false;
   }
+  r.MarkError();
   r.original_error = std::string(raw);
   r.original_state = std::string(state);
   r.attempts = 0;
   r.set_phase(Phase::kAbsorbing);
   return true;
+}
+
+namespace {
+
+// Results the loop may still drop after ReplayMessage (an injected
+// Parse's ParseComplete, a Close's CloseComplete, the answer to a Describe
+// of the proxy's): compared only once known to be the client's
+// (ReplayVisible).
+bool DecidedLater(char type) {
+  return type == '1' || type == '3' || type == 't' || type == 'T' || type == 'n';
+}
+
+}  // namespace
+
+// A result of a replayed batch the client would see: compared with what it
+// received; true when it goes to the client (new, in the last part).
+static bool CompareReplayed(ReplayLog& r, bool last, char type, absl::string_view raw) {
+  const ReplayLog::Match m = r.Compare(type, raw);
+  if (m == ReplayLog::kMatch) return false;
+  if (m == ReplayLog::kNew && last) return true;
+  // A different result, or one more than the client received.
+  r.set_phase(Phase::kFailing);
+  return false;
 }
 
 bool Proxy::Loop::ReplayMessage(Client* c, Backend* b, int batch_replay, char type, absl::string_view raw) {
@@ -70,18 +157,14 @@ bool Proxy::Loop::ReplayMessage(Client* c, Backend* b, int batch_replay, char ty
   // drained after a difference or a new conflict: nothing goes out.
   if (r.phase() != Phase::kReplaying || batch_replay == 0 || r.conflict_again || type == 'Z') return false;
   const bool last = batch_replay == 2;
+  if (DecidedLater(type)) return true;  // ReplayVisible, unless the loop drops it
   switch (type) {
-    case 'T':
     case 'D':
     case 'C':
-    case 'I': {
-      const ReplayLog::Match m = r.Compare(type, raw);
-      if (m == ReplayLog::kMatch) return false;
-      if (m == ReplayLog::kNew && last) return true;
-      // A different result, or one more than the client received.
-      r.set_phase(Phase::kFailing);
-      return false;
-    }
+    case 'I':
+    case '2':
+    case 's':
+      return CompareReplayed(r, last, type, raw);
     case 'E': {
       const absl::string_view state = wire::ErrorSqlState(raw.substr(5));
       if (state == "40001" || state == "40P01") {
@@ -105,11 +188,18 @@ bool Proxy::Loop::ReplayMessage(Client* c, Backend* b, int batch_replay, char ty
   }
 }
 
+bool Proxy::Loop::ReplayVisible(Client* c, int batch_replay, char type, absl::string_view raw) {
+  if (!DecidedLater(type)) return true;
+  return CompareReplayed(c->replay, batch_replay == 2, type, raw);
+}
+
 bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
   ReplayLog& r = c->replay;
   switch (r.phase()) {
     case Phase::kOff:
+      return false;
     case Phase::kRecording:
+      r.OnReady();  // the next results are the client's next batch's
       return false;
     case Phase::kAbsorbing:  // the failed attempt is over
       r.original_status = b->status;
@@ -125,7 +215,7 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
   // Every replayed Query sent so far has answered.
   if (r.conflict_again) {
     r.conflict_again = false;
-    if (++r.attempts >= opt_.replay_max_attempts || r.results_in_current() > 0) {
+    if (++r.attempts >= opt_.replay_max_attempts || r.new_results() > 0) {
       stats_.replay_exhausted++;
       ReplayGiveUp(c, b);
     } else {
@@ -141,15 +231,7 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
   if (!r.last_sent) {
     // Everything before the failed Query matched: it runs again, its
     // results go to the client.
-    const std::string& q = r.queries().back();
-    Send(b, q);
-    Batch& open = b->batches.back();
-    open.msgs++;
-    open.replay = 2;
-    EndBatch(b);
-    b->unnamed_key.clear();
-    r.outstanding = 1;
-    r.last_sent = true;
+    SendReplayLast(c, b);
     return true;
   }
   // The failed Query answered on the replay: the client goes on. The
@@ -157,6 +239,7 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
   stats_.replay_matches++;
   RouterOf(c).Finish(&c->route, scheduler::Outcome::kConflictAbort);
   r.set_phase(Phase::kRecording);
+  r.OnReady();  // the replayed unit ended: the client's next results are its next unit's
   r.attempts = 0;
   r.last_sent = false;
   ClientReady(c, b->status);
@@ -206,28 +289,82 @@ void Proxy::Loop::SendReplay(Client* c, Backend* b) {
   r.last_sent = false;
   r.conflict_again = false;
   stats_.replays++;
+  if (r.extended()) stats_.replays_extended++;
   if (!r.begin().empty()) SendInternal(b, r.begin());
   const auto& qs = r.queries();
-  // The earlier Queries pipelined; the failed one only once they matched
-  // (it may be a COMMIT).
-  for (size_t i = 0; i + 1 < qs.size(); ++i) {
-    Send(b, qs[i]);
-    Batch& open = b->batches.back();
-    open.msgs++;
-    open.replay = 1;
-    open.swallow = true;  // answered by the last one, should the server fail
-    EndBatch(b);
-    r.outstanding++;
+  if (r.extended()) {
+    b->unnamed_key.clear();  // (a Parse the server skipped after the error set it)
+    // Everything before the failed Execute (SplitFailedUnit), through the
+    // loop's forwarding; a Sync of the proxy's ends its last part.
+    ReplayForward(c, b, 0, r.split(), 1);
+    if (r.sync_before_split()) {
+      std::string sync;
+      wire::AppendEmpty(&sync, 'S');
+      Send(b, sync);
+      Batch& open = b->batches.back();
+      open.msgs++;
+      open.replay = 1;
+      open.swallow = true;
+      EndBatch(b);
+      r.outstanding++;
+    }
+  } else {
+    // The earlier Queries pipelined; the failed one only once they matched
+    // (it may be a COMMIT).
+    for (size_t i = 0; i + 1 < qs.size(); ++i) {
+      Send(b, qs[i]);
+      Batch& open = b->batches.back();
+      open.msgs++;
+      open.replay = 1;
+      open.swallow = true;  // answered by the last one, should the server fail
+      EndBatch(b);
+      r.outstanding++;
+    }
+    b->unnamed_key.clear();
   }
-  b->unnamed_key.clear();
-  if (r.outstanding == 0) {
-    r.outstanding = 1;  // a ReadyForQuery that sends the failed Query
+  if (r.outstanding == 0) SendReplayLast(c, b);
+}
+
+void Proxy::Loop::SendReplayLast(Client* c, Backend* b) {
+  ReplayLog& r = c->replay;
+  if (r.extended()) {
+    ReplayForward(c, b, r.split(), r.queries().size(), 2);
+  } else {
+    Send(b, r.queries().back());
     Batch& open = b->batches.back();
-    Send(b, qs.back());
     open.msgs++;
     open.replay = 2;
     EndBatch(b);
-    r.last_sent = true;
+    b->unnamed_key.clear();
+  }
+  r.outstanding = 1;  // the unit's Sync (or Query)
+  r.last_sent = true;
+}
+
+void Proxy::Loop::ReplayForward(Client* c, Backend* b, size_t from, size_t to, int kind) {
+  ReplayLog& r = c->replay;
+  const auto& qs = r.queries();
+  // The client's unnamed statement now, given back after: each Bind /
+  // Describe of it is re-sent with the statement it meant then.
+  auto now = c->stmts.find("");
+  absl::optional<PreparedDef> unnamed_now;
+  if (now != c->stmts.end()) unnamed_now = now->second;
+  // Its references are the transaction's already.
+  const size_t routed_ahead = c->routed_ahead;
+  for (size_t i = from; i < to; ++i) {
+    const char type = qs[i][0];
+    if (const PreparedDef* d = r.unnamed_at(i); d != nullptr) c->stmts[""] = *d;
+    b->batches.back().replay = kind;
+    if (kind == 1) b->batches.back().swallow = true;  // answered by the last part, should the server fail
+    c->routed_ahead = 1;
+    Forward(c, b, type, qs[i]);
+    if (type == 'S' || type == 'Q') r.outstanding++;
+  }
+  c->routed_ahead = routed_ahead;
+  if (unnamed_now) {
+    c->stmts[""] = std::move(*unnamed_now);
+  } else {
+    c->stmts.erase("");
   }
 }
 

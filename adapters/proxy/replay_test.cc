@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "adapters/proxy/prepared.h"
 #include "adapters/proxy/wire.h"
 #include "gtest/gtest.h"
 
@@ -121,9 +122,9 @@ TEST(ReplayLogTest, WhatCannotBeReplayed) {
   ReplayLog rollback_to = fresh();
   rollback_to.OnForwarded('C', Tag("ROLLBACK"));
   EXPECT_FALSE(rollback_to.replayable());
-  ReplayLog extended = fresh();
-  extended.OnClientMessage('B', "B\0\0\0\4"s, false);
-  EXPECT_FALSE(extended.replayable());
+  ReplayLog function_call = fresh();
+  function_call.OnClientMessage('F', "F\0\0\0\4"s, false);
+  EXPECT_FALSE(function_call.replayable());
   ReplayLog set = fresh();
   set.OnClientMessage('Q', Query("SET search_path = x"), /*may_change_session=*/true);
   EXPECT_FALSE(set.replayable());
@@ -156,6 +157,122 @@ TEST(ReplayLogTest, ResultsOfTheCurrentQueryAreCounted) {
   EXPECT_EQ(log.results_in_current(), 2u);
   log.OnClientMessage('Q', Query("SELECT 1"), false);
   EXPECT_EQ(log.results_in_current(), 0u);
+}
+
+std::string Msg(char type, const std::string& body = "") {
+  std::string m;
+  const size_t at = wire::BeginMessage(&m, type);
+  m.append(body);
+  wire::EndMessage(&m, at);
+  return m;
+}
+
+std::string Parse(const std::string& name, const std::string& sql) {
+  std::string m;
+  wire::AppendParse(&m, name, sql, std::string("\0\0", 2));
+  return m;
+}
+
+// Bind portal "" of `stmt`, Execute it (no row limit).
+std::string Bind(const std::string& stmt) { return Msg('B', std::string("\0", 1) + stmt + std::string(7, '\0')); }
+std::string Execute() { return Msg('E', std::string(5, '\0')); }
+
+// An extended-protocol transaction (held BEGIN): one unit that parses and
+// runs a named UPDATE, then a failed unit of two Bind / Execute pairs of it
+// (the first answered, the second failed) and a third Bind / Execute the
+// server skipped.
+ReplayLog Pipelined(int answered) {
+  ReplayLog log;
+  log.Start(true, 1 << 16, "BEGIN");
+  log.OnClientMessage('P', Parse("s1", "UPDATE a SET v = v + 1 WHERE id = $1"), false);
+  log.OnClientMessage('B', Bind("s1"), false);
+  log.OnClientMessage('E', Execute(), false);
+  log.OnClientMessage('S', Msg('S'), false);
+  log.OnForwarded('1', Msg('1'));
+  log.OnForwarded('2', Msg('2'));
+  log.OnForwarded('C', Tag("UPDATE 1"));
+  log.OnReady();
+  for (int i = 0; i < 3; ++i) {
+    log.OnClientMessage('B', Bind("s1"), false);
+    log.OnClientMessage('E', Execute(), false);
+  }
+  log.OnClientMessage('S', Msg('S'), false);
+  for (int i = 0; i < answered; ++i) {
+    log.OnForwarded('2', Msg('2'));
+    log.OnForwarded('C', Tag("UPDATE 1"));
+  }
+  log.OnForwarded('2', Msg('2'));  // the failed Execute's Bind
+  return log;
+}
+
+TEST(ReplayLogTest, KeepsExtendedMessagesAndTheirResults) {
+  ReplayLog log = Pipelined(1);
+  EXPECT_TRUE(log.replayable());
+  EXPECT_TRUE(log.extended());
+  ASSERT_EQ(log.queries().size(), 11u);
+  EXPECT_EQ(log.queries()[0][0], 'P');
+  EXPECT_EQ(log.queries()[10], Msg('S'));
+  EXPECT_EQ(log.digests(), 6u);        // ParseComplete, BindComplete, tags
+  EXPECT_EQ(log.results_in_current(), 3u);  // of the failed unit (since the ReadyForQuery)
+}
+
+TEST(ReplayLogTest, TheFailedUnitSplitsBeforeTheFailedExecute) {
+  // One Execute of the unit answered: the second (message 7) failed.
+  ReplayLog log = Pipelined(1);
+  ASSERT_TRUE(log.SplitFailedUnit(/*in_block=*/true));
+  EXPECT_EQ(log.split(), 7u);
+  EXPECT_TRUE(log.sync_before_split());
+  // None answered: the first Execute of the unit (message 5).
+  ReplayLog first = Pipelined(0);
+  ASSERT_TRUE(first.SplitFailedUnit(true));
+  EXPECT_EQ(first.split(), 5u);
+  // Outside a transaction block the proxy's Sync would commit.
+  EXPECT_FALSE(Pipelined(1).SplitFailedUnit(/*in_block=*/false));
+  // Rows of the failed Execute went out: not replayed.
+  ReplayLog rows = Pipelined(0);
+  rows.OnForwarded('D', Row("1"));
+  EXPECT_FALSE(rows.SplitFailedUnit(true));
+  // Every Execute of the unit answered: the error was not an Execute's.
+  ReplayLog all = Pipelined(3);
+  EXPECT_FALSE(all.SplitFailedUnit(true));
+  // A unit without its Sync yet.
+  ReplayLog open = Pipelined(0);
+  open.OnClientMessage('B', Bind("s1"), false);
+  EXPECT_FALSE(open.SplitFailedUnit(true));
+}
+
+TEST(ReplayLogTest, AFailedSimpleQueryAfterExtendedMessagesIsTheLastPart) {
+  ReplayLog log = Pipelined(3);
+  log.OnReady();
+  log.OnClientMessage('Q', Query("COMMIT"), false);
+  ASSERT_TRUE(log.SplitFailedUnit(true));
+  EXPECT_EQ(log.split(), 11u);
+  EXPECT_FALSE(log.sync_before_split());
+}
+
+TEST(ReplayLogTest, UnnamedStatementsAreKeptWithTheirBind) {
+  ReplayLog log;
+  log.Start(true, 1 << 16, "BEGIN");
+  std::string name;
+  const std::string p1 = Parse("", "SELECT 1");
+  PreparedDef d1 = PreparedDef::FromParse(absl::string_view(p1).substr(5), &name);
+  log.OnClientMessage('B', Bind(""), false, &d1);
+  log.OnClientMessage('E', Execute(), false);
+  EXPECT_EQ(log.unnamed_at(1), nullptr);
+  ASSERT_NE(log.unnamed_at(0), nullptr);
+  EXPECT_EQ(log.unnamed_at(0)->query, "SELECT 1");
+  // Counted in the bound.
+  EXPECT_GT(log.bytes(), Bind("").size() + Execute().size() + std::string("BEGIN").size());
+}
+
+TEST(ReplayLogTest, NewResultsAreThoseAfterTheError) {
+  ReplayLog log = Pipelined(1);
+  log.MarkError();
+  EXPECT_EQ(log.new_results(), 0u);
+  log.BeginCompare();
+  for (int i = 0; i < 6; ++i) EXPECT_NE(log.Compare('x', "x"), ReplayLog::kNew);  // (mismatches: other bytes)
+  EXPECT_EQ(log.Compare('C', Tag("UPDATE 1")), ReplayLog::kNew);
+  EXPECT_EQ(log.new_results(), 1u);
 }
 
 }  // namespace

@@ -102,6 +102,11 @@ struct Stats {
   std::atomic<int64_t> replay_unreplayable{0};
   std::atomic<int64_t> replay_overflows{0};
   std::atomic<int64_t> replay_waits{0};
+  // Of the replays: of transactions that used the extended protocol; of
+  // the unreplayable: extended-protocol units of a shape not replayed
+  // (replay.h: implicit transaction, rows of the failed Execute sent, ...).
+  std::atomic<int64_t> replays_extended{0};
+  std::atomic<int64_t> replay_unreplayable_shape{0};
 };
 
 }  // namespace proxy

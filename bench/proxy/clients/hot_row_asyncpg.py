@@ -13,10 +13,22 @@ statement_cache_size=0 (unnamed statements) so PgBouncer's transaction
 pooling can run it. A transaction that fails with 40001/40P01 is retried
 with the same values, up to MAX_TRIES tries (then it counts as failed).
 
-  /usr/bin/python3 hot_row_asyncpg.py HOST PORT USER DBNAME CLIENTS SECONDS ROWS MAX_TRIES [STATEMENT_CACHE_SIZE]
+  /usr/bin/python3 hot_row_asyncpg.py HOST PORT USER DBNAME CLIENTS SECONDS ROWS MAX_TRIES [STATEMENT_CACHE_SIZE [WORKLOAD]]
 
 (STATEMENT_CACHE_SIZE: 0 by default, as run.sh runs it; asyncpg's own
 default, 100, keeps named statements that PgBouncer 1.18 cannot run.)
+
+WORKLOAD transfer (run.sh's transfer-asyncpg, issue 24): instead, the blind-
+write transfer of bench/proxy/transfer_skewed.sql's hot variant,
+
+  BEGIN ISOLATION LEVEL SERIALIZABLE;
+  UPDATE pgbench_accounts SET abalance = abalance - $2 WHERE aid = $1;
+  UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $3;
+  COMMIT;
+
+with the first aid uniform in 1..ROWS and the second Zipf-skewed (s = 1.5)
+over 1..ROWS: no value is read, so a replay (replay = on) reproduces every
+result the client saw.
 
 Prints one line, like pgbench's figures:
   driver=asyncpg statement_cache_size=0 clients=16 duration=10.00 committed=N tps=X retries=R retried=T failed=F
@@ -35,6 +47,8 @@ async def main():
     host, port, user, db = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     clients, seconds, rows, max_tries = int(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
     cache = int(sys.argv[9]) if len(sys.argv) > 9 else 0
+    workload = sys.argv[10] if len(sys.argv) > 10 else "hot-row"
+    zipf = [1.0 / k ** 1.5 for k in range(1, rows + 1)]
     conns = [await asyncpg.connect(host=host, port=port, user=user, database=db, statement_cache_size=cache,
                                    timeout=30) for _ in range(clients)]
     counts = {"committed": 0, "retries": 0, "retried": 0, "failed": 0}
@@ -46,13 +60,22 @@ async def main():
         rnd = random.Random()
         while time.monotonic() < end:
             aid, delta = rnd.randint(1, rows), rnd.randint(-100, 100)
+            if workload == "transfer":
+                delta = rnd.randint(1, 100)
+                to = rnd.choices(range(1, rows + 1), weights=zipf)[0]
             attempt = 1
             while True:
                 try:
                     async with conn.transaction(isolation="serializable"):
-                        await conn.fetchval("SELECT abalance FROM pgbench_accounts WHERE aid = $1", aid)
-                        await conn.execute("UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1",
-                                           aid, delta)
+                        if workload == "transfer":
+                            await conn.execute(
+                                "UPDATE pgbench_accounts SET abalance = abalance - $2 WHERE aid = $1", aid, delta)
+                            await conn.execute(
+                                "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", to, delta)
+                        else:
+                            await conn.fetchval("SELECT abalance FROM pgbench_accounts WHERE aid = $1", aid)
+                            await conn.execute(
+                                "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", aid, delta)
                     counts["committed"] += 1
                     if attempt > 1:
                         counts["retried"] += 1
@@ -74,8 +97,8 @@ async def main():
         await c.close()
     if errors:
         print("hot_row_asyncpg: %d errors, first: %s" % (len(errors), errors[0]), file=sys.stderr)
-    print("driver=asyncpg statement_cache_size=%d clients=%d duration=%.2f committed=%d tps=%.1f retries=%d retried=%d failed=%d" % (
-        cache, clients, elapsed, counts["committed"], counts["committed"] / elapsed, counts["retries"], counts["retried"],
+    print("driver=asyncpg workload=%s statement_cache_size=%d clients=%d duration=%.2f committed=%d tps=%.1f retries=%d retried=%d failed=%d" % (
+        workload, cache, clients, elapsed, counts["committed"], counts["committed"] / elapsed, counts["retries"], counts["retried"],
         counts["failed"]))
 
 
