@@ -156,8 +156,6 @@ std::unique_ptr<LearnedPlacement> PlacementLearner::Build() const {
     if (p.second >= kMinPairCount) edges.emplace_back(-p.second, p.first.first, p.first.second);
   }
   std::sort(edges.begin(), edges.end());
-  const uint64_t total = std::accumulate(load.begin(), load.end(), uint64_t{0});
-  const uint64_t cap = std::max<uint64_t>(1, total / kMinClusters);
   // Union-find over the hot granules; a root carries its cluster's load.
   std::vector<int> parent(hot.size());
   std::iota(parent.begin(), parent.end(), 0);
@@ -170,11 +168,14 @@ std::unique_ptr<LearnedPlacement> PlacementLearner::Build() const {
     const int x = std::get<1>(e), y = std::get<2>(e);
     int a = find(x), b = find(y);
     if (a == b) continue;
-    // Granules (nearly) always accessed together gain nothing from separate
-    // queues: they merge whatever the cap.
+    // Only granules (nearly) always accessed together share a queue: they
+    // gain nothing from separate queues, and a transaction then waits for
+    // one head instead of two. Hot granules that merely meet now and then
+    // stay apart (one queue would serialize transactions that touch
+    // different ones).
     const bool strong = static_cast<uint64_t>(-std::get<0>(e)) * kStrongDen >=
                         std::min(load[x], load[y]) * kStrongNum;
-    if (!strong && cluster_load[a] + cluster_load[b] > cap) continue;
+    if (!strong) continue;
     if (b < a) std::swap(a, b);
     parent[b] = a;
     cluster_load[a] += cluster_load[b];

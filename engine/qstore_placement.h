@@ -21,12 +21,13 @@
 //            of the same batch: a conflict, which Q-Store turns into a queue
 //            wait and an optimistic protocol into an abort) and commits
 //            (otherwise). Granules whose conflict fraction and count pass a
-//            threshold ("hot") are clustered by how often they co-occur in
-//            a transaction (heaviest pairs first, union-find, no cluster
-//            above half of the hot accesses unless its granules are nearly
-//            always accessed together), and each cluster gets
-//            its own queue (largest first, least loaded queue): conflicting
-//            references share one queue. Every other granule: hash.
+//            threshold ("hot") are clustered when they are accessed together
+//            (a pair co-occurs in at least 3/4 of the accesses of the less
+//            used one; union-find), and each cluster gets its own queue
+//            (largest first, onto the least loaded queue): conflicting
+//            references accessed together share one queue, hot references
+//            accessed apart get queues of their own. Every other granule:
+//            hash.
 //
 //   auto kind = ParseQueuePlacement("range").value();
 //   RangePlacement p(/*queues=*/8, {{10, 20, 30}, {}});  // table 0's granules
@@ -134,14 +135,12 @@ class PlacementLearner {
  public:
   // A granule is hot with at least kMinConflicts conflicts making at least
   // kMinConflictFraction of its accesses; two hot granules are clustered
-  // when they co-occurred in at least kMinPairCount transactions, and no
-  // cluster takes more than 1 / kMinClusters of all hot accesses, unless
-  // the pair is strong (co-occurred in at least kStrongNum / kStrongDen of
-  // the accesses of the less used one: separate queues would gain nothing).
+  // when they co-occurred in at least kMinPairCount transactions making at
+  // least kStrongNum / kStrongDen of the accesses of the less used one
+  // (they are accessed together: separate queues would gain nothing).
   static constexpr uint64_t kMinConflicts = 2;
   static constexpr double kMinConflictFraction = 0.02;
   static constexpr int kMinPairCount = 2;
-  static constexpr int kMinClusters = 2;
   static constexpr uint64_t kStrongNum = 3, kStrongDen = 4;
   // Hot granules per transaction that enter the pair counts (bounds the
   // quadratic pair count of very wide transactions).
