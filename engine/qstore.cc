@@ -28,8 +28,9 @@ namespace {
 // maps each lock granule its transactions declared to one of `queues`
 // execution queues by the placement rule (qstore_placement.h: hash, range or
 // learned; one granule, one queue, so conflicting accesses always share a
-// queue) and appends each transaction once to every queue it touches. Planning runs in parallel; publishing onto the queues
-// goes in group order (a turnstile), so every queue holds its transactions
+// queue) and appends each transaction once to every queue it touches.
+// Planning runs in parallel; publishing onto the queues goes in group order
+// (a turnstile), so every queue holds its transactions
 // in the batch order. A transaction runs when it heads every queue it is
 // in; its worker then removes it from them and starts the new heads. There
 // is no lock table and no lock-manager thread. A queue's head is a writer
