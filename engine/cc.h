@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -228,6 +229,8 @@ class CcProtocol {
   // loaded, no transaction yet): qstore's range placement reads the tables'
   // key spaces here.
   virtual void TablesLoaded(const std::vector<std::unique_ptr<Table>>& tables) {}
+  // Database::ProtocolReport: a line on run-time decisions ("" if none).
+  virtual std::string Report() const { return ""; }
   // MVCC: older row versions currently kept (tests of garbage collection);
   // 0 for single-version protocols.
   virtual int64_t RetainedVersions() const { return 0; }

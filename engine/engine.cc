@@ -99,6 +99,8 @@ absl::Status Database::Peek(const Table* table, uint64_t key, ConstRow* out) con
   return absl::OkStatus();
 }
 
+std::string Database::ProtocolReport() const { return cc_->Report(); }
+
 absl::StatusOr<std::unique_ptr<EngineExecutor>> Database::NewExecutor(
     int worker_id, const ExecutorOptions& options) {
   if (worker_id < 0 || worker_id >= kMaxWorkers) {

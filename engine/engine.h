@@ -256,6 +256,9 @@ class Database {
   absl::Status Load(Table* table, uint64_t key, absl::FunctionRef<void(const Row&)> fill);
   // Non-transactional read of a committed row (quiescent use only).
   absl::Status Peek(const Table* table, uint64_t key, ConstRow* out) const;
+  // What the protocol decided at run time, one line ("" if nothing): qstore,
+  // its placement (learned: hot granules and clusters, once learned).
+  std::string ProtocolReport() const;
 
   // An executor for worker slot `worker_id` (0 <= id < 63, one executor per
   // slot at a time).

@@ -424,6 +424,7 @@ class PlannedProtocol final : public CcProtocol {
   void TablesLoaded(const std::vector<std::unique_ptr<Table>>& tables) override {
     locks_->TablesLoaded(tables);
   }
+  std::string Report() const override { return locks_->Report(); }
   std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
                                 bool record_footprint) override {
     return std::make_unique<PlannedTx>(locks_.get(),

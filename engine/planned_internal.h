@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -107,6 +108,8 @@ class LockService {
   // Once, when the first executor is made (the tables are loaded; no
   // transaction has been submitted yet).
   virtual void TablesLoaded(const std::vector<std::unique_ptr<Table>>& tables) {}
+  // CcProtocol::Report.
+  virtual std::string Report() const { return ""; }
 };
 
 // ------------------------------------------------------------- sequencer

@@ -366,6 +366,7 @@ TEST_F(QStoreTest, RangePlacementKeepsNeighbouringKeysOnOneQueue) {
       }
     }
   }
+  EXPECT_EQ(db_->ProtocolReport(), "placement range");
   EXPECT_EQ(mean[1], 1.0);  // range: every transaction on one queue
   EXPECT_GT(mean[0], 2.0);  // hash: 4 keys over 8 queues
 }
@@ -384,11 +385,13 @@ TEST_F(QStoreTest, LearnedPlacementPutsConflictingRowsOnOneQueue) {
   o.qstore_placement = "learned";
   o.qstore_learn_txns = engine_testing::kTestLearnTxns;
   MakeDb(o, 8, 0);
+  EXPECT_EQ(db_->ProtocolReport(), "placement learned: still learning (hash)");
   constexpr int kWorkers = 4, kTxns = 100;
   const double mean =
       MeanQueuesPerTxn(db_.get(), t_, kWorkers, kTxns, [&](int, int) { return std::vector<uint64_t>{a, b}; });
   // At most the learning window spans two queues; every later one, one.
   EXPECT_LE(mean * kWorkers * kTxns, kWorkers * kTxns + engine_testing::kTestLearnTxns);
+  EXPECT_EQ(db_->ProtocolReport(), "placement learned: 2 hot granules in 1 clusters");
   EXPECT_EQ(Peek(a), kWorkers * kTxns);
   EXPECT_EQ(Peek(b), kWorkers * kTxns);
 }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/planned_internal.h"
 #include "engine/qstore_placement.h"
 
@@ -88,6 +89,18 @@ class QStoreService final : public LockService {
     auto p = std::make_shared<RangePlacement>(num_queues_, std::move(granules));
     std::lock_guard<std::mutex> l(mu_);
     current_ = std::move(p);
+  }
+
+  // "placement learned: H hot granules in C clusters", "placement range", ...
+  std::string Report() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (kind_ != PlacementKind::kLearned) {
+      return absl::StrCat("placement ", QueuePlacementName(current_->kind()));
+    }
+    if (current_->kind() != PlacementKind::kLearned) return "placement learned: still learning (hash)";
+    const auto& p = static_cast<const LearnedPlacement&>(*current_);
+    return absl::StrCat("placement learned: ", p.hot_granules(), " hot granules in ", p.clusters(),
+                        " clusters");
   }
 
   void Lock(LockRequest* req) override {
@@ -258,7 +271,7 @@ class QStoreService final : public LockService {
   std::atomic<int64_t> in_flight_{0};          // published, not yet unlocked
   std::atomic<bool> stopping_{false};
   PlanObserver observer_;  // set before executors run
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable planner_cv_;  // inboxes_, published_seq_ or stop_ changed
   bool stop_ = false;                             // guarded by mu_
   std::vector<std::deque<Slice>> inboxes_;        // guarded by mu_

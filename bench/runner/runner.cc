@@ -93,8 +93,8 @@ class EngineInstance : public BackendInstance {
         (unsigned long long)t.replans, us(t.recon_ns), us(t.sequence_ns), us(t.lock_wait_ns),
         us(t.exec_ns));
     if (db->protocol() == "qstore") {
-      absl::StrAppend(&report, absl::StrFormat("; qstore placement %s: %.2f queues per transaction", placement,
-                                               QueuesPerTxn()));
+      absl::StrAppend(&report, absl::StrFormat("; qstore placement %s: %.2f queues per transaction (%s)", placement,
+                                               QueuesPerTxn(), db->ProtocolReport()));
     }
     return report;
   }
