@@ -38,7 +38,15 @@ ABSL_FLAG(std::string, calvin_batch, "time:100",
 ABSL_FLAG(std::string, qstore_batch, "time:100",
           "protocol=qstore: its sequencer's batches, as --calvin_batch (time:US | count:N[:US])");
 ABSL_FLAG(int, qstore_queues, 1024,
-          "protocol=qstore: execution queues (each declared lock granule is placed on one by hash)");
+          "protocol=qstore: execution queues (each declared lock granule is placed on one, by "
+          "--qstore_placement)");
+ABSL_FLAG(std::string, qstore_placement, "hash",
+          "protocol=qstore: how a lock granule is placed on an execution queue: hash | range (each "
+          "table's loaded key space cut into --qstore_queues contiguous ranges) | learned (granules "
+          "that conflict clustered onto one queue, learned from Corral's History over the first "
+          "--qstore_learn_txns transactions; hash meanwhile and for granules never seen hot)");
+ABSL_FLAG(int64_t, qstore_learn_txns, 2000,
+          "protocol=qstore, --qstore_placement=learned: the learning window in transactions");
 ABSL_FLAG(int, qstore_planners, 1,
           "protocol=qstore: planner threads; each plans a slice of a batch (its priority group)");
 ABSL_FLAG(std::string, orthrus_cc_threads, "1",
@@ -157,6 +165,8 @@ int RunBench(const std::vector<char*>& args) {
            {"qstore_batch", absl::GetFlag(FLAGS_qstore_batch)},
            {"qstore_queues", absl::StrCat(absl::GetFlag(FLAGS_qstore_queues))},
            {"qstore_planners", absl::StrCat(absl::GetFlag(FLAGS_qstore_planners))},
+           {"qstore_placement", absl::GetFlag(FLAGS_qstore_placement)},
+           {"qstore_learn_txns", absl::StrCat(absl::GetFlag(FLAGS_qstore_learn_txns))},
            {"orthrus_cc_threads", absl::GetFlag(FLAGS_orthrus_cc_threads)},
            {"skew_phases", absl::GetFlag(FLAGS_skew_phases)},
            {"insert_refs", absl::GetFlag(FLAGS_insert_refs)},

@@ -108,8 +108,15 @@ absl::StatusOr<std::unique_ptr<CcProtocol>> CcProtocol::Create(absl::string_view
           options.qstore_batch_txns, ", ", options.qstore_batch_ns, ", ", options.qstore_queues,
           ", ", options.qstore_planners));
     }
+    auto placement = ParseQueuePlacement(options.qstore_placement);
+    if (!placement.ok()) return placement.status();
+    if (options.qstore_learn_txns < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("qstore needs qstore_learn_txns >= 1, got ", options.qstore_learn_txns));
+    }
     return NewQStoreProtocol(options.qstore_batch_txns, options.qstore_batch_ns,
-                             options.qstore_queues, options.qstore_planners);
+                             options.qstore_queues, options.qstore_planners, *placement,
+                             options.qstore_learn_txns);
   }
   if (name == "planned") return NewPlannedLockingProtocol();
   if (name == "orthrus") {

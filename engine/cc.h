@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -29,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/engine.h"
+#include "engine/qstore_placement.h"
 #include "engine/storage.h"
 #include "engine/txn_api.h"
 #include "scheduler/txn.h"
@@ -223,6 +225,12 @@ class CcProtocol {
   virtual void SetWaitObserver(WaitObserver obs) {}
   // Test hook for qstore (ignored by other protocols). Set before executors run.
   virtual void SetPlanObserver(PlanObserver obs) {}
+  // Called once by the Database when its first executor is made (tables
+  // loaded, no transaction yet): qstore's range placement reads the tables'
+  // key spaces here.
+  virtual void TablesLoaded(const std::vector<std::unique_ptr<Table>>& tables) {}
+  // Database::ProtocolReport: a line on run-time decisions ("" if none).
+  virtual std::string Report() const { return ""; }
   // MVCC: older row versions currently kept (tests of garbage collection);
   // 0 for single-version protocols.
   virtual int64_t RetainedVersions() const { return 0; }
@@ -243,9 +251,12 @@ std::unique_ptr<CcProtocol> NewCalvinProtocol(int batch_txns, int64_t batch_ns);
 // transaction of a batch on the execution queues (of `queues`) of the
 // granules it declared, in the batch's priority order; it runs when it
 // heads all of them (conservative execution: no speculation, so a user
-// abort rolls back that transaction alone).
+// abort rolls back that transaction alone). `placement` maps a granule to its
+// queue (qstore_placement.h); learned placement learns from the first
+// `learn_txns` transactions (placed by hash meanwhile).
 std::unique_ptr<CcProtocol> NewQStoreProtocol(int batch_txns, int64_t batch_ns, int queues,
-                                              int planners);
+                                              int planners, PlacementKind placement,
+                                              int64_t learn_txns);
 // Deadlock-free planned 2PL ("planned", planned.cc).
 std::unique_ptr<CcProtocol> NewPlannedLockingProtocol();
 // Orthrus ("orthrus", orthrus.cc): cc_threads (>= 1) concurrency-control

@@ -99,6 +99,8 @@ absl::Status Database::Peek(const Table* table, uint64_t key, ConstRow* out) con
   return absl::OkStatus();
 }
 
+std::string Database::ProtocolReport() const { return cc_->Report(); }
+
 absl::StatusOr<std::unique_ptr<EngineExecutor>> Database::NewExecutor(
     int worker_id, const ExecutorOptions& options) {
   if (worker_id < 0 || worker_id >= kMaxWorkers) {
@@ -111,6 +113,10 @@ absl::StatusOr<std::unique_ptr<EngineExecutor>> Database::NewExecutor(
     if (arenas_.size() <= static_cast<size_t>(worker_id)) arenas_.resize(worker_id + 1);
     if (!arenas_[worker_id]) arenas_[worker_id] = std::make_unique<RecordArena>();
     arena = arenas_[worker_id].get();
+    if (!tables_announced_) {
+      tables_announced_ = true;
+      cc_->TablesLoaded(tables_);
+    }
   }
   return std::unique_ptr<EngineExecutor>(new EngineExecutor(
       this, worker_id, options, cc_->NewTx(worker_id, arena, options.record_footprint)));

@@ -138,6 +138,12 @@ struct DatabaseOptions {
   int64_t qstore_batch_ns = 100000;
   int qstore_queues = 1024;
   int qstore_planners = 1;
+  // qstore: how a lock granule is placed on a queue (engine/qstore_placement.h):
+  // "hash", "range" (each table's loaded key space cut into qstore_queues
+  // contiguous ranges) or "learned" (conflicting granules clustered onto one
+  // queue, learned over the first qstore_learn_txns transactions).
+  std::string qstore_placement = "hash";
+  int64_t qstore_learn_txns = 2000;
   // orthrus: the number of concurrency-control threads (1 to
   // kMaxOrthrusCcThreads), each owning one hash partition of the lock table;
   // the executors are the execution threads.
@@ -195,6 +201,10 @@ struct ExecutorStats {
   int64_t sequence_ns = 0;
   int64_t lock_wait_ns = 0;
   int64_t exec_ns = 0;
+  // Lock requests (plans) granted, and the execution queues they spanned
+  // (qstore: the queue heads each had to reach; 0 for the others).
+  uint64_t lock_requests = 0;
+  uint64_t queue_spans = 0;
 };
 
 // What one committed transaction read and wrote: (table, key, version).
@@ -246,6 +256,9 @@ class Database {
   absl::Status Load(Table* table, uint64_t key, absl::FunctionRef<void(const Row&)> fill);
   // Non-transactional read of a committed row (quiescent use only).
   absl::Status Peek(const Table* table, uint64_t key, ConstRow* out) const;
+  // What the protocol decided at run time, one line ("" if nothing): qstore,
+  // its placement (learned: hot granules and clusters, once learned).
+  std::string ProtocolReport() const;
 
   // An executor for worker slot `worker_id` (0 <= id < 63, one executor per
   // slot at a time).
@@ -265,6 +278,7 @@ class Database {
   // Per worker slot record arenas, kept for the Database's lifetime because
   // records are never freed while it lives.
   std::vector<std::unique_ptr<RecordArena>> arenas_ ABSL_GUARDED_BY(mu_);
+  bool tables_announced_ ABSL_GUARDED_BY(mu_) = false;  // cc_->TablesLoaded called
 };
 
 // Runs transactions for one worker slot. Thread-compatible: one thread at a

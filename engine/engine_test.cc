@@ -525,6 +525,10 @@ INSTANTIATE_TEST_SUITE_P(Protocols, EngineTest, ::testing::ValuesIn(ProtocolName
 // forwarded from one CC thread to the next.
 INSTANTIATE_TEST_SUITE_P(OrthrusCcThreads, EngineTest, ::testing::Values("orthrus/2", "orthrus/5"),
                          ParamName);
+// Q-Store under its other placements (ProtocolNames' "qstore" is hash):
+// learned switches from hash to the learned placement part-way.
+INSTANTIATE_TEST_SUITE_P(QStorePlacements, EngineTest,
+                         ::testing::Values("qstore/range", "qstore/learned"), ParamName);
 
 // WAIT_DIE: every wait is by an older transaction on younger holders.
 

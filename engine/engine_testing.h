@@ -13,6 +13,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "gtest/gtest.h"
@@ -41,16 +42,35 @@ inline ExecResult RunToEnd(EngineExecutor& ex, F proc, Clock::time_point deadlin
   }
 }
 
-// A test parameter: a protocol name, or "orthrus/N" (N CC threads).
+// A test parameter: a protocol name, "orthrus/N" (N CC threads), or
+// "qstore/P" (placement P: hash, range, learned; learned learns from the
+// first kTestLearnTxns transactions, so a test's run switches placement
+// part-way, through the drained batch boundary).
+inline constexpr int64_t kTestLearnTxns = 64;
 inline DatabaseOptions OptionsFor(const std::string& param) {
   DatabaseOptions o;
   o.protocol = param;
   const size_t slash = param.find('/');
   if (slash != std::string::npos) {
     o.protocol = param.substr(0, slash);
-    o.orthrus_cc_threads = std::stoi(param.substr(slash + 1));
+    if (o.protocol == "qstore") {
+      o.qstore_placement = param.substr(slash + 1);
+      o.qstore_learn_txns = kTestLearnTxns;
+    } else {
+      o.orthrus_cc_threads = std::stoi(param.substr(slash + 1));
+    }
   }
   return o;
+}
+
+// Every protocol, plus the variants the suites also run: orthrus with
+// several CC threads, qstore under each placement.
+inline std::vector<std::string> ProtocolVariants(const std::string& orthrus_threads) {
+  std::vector<std::string> p = ProtocolNames();
+  p.push_back("orthrus/" + orthrus_threads);
+  p.push_back("qstore/range");
+  p.push_back("qstore/learned");
+  return p;
 }
 
 inline std::string ParamName(const ::testing::TestParamInfo<std::string>& i) {

@@ -323,6 +323,8 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
       locks_->Lock(req);
       const int64_t granted = MonoNanos();
       stats->sequence_ns += req->sealed_ns - req->submit_ns;
+      ++stats->lock_requests;
+      stats->queue_spans += req->queues.size();
       stats->lock_wait_ns += granted - req->sealed_ns;
       Begin(ts);
       absl::Status s = proc(*this);
@@ -419,6 +421,10 @@ class PlannedProtocol final : public CcProtocol {
   explicit PlannedProtocol(std::unique_ptr<LockService> locks)
       : locks_(std::move(locks)), occ_(NewOccProtocol()) {}
   void SetPlanObserver(PlanObserver obs) override { locks_->SetPlanObserver(std::move(obs)); }
+  void TablesLoaded(const std::vector<std::unique_ptr<Table>>& tables) override {
+    locks_->TablesLoaded(tables);
+  }
+  std::string Report() const override { return locks_->Report(); }
   std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
                                 bool record_footprint) override {
     return std::make_unique<PlannedTx>(locks_.get(),
@@ -439,9 +445,10 @@ std::unique_ptr<CcProtocol> NewCalvinProtocol(int batch_txns, int64_t batch_ns) 
 }
 
 std::unique_ptr<CcProtocol> NewQStoreProtocol(int batch_txns, int64_t batch_ns, int queues,
-                                              int planners) {
-  return std::make_unique<PlannedProtocol>(
-      planned_internal::NewQStoreService(batch_txns, batch_ns, queues, planners));
+                                              int planners, PlacementKind placement,
+                                              int64_t learn_txns) {
+  return std::make_unique<PlannedProtocol>(planned_internal::NewQStoreService(
+      batch_txns, batch_ns, queues, planners, placement, learn_txns));
 }
 
 std::unique_ptr<CcProtocol> NewOrthrusProtocol(int cc_threads) {

@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "absl/container/inlined_vector.h"
 #include "common/clock.h"
 #include "engine/cc.h"
+#include "engine/qstore_placement.h"
 
 namespace corral {
 namespace engine {
@@ -103,6 +105,11 @@ class LockService {
   // Releases them all at once; takes ownership of req.
   virtual void Unlock(LockRequest* req) = 0;
   virtual void SetPlanObserver(PlanObserver obs) {}
+  // Once, when the first executor is made (the tables are loaded; no
+  // transaction has been submitted yet).
+  virtual void TablesLoaded(const std::vector<std::unique_ptr<Table>>& tables) {}
+  // CcProtocol::Report.
+  virtual std::string Report() const { return ""; }
 };
 
 // ------------------------------------------------------------- sequencer
@@ -270,7 +277,8 @@ class FifoLockTable {
 
 // The lock services (one per planned protocol).
 std::unique_ptr<LockService> NewCalvinService(int batch_txns, int64_t batch_ns);
-std::unique_ptr<LockService> NewQStoreService(int batch_txns, int64_t batch_ns, int queues, int planners);
+std::unique_ptr<LockService> NewQStoreService(int batch_txns, int64_t batch_ns, int queues, int planners,
+                                              PlacementKind placement, int64_t learn_txns);
 std::unique_ptr<LockService> NewOrthrusService(int cc_threads);
 std::unique_ptr<LockService> NewSharedTableService();
 

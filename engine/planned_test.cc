@@ -55,6 +55,8 @@ class PlannedTest : public ::testing::TestWithParam<std::string>, protected OneT
     const DatabaseOptions p = OptionsFor(GetParam());
     o.protocol = p.protocol;
     o.orthrus_cc_threads = p.orthrus_cc_threads;
+    o.qstore_placement = p.qstore_placement;
+    o.qstore_learn_txns = p.qstore_learn_txns;
     MakeDb(o, keys, balance);
   }
 };
@@ -210,7 +212,8 @@ TEST_P(PlannedTest, HotTransfersNeverConflictAbort) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Planned, PlannedTest,
-                         ::testing::Values("calvin", "planned", "qstore", "orthrus", "orthrus/4"),
+                         ::testing::Values("calvin", "planned", "qstore", "qstore/range",
+                                           "qstore/learned", "orthrus", "orthrus/4"),
                          ParamName);
 
 // qstore: every transaction updates one hot row (and a cold one; 4 queues,
@@ -218,15 +221,19 @@ INSTANTIATE_TEST_SUITE_P(Planned, PlannedTest,
 // on the hot row in exactly the order the planners placed them (batches of
 // 3 split into 2 priority groups), and the outcome, user aborts included
 // (a transaction that wrote the hot row and then aborts leaves no trace),
-// is the serial replay of that order.
+// is the serial replay of that order. Under each placement (learned
+// switches from hash part-way, after kTestLearnTxns transactions).
 class QStoreTest : public ::testing::Test, protected OneTableDb {};
+class QStorePlacementTest : public ::testing::TestWithParam<std::string>, protected OneTableDb {};
 
-TEST_F(QStoreTest, HotKeyRunsInPlannedOrderAndUserAbortsAreDeterministic) {
+TEST_P(QStorePlacementTest, HotKeyRunsInPlannedOrderAndUserAbortsAreDeterministic) {
   DatabaseOptions o;
   o.protocol = "qstore";
   o.qstore_batch_txns = 3;
   o.qstore_queues = 4;
   o.qstore_planners = 2;
+  o.qstore_placement = GetParam();
+  o.qstore_learn_txns = engine_testing::kTestLearnTxns;
   MakeDb(o, 8, 1);
   std::mutex mu;
   std::vector<int> planned, executed;
@@ -299,6 +306,96 @@ TEST_F(QStoreTest, HotKeyRunsInPlannedOrderAndUserAbortsAreDeterministic) {
   EXPECT_EQ(cold_sum, static_cast<int64_t>(kWorkers * kTxns - replay_aborts));
 }
 
+INSTANTIATE_TEST_SUITE_P(Placements, QStorePlacementTest,
+                         ::testing::Values("hash", "range", "learned"));
+
+// Runs `txns` transactions per worker on `workers` threads, each writing the
+// rows keys(worker, i) returns (declared), and returns the mean number of
+// execution queues a transaction spanned.
+template <typename Keys>
+double MeanQueuesPerTxn(Database* db, Table* t, int workers, int txns, Keys keys) {
+  std::vector<std::thread> threads;
+  std::atomic<uint64_t> requests{0}, spans{0};
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      auto ex = db->NewExecutor(w, {}).value();
+      for (int i = 0; i < txns; ++i) {
+        const std::vector<uint64_t> ks = keys(w, i);
+        DeclaredTxn txn(
+            [&](Tx& tx) -> absl::Status {
+              for (uint64_t k : ks) {
+                Row r;
+                ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t, k, &r));
+                r.AddInt(0, 1);
+              }
+              return absl::OkStatus();
+            },
+            [&](AccessSet& set) {
+              for (uint64_t k : ks) set.Write(t, k);
+            });
+        EXPECT_EQ(ex->Execute(txn).outcome, Outcome::kCommitted);
+      }
+      requests += ex->stats().lock_requests;
+      spans += ex->stats().queue_spans;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(requests.load(), static_cast<uint64_t>(workers * txns));
+  return static_cast<double>(spans.load()) / requests.load();
+}
+
+// Placement decides how many queues a transaction spans: four neighbouring
+// keys share one range (1024 keys, 8 queues: 128 keys a range) but hash to
+// several queues.
+TEST_F(QStoreTest, RangePlacementKeepsNeighbouringKeysOnOneQueue) {
+  auto keys = [](int w, int i) {
+    const uint64_t base = 8 * static_cast<uint64_t>((w * 37 + i * 11) % 128);
+    return std::vector<uint64_t>{base, base + 1, base + 2, base + 3};
+  };
+  double mean[2];
+  for (int p = 0; p < 2; ++p) {
+    DatabaseOptions o;
+    o.protocol = "qstore";
+    o.qstore_queues = 8;
+    o.qstore_placement = p == 0 ? "hash" : "range";
+    MakeDb(o, 1024, 0);
+    mean[p] = MeanQueuesPerTxn(db_.get(), t_, 2, 50, keys);
+    for (int w = 0; w < 2; ++w) {
+      for (int i = 0; i < 50; ++i) {
+        for (uint64_t k : keys(w, i)) EXPECT_GE(Peek(k), 1);
+      }
+    }
+  }
+  EXPECT_EQ(db_->ProtocolReport(), "placement range");
+  EXPECT_EQ(mean[1], 1.0);  // range: every transaction on one queue
+  EXPECT_GT(mean[0], 2.0);  // hash: 4 keys over 8 queues
+}
+
+// Learned placement: two hot rows that every transaction writes (hash puts
+// them on different queues) are learned to conflict and share one queue
+// once the learning window is over; the rows' values stay exact.
+TEST_F(QStoreTest, LearnedPlacementPutsConflictingRowsOnOneQueue) {
+  constexpr int kQueues = 64;
+  uint64_t a = 0, b = 1;
+  while (HashQueue(0, b, kQueues) == HashQueue(0, a, kQueues)) ++b;  // split by hash
+  DatabaseOptions o;
+  o.protocol = "qstore";
+  o.qstore_batch_txns = 4;
+  o.qstore_queues = kQueues;
+  o.qstore_placement = "learned";
+  o.qstore_learn_txns = engine_testing::kTestLearnTxns;
+  MakeDb(o, 8, 0);
+  EXPECT_EQ(db_->ProtocolReport(), "placement learned: still learning (hash)");
+  constexpr int kWorkers = 4, kTxns = 100;
+  const double mean =
+      MeanQueuesPerTxn(db_.get(), t_, kWorkers, kTxns, [&](int, int) { return std::vector<uint64_t>{a, b}; });
+  // At most the learning window spans two queues; every later one, one.
+  EXPECT_LE(mean * kWorkers * kTxns, kWorkers * kTxns + engine_testing::kTestLearnTxns);
+  EXPECT_EQ(db_->ProtocolReport(), "placement learned: 2 hot granules in 1 clusters");
+  EXPECT_EQ(Peek(a), kWorkers * kTxns);
+  EXPECT_EQ(Peek(b), kWorkers * kTxns);
+}
+
 // Readers at the head of a queue run together: a reader of the hot row runs
 // (nested, on another executor) while an earlier reader of it is still
 // executing. (Were the queue strictly one at a time, the nested run would
@@ -346,7 +443,9 @@ TEST(QStoreOptionsTest, BadSettingsAreRejected) {
            [](DatabaseOptions& d) { d.qstore_batch_ns = 0; },
            [](DatabaseOptions& d) { d.qstore_batch_txns = -1; },
            [](DatabaseOptions& d) { d.qstore_queues = 0; },
-           [](DatabaseOptions& d) { d.qstore_planners = 0; }}) {
+           [](DatabaseOptions& d) { d.qstore_planners = 0; },
+           [](DatabaseOptions& d) { d.qstore_placement = "modulo"; },
+           [](DatabaseOptions& d) { d.qstore_learn_txns = 0; }}) {
     DatabaseOptions b = o;
     bad(b);
     EXPECT_EQ(Database::Create(b).status().code(), absl::StatusCode::kInvalidArgument);

@@ -10,8 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/hash.h"
+#include "absl/strings/str_cat.h"
 #include "engine/planned_internal.h"
+#include "engine/qstore_placement.h"
 
 namespace corral {
 namespace engine {
@@ -26,20 +27,36 @@ namespace {
 // its priority group (the paper's planning-thread priority), so the batch's
 // deterministic order is (batch, group, position in the slice). A planner
 // maps each lock granule its transactions declared to one of `queues`
-// execution queues (hash placement: one granule, one queue, so conflicting
-// accesses always share a queue) and appends each transaction once to every
-// queue it touches. Planning runs in parallel; publishing onto the queues
-// goes in group order (a turnstile), so every queue holds its transactions
+// execution queues by the placement rule (qstore_placement.h: hash, range or
+// learned; one granule, one queue, so conflicting accesses always share a
+// queue) and appends each transaction once to every queue it touches.
+// Planning runs in parallel; publishing onto the queues goes in group order
+// (a turnstile), so every queue holds its transactions
 // in the batch order. A transaction runs when it heads every queue it is
 // in; its worker then removes it from them and starts the new heads. There
 // is no lock table and no lock-manager thread. A queue's head is a writer
 // alone or the leading run of readers (the paper's queues run strictly one
 // fragment after another; here an entry holds its queue for a whole
 // transaction, so readers that commute share it).
+//
+// Placement changes at most once, at a batch boundary: range placement when
+// the tables are loaded (before any transaction), learned placement when its
+// learning window (the first learn_txns transactions, placed by hash) is
+// complete. Each slice carries the placement it was planned with; the first
+// slice planned with a new one is published only once every transaction
+// published before it has finished (the queues are empty), since a granule
+// may now map to another queue.
 class QStoreService final : public LockService {
  public:
-  QStoreService(int batch_txns, int64_t batch_ns, int queues, int planners)
-      : queues_(new ExecQueue[queues]), num_queues_(queues) {
+  QStoreService(int batch_txns, int64_t batch_ns, int queues, int planners, PlacementKind placement,
+                int64_t learn_txns)
+      : queues_(new ExecQueue[queues]),
+        num_queues_(queues),
+        kind_(placement),
+        current_(std::make_shared<HashPlacement>(queues)) {
+    if (placement == PlacementKind::kLearned) {
+      learner_ = std::make_unique<PlacementLearner>(queues, learn_txns);
+    }
     inboxes_.resize(planners);
     for (int i = 0; i < planners; ++i) {
       planners_.emplace_back([this, i] { PlannerLoop(i); });
@@ -53,11 +70,38 @@ class QStoreService final : public LockService {
       std::lock_guard<std::mutex> l(mu_);
       stop_ = true;
     }
+    stopping_.store(true, std::memory_order_release);
     planner_cv_.notify_all();
     for (std::thread& t : planners_) t.join();
   }
 
   void SetPlanObserver(PlanObserver obs) override { observer_ = std::move(obs); }
+
+  // Range placement: the tables' loaded granules define the ranges.
+  void TablesLoaded(const std::vector<std::unique_ptr<Table>>& tables) override {
+    if (kind_ != PlacementKind::kRange) return;
+    std::vector<std::vector<uint64_t>> granules(tables.size());
+    for (const auto& t : tables) {
+      if (t->id() >= 0 && static_cast<size_t>(t->id()) < granules.size()) {
+        granules[t->id()] = t->PresentGranules();
+      }
+    }
+    auto p = std::make_shared<RangePlacement>(num_queues_, std::move(granules));
+    std::lock_guard<std::mutex> l(mu_);
+    current_ = std::move(p);
+  }
+
+  // "placement learned: H hot granules in C clusters", "placement range", ...
+  std::string Report() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (kind_ != PlacementKind::kLearned) {
+      return absl::StrCat("placement ", QueuePlacementName(current_->kind()));
+    }
+    if (current_->kind() != PlacementKind::kLearned) return "placement learned: still learning (hash)";
+    const auto& p = static_cast<const LearnedPlacement&>(*current_);
+    return absl::StrCat("placement learned: ", p.hot_granules(), " hot granules in ", p.clusters(),
+                        " clusters");
+  }
 
   void Lock(LockRequest* req) override {
     sequencer_->Submit(req);
@@ -78,6 +122,7 @@ class QStoreService final : public LockService {
       }
       StartHeads(&q);
     }
+    in_flight_.fetch_sub(1, std::memory_order_release);
     delete req;
   }
 
@@ -94,23 +139,44 @@ class QStoreService final : public LockService {
   struct Slice {
     uint64_t seq;  // publication order: (batch, group)
     std::vector<LockRequest*> txns;
+    std::shared_ptr<const QueuePlacement> placement;  // plan with this
+    bool drain_first = false;  // the placement changed: publish into empty queues
   };
 
   // Sequencer thread: one slice per planner, in group order.
   void Split(std::vector<LockRequest*> batch) {
     const size_t p = inboxes_.size();
     const size_t per = (batch.size() + p - 1) / p;
+    std::shared_ptr<const QueuePlacement> learned;
+    if (learner_ != nullptr) Learn(batch, &learned);
     {
       std::lock_guard<std::mutex> l(mu_);
+      if (learned != nullptr) current_ = std::move(learned);
       for (size_t g = 0; g < p; ++g) {
         Slice s;
         s.seq = next_seq_++;
+        s.placement = current_;
+        s.drain_first = current_ != last_placement_;
+        last_placement_ = current_;
         const size_t lo = std::min(batch.size(), g * per), hi = std::min(batch.size(), lo + per);
         s.txns.assign(batch.begin() + lo, batch.begin() + hi);
         inboxes_[g].push_back(std::move(s));
       }
     }
     planner_cv_.notify_all();
+  }
+
+  // Sequencer thread, learned placement: shows the batch to the learner;
+  // once its window is complete, *out is the placement learned.
+  void Learn(const std::vector<LockRequest*>& batch, std::shared_ptr<const QueuePlacement>* out) {
+    std::vector<std::vector<GranuleAccess>> txns(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      for (const LockItem& it : batch[i]->items) txns[i].push_back({it.table, it.granule, it.write});
+    }
+    learner_->ObserveBatch(txns);
+    if (!learner_->done()) return;
+    *out = learner_->Build();
+    learner_.reset();
   }
 
   void PlannerLoop(int g) {
@@ -124,11 +190,11 @@ class QStoreService final : public LockService {
         inboxes_[g].pop_front();
       }
       // Plan (in parallel with the other planners): each transaction's queues.
+      const QueuePlacement& placement = *s.placement;
       for (LockRequest* r : s.txns) {
         r->queues.clear();
         for (const LockItem& it : r->items) {
-          const uint32_t qi = static_cast<uint32_t>(
-              Mix64(it.granule ^ (uint64_t(it.table) * 0x9E3779B97F4A7C15ull)) % num_queues_);
+          const uint32_t qi = placement.QueueOf(it.table, it.granule);
           r->queues.push_back(qi << 1 | (it.write ? 1 : 0));
         }
         // One entry per queue, writing if any of its granules there is written.
@@ -150,6 +216,15 @@ class QStoreService final : public LockService {
         planner_cv_.wait(l, [&] { return stop_ || published_seq_ == s.seq; });
         if (stop_) return;
       }
+      if (s.drain_first) {
+        // Every transaction published before is placed by the old rule:
+        // wait until all have finished (they need nothing from this slice).
+        Waiter waiter;
+        while (in_flight_.load(std::memory_order_acquire) != 0) {
+          if (stopping_.load(std::memory_order_acquire)) return;
+          waiter.Wait();
+        }
+      }
       for (LockRequest* r : s.txns) {
         if (observer_) observer_(r->worker);
         r->sealed_ns = MonoNanos();  // planned: sequencing + planning end here
@@ -158,6 +233,7 @@ class QStoreService final : public LockService {
         // run and free it, and the planner no longer touches it.
         const size_t n = r->queues.size();
         const uint32_t* qs = r->queues.data();
+        in_flight_.fetch_add(1, std::memory_order_relaxed);
         for (size_t i = 0; i < n; ++i) {
           ExecQueue& q = queues_[qs[i] >> 1];
           std::lock_guard<std::mutex> l(q.mu);
@@ -190,21 +266,28 @@ class QStoreService final : public LockService {
 
   std::unique_ptr<ExecQueue[]> queues_;
   const int num_queues_;
+  const PlacementKind kind_;
+  std::unique_ptr<PlacementLearner> learner_;  // sequencer thread; null once learned
+  std::atomic<int64_t> in_flight_{0};          // published, not yet unlocked
+  std::atomic<bool> stopping_{false};
   PlanObserver observer_;  // set before executors run
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable planner_cv_;  // inboxes_, published_seq_ or stop_ changed
   bool stop_ = false;                             // guarded by mu_
   std::vector<std::deque<Slice>> inboxes_;        // guarded by mu_
   uint64_t next_seq_ = 0;                         // guarded by mu_
   uint64_t published_seq_ = 0;                    // guarded by mu_
+  std::shared_ptr<const QueuePlacement> current_;        // guarded by mu_: for new slices
+  std::shared_ptr<const QueuePlacement> last_placement_;  // guarded by mu_: of the last slice
   std::vector<std::thread> planners_;
   std::unique_ptr<BatchSequencer> sequencer_;
 };
 
 }  // namespace
 
-std::unique_ptr<LockService> NewQStoreService(int batch_txns, int64_t batch_ns, int queues, int planners) {
-  return std::make_unique<QStoreService>(batch_txns, batch_ns, queues, planners);
+std::unique_ptr<LockService> NewQStoreService(int batch_txns, int64_t batch_ns, int queues, int planners,
+                                              PlacementKind placement, int64_t learn_txns) {
+  return std::make_unique<QStoreService>(batch_txns, batch_ns, queues, planners, placement, learn_txns);
 }
 
 }  // namespace planned_internal

@@ -1,5 +1,6 @@
 #include "engine/storage.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -243,6 +244,16 @@ size_t Table::CountPresent() const {
     if (!(r->tid.load(std::memory_order_acquire) & kTidAbsentBit)) ++n;
   });
   return n;
+}
+
+std::vector<uint64_t> Table::PresentGranules() const {
+  std::vector<uint64_t> out;
+  hash_.ForEach([&](Record* r) {
+    if (!(r->tid.load(std::memory_order_acquire) & kTidAbsentBit)) out.push_back(LockGranule(r->key));
+  });
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace engine

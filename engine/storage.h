@@ -225,6 +225,9 @@ class Table {
   int granule_bits() const { return granule_bits_; }
   // Number of present rows (quiescent use: tests, loaders).
   size_t CountPresent() const;
+  // The lock granules of the present rows, sorted, without repeats
+  // (quiescent use: qstore's range placement, at executor creation).
+  std::vector<uint64_t> PresentGranules() const;
 
  private:
   const int id_;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/engine.h"
+#include "engine/qstore_placement.h"
 #include "policies/policy.h"
 
 namespace corral {
@@ -67,7 +68,8 @@ const std::vector<std::string>& SettingKeys() {
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
       "pg_seqscan", "history_half_life_s", "split_max_k", "tpcc_mix", "tpcc_rows", "update_rate",
-      "calvin_batch", "qstore_batch", "qstore_queues", "qstore_planners", "sets",
+      "calvin_batch", "qstore_batch", "qstore_queues", "qstore_planners", "qstore_placement",
+      "qstore_learn_txns", "sets",
       "orthrus_cc_threads"};
   return k;
 }
@@ -139,6 +141,18 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
       return Bad(key, v, key == "qstore_queues" ? ">= 1" : "1..64");
     }
     (key == "qstore_queues" ? c->qstore_queues : c->qstore_planners) = n;
+    return absl::OkStatus();
+  }
+  if (key == "qstore_placement") {
+    auto p = engine::ParseQueuePlacement(v);
+    if (!p.ok()) return Bad(key, v, "hash|range|learned");
+    c->qstore_placement = engine::QueuePlacementName(*p);
+    return absl::OkStatus();
+  }
+  if (key == "qstore_learn_txns") {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(v, &n) || n < 1) return Bad(key, v, ">= 1");
+    c->qstore_learn_txns = n;
     return absl::OkStatus();
   }
   if (key == "orthrus_cc_threads") {

@@ -48,6 +48,12 @@ struct BenchConfig {
   double qstore_batch_us = 100;
   int qstore_queues = 1024;
   int qstore_planners = 1;
+  // protocol=qstore: how a lock granule is placed on a queue
+  // ("qstore_placement": hash | range | learned, engine/qstore_placement.h)
+  // and learned placement's learning window in transactions
+  // ("qstore_learn_txns", placed by hash meanwhile).
+  std::string qstore_placement = "hash";
+  int64_t qstore_learn_txns = 2000;
   // protocol=orthrus: concurrency-control threads ("orthrus_cc_threads",
   // 1..16), each owning one hash partition of the lock table; `queues`
   // workers are the execution threads.

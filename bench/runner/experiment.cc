@@ -356,7 +356,7 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
   // Means over the clean runs.
   for (int i = 0; i < n; ++i) {
     CellResult& cr = sum.cells[i];
-    std::vector<double> tps, ar, p50, p99, cost;
+    std::vector<double> tps, ar, p50, p99, cost, qpt;
     for (const RunMetrics* m : CleanByRound(sum.runs, i, sum.rounds)) {
       if (m == nullptr) continue;
       tps.push_back(m->tps);
@@ -364,12 +364,14 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
       p50.push_back(m->p50_us);
       p99.push_back(m->p99_us);
       cost.push_back(m->sched_cost_ns);
+      qpt.push_back(m->queues_per_txn);
     }
     cr.tps = ComputeMeanCi(tps);
     cr.abort_rate = ComputeMeanCi(ar);
     cr.p50_us = ComputeMeanCi(p50);
     cr.p99_us = ComputeMeanCi(p99);
     cr.sched_cost_ns = ComputeMeanCi(cost);
+    cr.queues_per_txn = ComputeMeanCi(qpt);
   }
 
   // Throttled search: bisect the arrival rate for mean response <= target.
@@ -413,7 +415,7 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
   std::string cells_csv =
       "workload,protocol,policy,queues,clients,warehouses,theta,arrival_rate,mode,n,tps,tps_ci95,abort_rate,"
       "abort_rate_ci95,p50_us,p99_us,sched_cost_ns,checks_ok,throttle_rate,throttle_tps,throttle_abort_rate,"
-      "throttle_mean_us,sweep,contaminated_runs\n";
+      "throttle_mean_us,sweep,contaminated_runs,queues_per_txn\n";
   for (const CellResult& cr : sum.cells) {
     const BenchConfig& c = cr.config;
     absl::StrAppend(&cells_csv, c.workload, ",", c.protocol, ",", c.policy, ",", c.queues, ",", EffectiveClients(c),
@@ -425,7 +427,8 @@ absl::StatusOr<ExperimentSummary> RunExperiment(const ExperimentSpec& spec, Runn
                     ",", cr.checks_ok ? 1 : 0, ",",
                     absl::StrFormat("%.1f,%.1f,%.5f,%.1f", cr.best_rate, cr.best_tps, cr.best_abort_rate,
                                     cr.best_mean_us),
-                    ",", c.sweep_label, ",", cr.contaminated_runs, "\n");
+                    ",", c.sweep_label, ",", cr.contaminated_runs, absl::StrFormat(",%.3f", cr.queues_per_txn.mean),
+                    "\n");
   }
   std::string ratios_csv =
       "workload,protocol,policy,baseline,queues,sweep,rounds,tps_ratio,tps_lo,tps_hi,abort_ratio,abort_lo,abort_hi\n";

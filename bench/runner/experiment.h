@@ -54,6 +54,7 @@ namespace bench {
 struct CellResult {
   BenchConfig config;
   MeanCi tps, abort_rate, p50_us, p99_us, sched_cost_ns;  // over the clean runs
+  MeanCi queues_per_txn;  // qstore: execution queues a transaction spanned (0 for others)
   int contaminated_runs = 0;  // left out (interference above the bound)
   bool checks_ok = true;
   // Throttled search (when asked).

@@ -35,6 +35,7 @@ class EngineInstance : public BackendInstance {
   std::unique_ptr<engine::Database> db;
   std::vector<std::unique_ptr<engine::EngineExecutor>> executors;
   std::unique_ptr<workloads::SqlSets> sql_sets;  // sets=sql: every transaction's read/write set
+  std::string placement;                         // qstore_placement
 
   std::unique_ptr<scheduler::Txn> PrepareTxn(std::unique_ptr<workloads::WorkloadTxn> t) override {
     if (sql_sets != nullptr) t->set_access_deriver(sql_sets.get());
@@ -56,6 +57,15 @@ class EngineInstance : public BackendInstance {
     }
     return true;
   }
+  double QueuesPerTxn() override {
+    if (db->protocol() != "qstore") return 0;
+    uint64_t requests = 0, spans = 0;
+    for (auto& e : executors) {
+      requests += e->stats().lock_requests;
+      spans += e->stats().queue_spans;
+    }
+    return requests > 0 ? static_cast<double>(spans) / requests : 0;
+  }
   std::string PlanReport() override {
     if (db->protocol() != "calvin" && db->protocol() != "planned" && db->protocol() != "qstore" &&
         db->protocol() != "orthrus") {
@@ -76,12 +86,17 @@ class EngineInstance : public BackendInstance {
     }
     const double n = static_cast<double>(t.commits + t.user_aborts);
     auto us = [n](int64_t ns) { return n > 0 ? ns / n / 1000.0 : 0.0; };
-    return absl::StrFormat(
+    std::string report = absl::StrFormat(
         "planned (sets=%s): %llu declared, %llu reconnaissance runs, %llu re-plans; per finished txn (us): "
         "recon %.1f, sequencing %.1f, lock wait %.1f, execution %.1f",
         sql_sets != nullptr ? "sql" : "declared", (unsigned long long)t.declared, (unsigned long long)t.recons,
         (unsigned long long)t.replans, us(t.recon_ns), us(t.sequence_ns), us(t.lock_wait_ns),
         us(t.exec_ns));
+    if (db->protocol() == "qstore") {
+      absl::StrAppend(&report, absl::StrFormat("; qstore placement %s: %.2f queues per transaction (%s)", placement,
+                                               QueuesPerTxn(), db->ProtocolReport()));
+    }
+    return report;
   }
 };
 
@@ -99,10 +114,13 @@ class EngineBackend : public Backend {
     o.qstore_batch_ns = static_cast<int64_t>(c.qstore_batch_us * 1000);
     o.qstore_queues = c.qstore_queues;
     o.qstore_planners = c.qstore_planners;
+    o.qstore_placement = c.qstore_placement;
+    o.qstore_learn_txns = c.qstore_learn_txns;
     o.orthrus_cc_threads = c.orthrus_cc_threads;
     auto db = engine::Database::Create(o);
     if (!db.ok()) return db.status();
     inst->db = std::move(*db);
+    inst->placement = c.qstore_placement;
     absl::Status st = w.Load(inst->db.get());
     if (!st.ok()) return st;
     if (c.sets == "sql") {
@@ -524,6 +542,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   m.total_conflict_aborts = total.conflict_aborts;
   m.have_executor_counts = inst->ExecutorCounts(&m.executor_commits, &m.executor_conflict_aborts);
   m.plan_report = inst->PlanReport();
+  m.queues_per_txn = inst->QueuesPerTxn();
   m.history_entries = s->history().size();
   m.history_bytes = s->history().ApproxBytes();
   m.state_entries = s->state().size();
@@ -772,7 +791,7 @@ std::string CsvHeader() {
     absl::StrAppend(&h, ",aborts_", scheduler::AbortCauseName(static_cast<scheduler::AbortCause>(k)));
   }
   return h + ",sched_cpu_ns,extract_cpu_ns,extract_cache_hits,extract_cache_misses,steals,"
-             "round,interference_share,steal_share,other_cpu_share,loadavg1,contaminated\n";
+             "round,interference_share,steal_share,other_cpu_share,loadavg1,contaminated,queues_per_txn\n";
 }
 
 std::string CsvRows(const BenchResult& r) {
@@ -793,7 +812,8 @@ std::string CsvRows(const BenchResult& r) {
                     m.interference.valid ? absl::StrFormat("%.4f,%.4f,%.4f", m.interference.share,
                                                            m.interference.steal_share, m.interference.other_share)
                                          : std::string(",,"),
-                    absl::StrFormat(",%.2f,", m.interference.loadavg1), m.contaminated ? 1 : 0, "\n");
+                    absl::StrFormat(",%.2f,", m.interference.loadavg1), m.contaminated ? 1 : 0,
+                    absl::StrFormat(",%.3f", m.queues_per_txn), "\n");
   }
   return out;
 }

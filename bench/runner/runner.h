@@ -75,6 +75,9 @@ class BackendInstance {
   // Planned protocols (calvin, planned, qstore): their planning counts and phase
   // times, one line; empty for others.
   virtual std::string PlanReport() { return ""; }
+  // qstore: the mean number of execution queues a transaction's plan
+  // spanned (queue heads it had to reach), whole run; 0 for others.
+  virtual double QueuesPerTxn() { return 0; }
 };
 
 // Opens fresh database instances. Thread-compatible.
@@ -156,6 +159,7 @@ struct RunMetrics {
   bool have_executor_counts = false;
   uint64_t executor_commits = 0, executor_conflict_aborts = 0;
   std::string plan_report;       // BackendInstance::PlanReport (whole run)
+  double queues_per_txn = 0;     // BackendInstance::QueuesPerTxn (whole run; qstore)
   uint64_t hook_commits = 0;     // commits seen by the completion hook (whole run)
   // Sum of all History counters (aborts + commits) when the run started (after
   // loading a learned History) and when it ended: equal when frozen.

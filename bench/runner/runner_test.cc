@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "bench/runner/experiment.h"
 #include "bench/runner/tiny_workload_testing.h"
 #include "gtest/gtest.h"
@@ -251,12 +252,13 @@ TEST(Experiment, ContaminatedRunIsMarkedAndRerunCleanOneKept) {
   // The mean is over the two clean runs only.
   EXPECT_EQ(sum->cells[0].tps.n, 2);
   EXPECT_NEAR(sum->cells[0].tps.mean, (sum->runs[1].metrics.tps + sum->runs[2].metrics.tps) / 2, 1e-6);
-  // runs.csv's row carries the round, the share and the flag.
+  // runs.csv's row carries the round, the share and the flag (then
+  // queues_per_txn: 0, not qstore).
   BenchResult br;
   br.config = sum->cells[0].config;
   br.runs = {sum->runs[0].metrics};
   const std::string row = CsvRows(br);
-  EXPECT_NE(row.find(",1,0.6000,0.0000,0.6000,0.00,1\n"), std::string::npos) << row;
+  EXPECT_NE(row.find(",1,0.6000,0.0000,0.6000,0.00,1,0.000\n"), std::string::npos) << row;
 }
 
 TEST(Experiment, RunStillContaminatedAfterRerunsIsLeftOut) {
@@ -406,6 +408,29 @@ TEST(Runner, PlannedProtocolsNeverConflictAbortAndReportTheirPhases) {
   auto res = r.Run(Short("occ", "original"));
   ASSERT_TRUE(res.ok());
   EXPECT_EQ(res->runs[0].plan_report, "");
+  EXPECT_EQ(res->runs[0].queues_per_txn, 0);
+}
+
+// qstore under each placement (learned with a window short enough to switch
+// during the run): a consistent run, and the queues a transaction spanned
+// in its report and runs.csv.
+TEST(Runner, QStorePlacementsRunAndReportQueuesPerTransaction) {
+  setenv("CORRAL_ROOT", ".", 0);
+  for (const std::string placement : {"hash", "range", "learned"}) {
+    Runner r(MakeEngineBackend(), TinyFactory());
+    BenchConfig c = Short("qstore", "original");
+    ASSERT_TRUE(ApplySetting(&c, "qstore_placement", placement).ok());
+    ASSERT_TRUE(ApplySetting(&c, "qstore_learn_txns", "50").ok());
+    auto res = r.Run(c);
+    ASSERT_TRUE(res.ok()) << placement << ": " << res.status();
+    EXPECT_TRUE(res->all_checks_ok) << placement;
+    const RunMetrics& m = res->runs[0];
+    EXPECT_EQ(m.conflict_aborts, 0u) << placement;
+    EXPECT_GE(m.queues_per_txn, 1.0) << placement;
+    EXPECT_NE(m.plan_report.find("qstore placement " + placement), std::string::npos) << m.plan_report;
+    const std::string csv = CsvRows(*res);
+    EXPECT_NE(csv.find(absl::StrFormat(",%.3f\n", m.queues_per_txn)), std::string::npos) << csv;
+  }
 }
 
 // sets=sql needs a workload whose SQL the key mapping knows

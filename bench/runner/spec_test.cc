@@ -261,6 +261,24 @@ TEST(Config, QStoreBatchQueuesAndPlanners) {
   EXPECT_EQ(c.qstore_planners, 2);
 }
 
+TEST(Config, QStorePlacementAndLearningWindow) {
+  BenchConfig c;
+  EXPECT_EQ(c.qstore_placement, "hash");
+  ASSERT_TRUE(ApplySetting(&c, "qstore_placement", "Range").ok());
+  EXPECT_EQ(c.qstore_placement, "range");
+  ASSERT_TRUE(ApplySetting(&c, "qstore_placement", "learned").ok());
+  ASSERT_TRUE(ApplySetting(&c, "qstore_learn_txns", "500").ok());
+  EXPECT_EQ(c.qstore_placement, "learned");
+  EXPECT_EQ(c.qstore_learn_txns, 500);
+  absl::Status bad = ApplySetting(&c, "qstore_placement", "modulo");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("hash|range|learned"), absl::string_view::npos) << bad;
+  EXPECT_FALSE(ApplySetting(&c, "qstore_learn_txns", "0").ok());
+  EXPECT_FALSE(ApplySetting(&c, "qstore_learn_txns", "x").ok());
+  EXPECT_EQ(c.qstore_placement, "learned");  // bad values change nothing
+  EXPECT_EQ(c.qstore_learn_txns, 500);
+}
+
 TEST(Config, OrthrusCcThreadsIsACountInRange) {
   BenchConfig c;
   ASSERT_TRUE(ApplySetting(&c, "protocol", "orthrus").ok());

@@ -9,26 +9,16 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "engine/engine_testing.h"
 
 namespace corral {
 namespace workloads {
 
 std::unique_ptr<engine::Database> NewDb(const std::string& protocol) {
-  engine::DatabaseOptions o;
-  o.protocol = protocol;
-  const size_t slash = protocol.find('/');
-  if (slash != std::string::npos) {  // "orthrus/N": N CC threads
-    o.protocol = protocol.substr(0, slash);
-    o.orthrus_cc_threads = std::stoi(protocol.substr(slash + 1));
-  }
-  return engine::Database::Create(o).value();
+  return engine::Database::Create(engine::engine_testing::OptionsFor(protocol)).value();
 }
 
-std::vector<std::string> TestProtocols() {
-  std::vector<std::string> p = engine::ProtocolNames();
-  p.push_back("orthrus/3");
-  return p;
-}
+std::vector<std::string> TestProtocols() { return engine::engine_testing::ProtocolVariants("3"); }
 
 std::string ProtocolParamName(const ::testing::TestParamInfo<std::string>& info) {
   std::string n = info.param;

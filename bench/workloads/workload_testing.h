@@ -42,10 +42,13 @@ struct RunStats {
 };
 
 // A fresh engine database under `protocol` (dies on a bad name).
-// "orthrus/N" is orthrus with N CC threads.
+// "orthrus/N" is orthrus with N CC threads, "qstore/P" qstore with
+// placement P (engine/engine_testing.h, OptionsFor).
 std::unique_ptr<engine::Database> NewDb(const std::string& protocol);
-// The protocols the correctness suites run: ProtocolNames() and orthrus
-// with 3 CC threads ("orthrus/3"; ProtocolNames' "orthrus" has 1).
+// The protocols the correctness suites run: ProtocolNames(), orthrus
+// with 3 CC threads ("orthrus/3"; ProtocolNames' "orthrus" has 1), and
+// qstore under range and learned placement ("qstore/range",
+// "qstore/learned"; ProtocolNames' "qstore" places by hash).
 std::vector<std::string> TestProtocols();
 // Test-name suffix for a protocol parameter ("2pl-nowait" -> "2pl_nowait").
 std::string ProtocolParamName(const ::testing::TestParamInfo<std::string>& info);
