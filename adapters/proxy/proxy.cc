@@ -141,7 +141,6 @@ absl::Status Proxy::Start() {
     if (i > 0) {
       worker_options_.push_back(std::make_unique<Options>(options_));
       o = worker_options_.back().get();
-      o->listen_port = port_.load();
     }
     loops_.push_back(std::make_unique<Loop>(o, &stats_, scheduler_.get()));
     if (group_ != nullptr) {
@@ -154,6 +153,7 @@ absl::Status Proxy::Start() {
     {
       tls::SigpipeBlock no_sigpipe;  // backends' TLS handshakes on this thread
       std::atomic<int> bound{0};
+      if (i > 0) worker_options_[i - 1]->listen_port = port_.load();  // the port loop 0 bound
       init = loops_[i]->Init(i == 0 ? &port_ : &bound, &metrics_port_);
     }
     if (!init.ok()) {
