@@ -108,7 +108,9 @@ void Proxy::Loop::Run() {
     if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
       timeout_ms = static_cast<int>(std::clamp<int64_t>(opt_.steal_after_ms / 2, 1, 100));
     }
-    if (!tls_pending_.empty()) timeout_ms = 0;
+    // Input left in OpenSSL, or output the requests made (a key granted by
+    // another loop started a transaction): no sleeping before the flush.
+    if (!tls_pending_.empty() || !dirty_.empty()) timeout_ms = 0;
     int n = epoll_wait(epfd_, events, 256, timeout_ms);
     for (int i = 0; i < n; ++i) {
       Conn* c = static_cast<Conn*>(events[i].data.ptr);
