@@ -19,6 +19,9 @@
 //                      PAUSE / RESUME, draining for shutdown
 //   replay_loop.cc     transparent replay of a conflict-failed transaction
 //                      (replay.h): rolled back, re-run, results compared
+//   workers_loop.cc    workers > 1: the in-process keys of hot references
+//                      (key_locks.h), the inbox other loops post to, the
+//                      admin console's process-wide SHOW POOLS / WORKERS
 // TLS: Conn::Recv / SendSome are the I/O seam (plain socket or tls.h's
 // Session); client_session.cc answers SSLRequest and drives the handshake
 // from epoll, backend.cc negotiates TLS with the server before startup;
@@ -34,7 +37,11 @@
 //   loop.RequestStop(); t.join();
 //
 // Thread safety: everything here runs on the loop thread, except
-// RequestStop() and MetricsText() (atomics only), which any thread may call.
+// RequestStop() and MetricsText() (atomics only), Post(), KeysGranted() and
+// ForwardCancel() (an atomic / the inbox mutex, then the eventfd), which any
+// thread may call. workers > 1: each loop has its own thread and Options;
+// what they share is thread-safe (WorkerGroup: KeyLocks, atomics, a mutex;
+// the Schedulers; Stats' atomics).
 #ifndef CORRAL_ADAPTERS_PROXY_PROXY_INTERNAL_H_
 #define CORRAL_ADAPTERS_PROXY_PROXY_INTERNAL_H_
 
