@@ -36,19 +36,8 @@ class WorkersTest : public ScratchTableTest {
   int64_t Value(int k) {
     return std::atoll(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k)).c_str());
   }
-  // The proxy learns a serialization failure on row k (as cluster_test):
-  // a SERIALIZABLE transaction reads it, the row changes behind it, its
-  // update fails.
-  void LearnAbort(int k) {
-    PGconn* x = PQconnectdb(proxy_.ClientConninfo().c_str());
-    ASSERT_EQ(PQstatus(x), CONNECTION_OK);
-    ASSERT_EQ(ExecValue(x, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
-    ASSERT_EQ(ExecValue(x, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k)), "0");
-    ASSERT_EQ(ExecValue(server_conn_, Update(k)), "UPDATE 1");
-    ASSERT_EQ(ExecValue(x, Update(k)), "ERROR 40001");
-    ExecValue(x, "ROLLBACK");
-    PQfinish(x);
-  }
+  // The proxy learns a serialization failure on row k (v = 1 after).
+  void LearnAbort(int k) { proxy::LearnAbort(proxy_.ClientConninfo(), server_conn_, table_, k); }
   // A client of the proxy that landed on worker `w` (connections on the
   // other worker are closed and tried again).
   PGconn* ConnectTo(int w) {
