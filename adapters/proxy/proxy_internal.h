@@ -303,7 +303,7 @@ struct Database {
 // first use by whichever loop needs one, and shared.
 struct WorkerGroup {
   explicit WorkerGroup(int n) : count(n), per(static_cast<size_t>(n)), pools(static_cast<size_t>(n)) {}
-  struct PerWorker {
+  struct alignas(64) PerWorker {  // a cache line each: the loops write their own
     std::atomic<int64_t> accepted{0};
     std::atomic<int64_t> transactions{0};
     std::atomic<int64_t> clients{0};
