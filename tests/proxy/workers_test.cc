@@ -229,15 +229,6 @@ TEST_F(WorkersTest, ClientThatLeavesFreesItsKey) {
   EXPECT_EQ(Value(2), 1 + 1 + 2);  // LearnAbort's, next's, the two later ones (the holder's rolled back)
 }
 
-TEST_F(WorkersTest, RefusedWithClusterName) {
-  Options o = WorkerOptions();
-  o.cluster_name = "c";
-  EXPECT_FALSE(Proxy::Create(o).ok());
-  o = WorkerOptions();
-  o.workers = 0;
-  EXPECT_FALSE(Proxy::Create(o).ok());
-}
-
 }  // namespace
 }  // namespace proxy
 }  // namespace corral
