@@ -354,6 +354,9 @@ void Proxy::Loop::Timers() {
       }
     }
   }
+  for (auto& [id, c] : key_waiters_) {  // workers > 1: waiting for a hot reference's key
+    if (now - c->wait_since > limit) expired.push_back(c);
+  }
   for (Client* c : expired) {
     stats_.wait_timeouts++;
     ProtocolError(c, "08P01",
@@ -426,7 +429,10 @@ std::vector<AdminSource::ClientRow> Proxy::Loop::Clients() const {
     r.id = cl->id;
     r.user = cl->user;
     r.database = cl->database;
-    r.state = cl->admin ? "admin" : cl->backend ? "active" : cl->waiting ? "waiting" : "idle";
+    r.state = cl->admin                                                  ? "admin"
+              : cl->backend                                                ? "active"
+              : cl->waiting || cl->keys == Client::Keys::kWaiting ? "waiting"
+                                                                           : "idle";
     r.queue = cl->backend ? std::to_string(cl->backend->index)
                           : (cl->waiting ? std::to_string(cl->wait_queue) : "");
     r.transactions = cl->txns;

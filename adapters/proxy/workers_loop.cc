@@ -70,6 +70,7 @@ bool Proxy::Loop::KeysAdmit(Client* c) {
     return true;
   }
   c->keys = Client::Keys::kWaiting;
+  c->wait_since = MonoNanos();  // query_wait_timeout covers this wait too
   key_waiters_[c->id] = c;
   stats_.worker_key_waits++;
   group_->per[worker_].key_waits++;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "libpq-fe.h"
 #include "tests/proxy/proxy_test_util.h"
@@ -227,6 +228,31 @@ TEST_F(WorkersTest, ClientThatLeavesFreesItsKey) {
   }
   PQfinish(next);
   EXPECT_EQ(Value(2), 1 + 1 + 2);  // LearnAbort's, next's, the two later ones (the holder's rolled back)
+}
+
+// query_wait_timeout covers a wait for a key: the waiter is told and
+// closed, the holder goes on, and the key is free once the holder commits.
+TEST_F(WorkersTest, KeyWaitTimesOut) {
+  Options o = WorkerOptions();
+  o.query_wait_timeout_ms = 300;
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
+  LearnAbort(3);
+  PGconn* holder = ConnectTo(0);
+  PGconn* waiter = ConnectTo(1);
+  ASSERT_NE(holder, nullptr);
+  ASSERT_NE(waiter, nullptr);
+  ASSERT_EQ(ExecValue(holder, "BEGIN"), "BEGIN");
+  ASSERT_EQ(ExecValue(holder, Update(3)), "UPDATE 1");
+  ASSERT_EQ(PQsendQuery(waiter, Update(3).c_str()), 1);
+  ASSERT_TRUE(Finishes(waiter));
+  Collect(waiter);
+  EXPECT_TRUE(absl::StrContains(PQerrorMessage(waiter), "query_wait_timeout")) << PQerrorMessage(waiter);
+  EXPECT_EQ(proxy_.proxy().stats().wait_timeouts.load(), 1);
+  EXPECT_EQ(ExecValue(holder, "COMMIT"), "COMMIT");
+  EXPECT_EQ(ExecValue(holder, Update(3)), "UPDATE 1");
+  PQfinish(waiter);
+  PQfinish(holder);
+  EXPECT_EQ(Value(3), 3);
 }
 
 }  // namespace
