@@ -255,6 +255,35 @@ TEST_F(WorkersTest, KeyWaitTimesOut) {
   EXPECT_EQ(Value(3), 3);
 }
 
+// The admin console's PAUSE / RESUME and the Proxy's Drain reach every
+// loop, whichever one the admin client or the caller talks to.
+TEST_F(WorkersTest, PauseResumeAndDrainReachEveryLoop) {
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, WorkerOptions())));
+  PGconn* c[2] = {ConnectTo(0), ConnectTo(1)};
+  ASSERT_NE(c[0], nullptr);
+  ASSERT_NE(c[1], nullptr);
+  PGconn* admin = PQconnectdb(proxy_.ClientConninfo("corral").c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK);
+  EXPECT_EQ(ExecValue(admin, "PAUSE"), "PAUSE");
+  EXPECT_TRUE(Eventually([&] { return proxy_.proxy().paused(); }));  // both loops paused
+  for (PGconn* x : c) ASSERT_EQ(PQsendQuery(x, Update(4).c_str()), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (PGconn* x : c) {
+    PQconsumeInput(x);
+    EXPECT_EQ(PQisBusy(x), 1);  // held on either loop
+  }
+  EXPECT_EQ(ExecValue(admin, "RESUME"), "RESUME");
+  for (PGconn* x : c) {
+    ASSERT_TRUE(Finishes(x));
+    EXPECT_EQ(Collect(x), "UPDATE 1");
+  }
+  PQfinish(admin);
+  proxy_.proxy().Drain();
+  EXPECT_TRUE(Eventually([&] { return proxy_.proxy().finished(); }));  // every loop ended
+  for (PGconn* x : c) PQfinish(x);
+  EXPECT_EQ(Value(4), 2);
+}
+
 }  // namespace
 }  // namespace proxy
 }  // namespace corral
