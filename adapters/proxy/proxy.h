@@ -102,7 +102,7 @@ struct Options {
   // worker_lock_threshold takes its key before the transaction is routed.
   // Not with cluster_name (refused at Create).
   int workers = 1;
-  double worker_lock_threshold = 2;
+  double worker_lock_threshold = 1;
   std::string auth_type = "trust";  // trust | md5 | scram-sha-256
   std::string auth_file;            // userlist.txt ("user" "password"), for md5 / scram
   std::map<std::string, std::string> users;  // filled from auth_file when empty
