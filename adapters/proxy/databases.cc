@@ -39,12 +39,13 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
   } else {
     if (group_ != nullptr) {  // workers > 1: one Scheduler per database for every loop
       TsanVisibleMutexLock l(&group_->mu);
-      std::unique_ptr<scheduler::Scheduler>& shared = group_->scheds[e.name];
+      std::shared_ptr<scheduler::Scheduler>& shared = group_->scheds[e.name];
       if (shared == nullptr) {
         auto s = scheduler::Scheduler::Create(SchedulerOptionsFor(opt_, e.pool_size), {});
         if (!s.ok()) return s.status();
         shared = std::move(*s);
       }
+      db->shared_sched = shared;
       db->sched = shared.get();
     } else {
       auto s = scheduler::Scheduler::Create(SchedulerOptionsFor(opt_, e.pool_size), {});
@@ -168,6 +169,11 @@ absl::StatusOr<Pool*> Proxy::Loop::PoolOf(const DatabaseEntry& e, const Pool& cr
         tls_pending_.erase(std::remove(tls_pending_.begin(), tls_pending_.end(), done.get()), tls_pending_.end());
       }
       if ((*db)->pools == 0 && (*db)->fallback) {  // a name the server does not know: not kept
+        if (group_ != nullptr) {  // nor its shared Scheduler (other loops keep theirs alive)
+          TsanVisibleMutexLock l(&group_->mu);
+          auto s = group_->scheds.find(e.name);
+          if (s != group_->scheds.end() && s->second == (*db)->shared_sched) group_->scheds.erase(s);
+        }
         dbs_.erase(e.name);
         --fallback_dbs_;
       }

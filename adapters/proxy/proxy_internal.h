@@ -281,6 +281,9 @@ struct Database {
   DatabaseEntry entry;
   bool fallback = false;  // made from "*"
   std::unique_ptr<scheduler::Scheduler> own_sched;  // null for the default database (Proxy's)
+  // workers > 1: the group's Scheduler of this database (kept alive while
+  // this loop uses it, also after the group forgets an unknown "*" name).
+  std::shared_ptr<scheduler::Scheduler> shared_sched;
   scheduler::Scheduler* sched = nullptr;
   std::unique_ptr<Router> router;
   int pools = 0;
@@ -318,7 +321,7 @@ struct WorkerGroup {
   TsanVisibleMutex mu;
   // Each loop's SHOW POOLS rows as of its last publish (every 200 ms).
   std::vector<AdminTable> pools ABSL_GUARDED_BY(mu);
-  std::map<std::string, std::unique_ptr<scheduler::Scheduler>> scheds ABSL_GUARDED_BY(mu);
+  std::map<std::string, std::shared_ptr<scheduler::Scheduler>> scheds ABSL_GUARDED_BY(mu);
 };
 
 // The server connections of one (database, server login): its run queues

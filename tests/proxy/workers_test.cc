@@ -41,10 +41,10 @@ class WorkersTest : public ScratchTableTest {
   void LearnAbort(int k) { proxy::LearnAbort(proxy_.ClientConninfo(), server_conn_, table_, k); }
   // A client of the proxy that landed on worker `w` (connections on the
   // other worker are closed and tried again).
-  PGconn* ConnectTo(int w) {
+  PGconn* ConnectTo(int w, const std::string& dbname = "") {
     for (int attempt = 0; attempt < 200; ++attempt) {
       const int64_t before = proxy_.proxy().worker_stats()[w].accepted;
-      PGconn* c = PQconnectdb(proxy_.ClientConninfo().c_str());
+      PGconn* c = PQconnectdb(proxy_.ClientConninfo(dbname).c_str());
       if (PQstatus(c) == CONNECTION_OK && proxy_.proxy().worker_stats()[w].accepted > before) return c;
       PQfinish(c);
     }
@@ -282,6 +282,35 @@ TEST_F(WorkersTest, PauseResumeAndDrainReachEveryLoop) {
   EXPECT_TRUE(Eventually([&] { return proxy_.proxy().finished(); }));  // every loop ended
   for (PGconn* x : c) PQfinish(x);
   EXPECT_EQ(Value(4), 2);
+}
+
+// A database made from the "*" entry on both loops shares one Scheduler
+// (made by whichever loop came first); a name the server does not know is
+// refused on either loop and leaves the known one working.
+TEST_F(WorkersTest, FallbackDatabaseOnBothLoops) {
+  Options o = WorkerOptions();
+  DatabaseEntry main;
+  main.name = "main";
+  main.dbname = server_.dbname;
+  o.databases["main"] = main;
+  DatabaseEntry any;
+  any.name = "*";
+  o.databases["*"] = any;
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
+  for (int round = 0; round < 2; ++round) {
+    for (int w = 0; w < 2; ++w) {
+      PGconn* c = ConnectTo(w, server_.dbname);  // through "*"
+      ASSERT_NE(c, nullptr);
+      EXPECT_EQ(ExecValue(c, Update(5)), "UPDATE 1");
+      PQfinish(c);
+      const std::string bad = PgUniqueName("nodb");
+      PGconn* x = PQconnectdb(proxy_.ClientConninfo(bad).c_str());
+      EXPECT_NE(PQstatus(x), CONNECTION_OK);
+      EXPECT_TRUE(absl::StrContains(PQerrorMessage(x), "does not exist")) << PQerrorMessage(x);
+      PQfinish(x);
+    }
+  }
+  EXPECT_EQ(Value(5), 4);
 }
 
 }  // namespace
