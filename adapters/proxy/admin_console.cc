@@ -98,6 +98,9 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("replay_waits", s.replay_waits);
     row("replays_extended", s.replays_extended);
     row("replay_unreplayable_shape", s.replay_unreplayable_shape);
+    row("worker_key_txns", s.worker_key_txns);
+    row("worker_key_waits", s.worker_key_waits);
+    row("worker_key_cross_waits", s.worker_key_cross_waits);
     const AdminSource::LearnedSizes l = source_.Learned();
     row("history_entries", l.history_entries);
     row("history_max_entries", l.history_max_entries);
@@ -120,10 +123,12 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
         rows);
     return done();
   }
-  if (is("show", "databases") || is("show", "pools") || is("show", "users") || is("show", "cluster")) {
+  if (is("show", "databases") || is("show", "pools") || is("show", "users") || is("show", "cluster") ||
+      is("show", "workers")) {
     const AdminTable t = words[1] == "databases" ? source_.Databases()
                          : words[1] == "pools"   ? source_.Pools()
                          : words[1] == "cluster" ? source_.Cluster()
+                         : words[1] == "workers" ? source_.Workers()
                                                  : source_.Users();
     wire::AppendTextResult(out, t.columns, t.rows);
     return done();
@@ -180,7 +185,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
   }
   wire::AppendError(out, "ERROR", "42601",
                     absl::StrCat("unknown admin command '", sql_in,
-                                 "'; try SHOW STATS | QUEUES | CLIENTS | HISTORY | POLICY | DATABASES | POOLS | USERS | CLUSTER, "
+                                 "'; try SHOW STATS | QUEUES | CLIENTS | HISTORY | POLICY | DATABASES | POOLS | USERS | CLUSTER | WORKERS, "
                                  "SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN"));
   done();
 }

@@ -83,6 +83,9 @@ class AdminSource {
   // peers seen, shared references, last publish, locks held and waited.
   virtual AdminTable Cluster() const { return {}; }
   virtual AdminTable Pools() const = 0;
+  // SHOW WORKERS (workers > 1): per event loop, its clients, accepted
+  // connections, transactions and key waits; empty with one loop.
+  virtual AdminTable Workers() const { return {}; }
   virtual AdminTable Users() const = 0;
   // SHOW TEMPLATES: the learned statement templates (templates.h) of every
   // database with templates on.

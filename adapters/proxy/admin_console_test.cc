@@ -97,6 +97,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   src.stats_.undecodable_params = 7;
   src.stats_.retries_clean = 4;
   src.stats_.replay_matches = 9;
+  src.stats_.worker_key_cross_waits = 8;
   AdminConsole console(&src);
   const std::string out = Query(console, "  show   STATS ; ");
   auto msgs = Messages(out);
@@ -108,7 +109,8 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 68"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 71"));
+  EXPECT_TRUE(absl::StrContains(out, std::string("worker_key_cross_waits") + std::string("\0\0\0\x01", 4) + "8"));
   EXPECT_TRUE(absl::StrContains(out, "template_cap_wait_ms"));
   EXPECT_TRUE(absl::StrContains(out, "replay_matches"));
   EXPECT_TRUE(absl::StrContains(out, "cluster_unlocks_folded"));

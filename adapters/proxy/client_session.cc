@@ -383,17 +383,30 @@ void Proxy::Loop::CloseClient(Client* c) {
     SendInternal(b, "RESET ALL; UNLISTEN *");
   }
   CapEnd(c, /*conflict=*/false);  // a template slot it held or waited for
+  KeysRelease(c);                  // workers > 1: keys it held or waited for
   auto it = clients_.find(c);
   if (it != clients_.end()) {
     graveyard_.push_back(std::move(it->second));
     clients_.erase(it);
+    if (group_ != nullptr) {
+      group_->clients--;
+      group_->per[worker_].clients--;
+    }
   }
   clients_now_.store(clients_.size());
 }
 
 void Proxy::Loop::HandleCancel(int32_t pid, int32_t secret) {
   auto it = keys_.find((uint64_t(uint32_t(pid)) << 32) | uint32_t(secret));
-  if (it == keys_.end()) return;
+  if (it == keys_.end()) {
+    // workers > 1: the client may be another loop's.
+    if (group_ != nullptr) {
+      for (Loop* other : group_->loops) {
+        if (other != this) other->ForwardCancel(pid, secret);
+      }
+    }
+    return;
+  }
   Client* c = it->second;
   if (c->backend != nullptr) {
     stats_.cancels++;

@@ -170,6 +170,13 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
   } else if (key == "pool_size" || key == "default_pool_size") {
     if (auto st = Int(key, value, 1, 1024, &n); !st.ok()) return st;
     o->pool_size = static_cast<int>(n);
+  } else if (key == "workers") {
+    if (auto st = Int(key, value, 1, 256, &n); !st.ok()) return st;
+    o->workers = static_cast<int>(n);
+  } else if (key == "worker_lock_threshold") {
+    if (!absl::SimpleAtod(value, &o->worker_lock_threshold) || !(o->worker_lock_threshold > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("worker_lock_threshold must be a number > 0, not '", value, "'"));
+    }
   } else if (key == "max_client_conn") {
     if (auto st = Int(key, value, 1, 1000000, &n); !st.ok()) return st;
     o->max_client_conn = static_cast<int>(n);

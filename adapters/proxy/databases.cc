@@ -37,10 +37,22 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
     db->sched = &sched_;  // Proxy::scheduler(); its catalog was read at Start
     schema = opt_.schema;
   } else {
-    auto s = scheduler::Scheduler::Create(SchedulerOptionsFor(opt_, e.pool_size), {});
-    if (!s.ok()) return s.status();
-    db->own_sched = std::move(*s);
-    db->sched = db->own_sched.get();
+    if (group_ != nullptr) {  // workers > 1: one Scheduler per database for every loop
+      TsanVisibleMutexLock l(&group_->mu);
+      std::shared_ptr<scheduler::Scheduler>& shared = group_->scheds[e.name];
+      if (shared == nullptr) {
+        auto s = scheduler::Scheduler::Create(SchedulerOptionsFor(opt_, e.pool_size), {});
+        if (!s.ok()) return s.status();
+        shared = std::move(*s);
+      }
+      db->shared_sched = shared;
+      db->sched = shared.get();
+    } else {
+      auto s = scheduler::Scheduler::Create(SchedulerOptionsFor(opt_, e.pool_size), {});
+      if (!s.ok()) return s.status();
+      db->own_sched = std::move(*s);
+      db->sched = db->own_sched.get();
+    }
     // A "*" database's catalog once its first pool connected (PoolOf: the
     // name may be one the server does not know).
     if (!fallback) {
@@ -138,6 +150,9 @@ absl::StatusOr<Pool*> Proxy::Loop::PoolOf(const DatabaseEntry& e, const Pool& cr
   p->scram_server_key = creds.scram_server_key;
   int n = e.pool_size;
   if (auto u = opt_.user_pool_size.find(creds.user); u != opt_.user_pool_size.end()) n = std::min(n, u->second);
+  // workers > 1: this loop's share of the pool (the first n % workers
+  // loops one more), at least one backend.
+  if (group_ != nullptr) n = std::max(1, n / group_->count + (worker_ < n % group_->count ? 1 : 0));
   p->waitq.resize(n);
   for (int i = 0; i < n; ++i) {
     auto b = std::make_unique<Backend>(opt_.prepared_cache_size);
@@ -154,6 +169,11 @@ absl::StatusOr<Pool*> Proxy::Loop::PoolOf(const DatabaseEntry& e, const Pool& cr
         tls_pending_.erase(std::remove(tls_pending_.begin(), tls_pending_.end(), done.get()), tls_pending_.end());
       }
       if ((*db)->pools == 0 && (*db)->fallback) {  // a name the server does not know: not kept
+        if (group_ != nullptr) {  // nor its shared Scheduler (other loops keep theirs alive)
+          TsanVisibleMutexLock l(&group_->mu);
+          auto s = group_->scheds.find(e.name);
+          if (s != group_->scheds.end() && s->second == (*db)->shared_sched) group_->scheds.erase(s);
+        }
         dbs_.erase(e.name);
         --fallback_dbs_;
       }
@@ -197,7 +217,7 @@ AdminTable Proxy::Loop::Databases() const {
   return t;
 }
 
-AdminTable Proxy::Loop::Pools() const {
+AdminTable Proxy::Loop::PoolRows() const {
   AdminTable t;
   t.columns = {"database", "user", "cl_active", "cl_waiting", "cl_idle", "sv_active", "sv_idle", "sv_down",
                "transactions"};

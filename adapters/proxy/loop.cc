@@ -83,13 +83,14 @@ absl::Status Proxy::Loop::Init(std::atomic<int>* port, std::atomic<int>* metrics
     }
   }
   if (absl::Status st = ListenOn(&listen_, opt_.listen_port, port); !st.ok()) return st;
-  if (opt_.metrics_port >= 0) return ListenOn(&metrics_listen_, opt_.metrics_port, metrics_port);
+  if (opt_.metrics_port >= 0 && worker_ == 0) return ListenOn(&metrics_listen_, opt_.metrics_port, metrics_port);
   return absl::OkStatus();
 }
 
 absl::Status Proxy::Loop::ListenOn(Conn* c, int port, std::atomic<int>* bound) {
   int p = 0;
-  auto fd = net::Listen(opt_.listen_addr, port, &p);
+  // workers > 1: every loop's client listener on the same port.
+  auto fd = net::Listen(opt_.listen_addr, port, &p, /*reuseport=*/group_ != nullptr && c == &listen_);
   if (!fd.ok()) return fd.status();
   c->fd = *fd;
   AddFd(c, EPOLLIN);
@@ -107,7 +108,9 @@ void Proxy::Loop::Run() {
     if (steal_mode() == StealMode::kAffinity && opt_.steal_after_ms > 0 && waiting_any()) {
       timeout_ms = static_cast<int>(std::clamp<int64_t>(opt_.steal_after_ms / 2, 1, 100));
     }
-    if (!tls_pending_.empty()) timeout_ms = 0;
+    // Input left in OpenSSL, or output the requests made (a key granted by
+    // another loop started a transaction): no sleeping before the flush.
+    if (!tls_pending_.empty() || !dirty_.empty()) timeout_ms = 0;
     int n = epoll_wait(epfd_, events, 256, timeout_ms);
     for (int i = 0; i < n; ++i) {
       Conn* c = static_cast<Conn*>(events[i].data.ptr);
@@ -287,8 +290,10 @@ void Proxy::Loop::Accept() {
     int fd = ::accept4(listen_.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
     net::SetNoDelay(fd);
-    const bool over = static_cast<int>(clients_.size()) >= opt_.max_client_conn;
-    if (static_cast<int>(clients_.size()) >= 2 * opt_.max_client_conn + 16) {
+    // workers > 1: max_client_conn counts every loop's clients.
+    const int64_t now = group_ != nullptr ? group_->clients.load() : static_cast<int64_t>(clients_.size());
+    const bool over = now >= opt_.max_client_conn;
+    if (now >= 2 * int64_t{opt_.max_client_conn} + 16) {
       stats_.clients_rejected++;
       std::string e;
       wire::AppendError(&e, "FATAL", "53300",
@@ -306,6 +311,11 @@ void Proxy::Loop::Accept() {
     clients_[raw] = std::move(c);
     clients_now_.store(clients_.size());
     stats_.clients_accepted++;
+    if (group_ != nullptr) {
+      group_->clients++;
+      group_->per[worker_].clients++;
+      group_->per[worker_].accepted++;
+    }
     AddFd(raw, EPOLLIN);
   }
 }
@@ -316,6 +326,7 @@ void Proxy::Loop::Timers() {
   // loop turns far more often than that.
   if (now - timers_at_ < 1000000) return;
   timers_at_ = now;
+  PublishWorker(now);  // workers > 1: SHOW POOLS rows for the other loops
   for (auto& [k, p] : pools_) {
     for (auto& b : p->backends) {
       if (!b->alive && b->reconnect_at != 0 && now >= b->reconnect_at) {
@@ -343,6 +354,9 @@ void Proxy::Loop::Timers() {
       }
     }
   }
+  for (auto& [id, c] : key_waiters_) {  // workers > 1: waiting for a hot reference's key
+    if (now - c->wait_since > limit) expired.push_back(c);
+  }
   for (Client* c : expired) {
     stats_.wait_timeouts++;
     ProtocolError(c, "08P01",
@@ -353,7 +367,9 @@ void Proxy::Loop::Timers() {
 
 // ---------------------------------------------------------------- metrics
 
-std::string Proxy::Loop::MetricsText() const { return metrics::MetricsText(stats_, clients_now_.load()); }
+std::string Proxy::Loop::MetricsText() const {
+  return metrics::MetricsText(stats_, group_ != nullptr ? group_->clients.load() : clients_now_.load());
+}
 
 void Proxy::Loop::AcceptHttp() {
   while (true) {
@@ -413,7 +429,10 @@ std::vector<AdminSource::ClientRow> Proxy::Loop::Clients() const {
     r.id = cl->id;
     r.user = cl->user;
     r.database = cl->database;
-    r.state = cl->admin ? "admin" : cl->backend ? "active" : cl->waiting ? "waiting" : "idle";
+    r.state = cl->admin                                                  ? "admin"
+              : cl->backend                                                ? "active"
+              : cl->waiting || cl->keys == Client::Keys::kWaiting ? "waiting"
+                                                                           : "idle";
     r.queue = cl->backend ? std::to_string(cl->backend->index)
                           : (cl->waiting ? std::to_string(cl->wait_queue) : "");
     r.transactions = cl->txns;
@@ -481,6 +500,7 @@ absl::Status Proxy::Loop::SetPolicy(const std::string& name) {
 }
 
 absl::Status Proxy::Loop::Reload() {
+  if (admin_current_ != nullptr) PostOthers(kReload);  // the admin console's RELOAD: every loop
   if (!opt_.config_path.empty()) {
     Options fresh = opt_;
     if (absl::Status st = LoadConfigFile(opt_.config_path, &fresh); !st.ok()) return st;

@@ -113,6 +113,12 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_replay_unreplayable_shape_total",
           "Of the unreplayable: extended-protocol units of a shape replay does not re-run.",
           stats.replay_unreplayable_shape);
+  counter("corral_worker_key_txns_total", "Transactions that took in-process keys of hot references (workers > 1).",
+          stats.worker_key_txns);
+  counter("corral_worker_key_waits_total", "Transactions that waited for an in-process key (workers > 1).",
+          stats.worker_key_waits);
+  counter("corral_worker_key_cross_waits_total",
+          "Key waits behind a transaction of another event loop (workers > 1).", stats.worker_key_cross_waits);
   absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
                   clients, "\n");
   return s;

@@ -90,11 +90,16 @@ absl::StatusOr<int> ConnectTcp(const std::string& host, int port) {
   return fd;
 }
 
-absl::StatusOr<int> Listen(const std::string& addr, int port, int* bound_port) {
+absl::StatusOr<int> Listen(const std::string& addr, int port, int* bound_port, bool reuseport) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+    std::string e = std::strerror(errno);
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat("SO_REUSEPORT: ", e));
+  }
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(static_cast<uint16_t>(port));

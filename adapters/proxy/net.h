@@ -41,8 +41,10 @@ bool WriteAll(int fd, absl::string_view data, tls::Session* tls = nullptr);
 absl::StatusOr<int> ConnectTcp(const std::string& host, int port);
 
 // A non-blocking IPv4 listening socket on addr:port (0 = ephemeral); the
-// port actually bound goes to *bound_port.
-absl::StatusOr<int> Listen(const std::string& addr, int port, int* bound_port);
+// port actually bound goes to *bound_port. `reuseport`: SO_REUSEPORT, so
+// several sockets (the proxy's workers) listen on one port and the kernel
+// spreads the connections over them.
+absl::StatusOr<int> Listen(const std::string& addr, int port, int* bound_port, bool reuseport = false);
 
 // Blocking read of one typed protocol message from fd; `buf` carries bytes
 // read past it to the next call (the startup phase of a backend). With

@@ -25,6 +25,8 @@ namespace proxy {
 void Proxy::Loop::ApplyRequests() {
   const uint32_t r = requests_.exchange(0);
   if (r == 0) return;
+  if (r & kInbox) ApplyInbox();
+  if (r & kStop) stop_after_turn_ = true;
   if (r & kReload) {
     if (absl::Status st = Reload(); !st.ok()) {
       std::fprintf(stderr, "corral proxy: RELOAD failed: %s\n", std::string(st.message()).c_str());
@@ -45,10 +47,19 @@ void Proxy::Loop::ApplyRequests() {
 
 void Proxy::Loop::Pause() {
   paused_ = true;
-  if (admin_current_ != nullptr) admin_current_->pause_wait = true;
+  if (admin_current_ != nullptr) {
+    admin_current_->pause_wait = true;
+    PostOthers(kPause);
+  }
+}
+
+void Proxy::Loop::Shutdown() {
+  stop_after_turn_ = true;
+  PostOthers(kStop);
 }
 
 void Proxy::Loop::Resume() {
+  if (admin_current_ != nullptr) PostOthers(kResume);
   paused_ = false;
   pause_done_.store(false);
   OpsTurn();  // answers PAUSEs still waiting

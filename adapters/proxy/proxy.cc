@@ -85,6 +85,10 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Create(const Options& options) {
         absl::StrCat("auth_type must be trust, md5 or scram-sha-256, not '", options.auth_type, "'"));
   }
   if (absl::Status st = CheckSafeDefaults(options); !st.ok()) return st;
+  if (options.workers < 1) return absl::InvalidArgumentError("workers must be at least 1");
+  if (options.workers > 1 && !options.cluster_name.empty()) {
+    return absl::InvalidArgumentError("workers > 1 cannot be combined with cluster_name (multi-proxy mode)");
+  }
   {  // bad TLS settings or files: refuse before anything connects
     std::unique_ptr<tls::Context> c, s;
     if (absl::Status st = MakeTlsContexts(options, &c, &s); !st.ok()) return st;
@@ -116,7 +120,7 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Create(const Options& options) {
 }
 
 absl::Status Proxy::Start() {
-  if (loop_ != nullptr) return absl::FailedPreconditionError("already started");
+  if (!loops_.empty()) return absl::FailedPreconditionError("already started");
   if (options_.schema == nullptr) {
     auto def = FindDatabase(options_, DefaultDatabase(options_));
     if (!def.ok()) return def.status();
@@ -127,43 +131,94 @@ absl::Status Proxy::Start() {
     }
     options_.schema = *schema;
   }
-  loop_ = std::make_unique<Loop>(&options_, &stats_, scheduler_.get());
-  absl::Status init;
-  {
-    tls::SigpipeBlock no_sigpipe;  // backends' TLS handshakes on this thread
-    init = loop_->Init(&port_, &metrics_port_);
+  const int n = options_.workers;
+  if (n > 1) group_ = std::make_unique<WorkerGroup>(n);
+  // Loop 0 binds the port (an ephemeral one when listen_port is 0); the
+  // others bind the same one (SO_REUSEPORT). Each loop owns its Options
+  // (RELOAD changes them on its own thread).
+  for (int i = 0; i < n; ++i) {
+    Options* o = &options_;
+    if (i > 0) {
+      worker_options_.push_back(std::make_unique<Options>(options_));
+      o = worker_options_.back().get();
+    }
+    loops_.push_back(std::make_unique<Loop>(o, &stats_, scheduler_.get()));
+    if (group_ != nullptr) {
+      loops_.back()->SetWorker(i, group_.get());
+      group_->loops.push_back(loops_.back().get());
+    }
   }
-  if (absl::Status st = init; !st.ok()) {
-    loop_.reset();
-    return st;
+  for (int i = 0; i < n; ++i) {
+    absl::Status init;
+    {
+      tls::SigpipeBlock no_sigpipe;  // backends' TLS handshakes on this thread
+      std::atomic<int> bound{0};
+      if (i > 0) worker_options_[i - 1]->listen_port = port_.load();  // the port loop 0 bound
+      init = loops_[i]->Init(i == 0 ? &port_ : &bound, &metrics_port_);
+    }
+    if (!init.ok()) {
+      loops_.clear();
+      worker_options_.clear();
+      group_.reset();
+      return init;
+    }
   }
-  thread_ = std::thread([this] { loop_->Run(); });
+  for (int i = 0; i < n; ++i) {
+    Loop* l = loops_[i].get();
+    threads_.emplace_back([l] { l->Run(); });
+  }
   return absl::OkStatus();
 }
 
 void Proxy::Stop() {
-  if (loop_ == nullptr) return;
-  loop_->RequestStop();
-  if (thread_.joinable()) thread_.join();
-  loop_.reset();
+  if (loops_.empty()) return;
+  for (auto& l : loops_) l->RequestStop();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+  loops_.clear();  // before the group they share
+  worker_options_.clear();
+  group_.reset();
 }
 
 void Proxy::Drain() {
-  if (loop_) loop_->Post(Loop::kDrain);
+  for (auto& l : loops_) l->Post(Loop::kDrain);
 }
 void Proxy::Pause() {
-  if (loop_) loop_->Post(Loop::kPause);
+  for (auto& l : loops_) l->Post(Loop::kPause);
 }
 void Proxy::Resume() {
-  if (loop_) loop_->Post(Loop::kResume);
+  for (auto& l : loops_) l->Post(Loop::kResume);
 }
 void Proxy::Reload() {
-  if (loop_) loop_->Post(Loop::kReload);
+  for (auto& l : loops_) l->Post(Loop::kReload);
 }
-bool Proxy::paused() const { return loop_ && loop_->pause_done(); }
-bool Proxy::finished() const { return loop_ == nullptr || loop_->finished(); }
+bool Proxy::paused() const {
+  if (loops_.empty()) return false;
+  for (const auto& l : loops_) {
+    if (!l->pause_done()) return false;
+  }
+  return true;
+}
+bool Proxy::finished() const {
+  for (const auto& l : loops_) {
+    if (!l->finished()) return false;
+  }
+  return true;
+}
 
-std::string Proxy::MetricsText() const { return loop_ ? loop_->MetricsText() : std::string(); }
+std::string Proxy::MetricsText() const { return loops_.empty() ? std::string() : loops_[0]->MetricsText(); }
+
+std::vector<Proxy::WorkerStats> Proxy::worker_stats() const {
+  std::vector<WorkerStats> out;
+  if (group_ == nullptr) return out;
+  for (const WorkerGroup::PerWorker& p : group_->per) {
+    out.push_back({p.clients.load(), p.accepted.load(), p.transactions.load(), p.key_waits.load(),
+                   p.cross_waits.load()});
+  }
+  return out;
+}
 
 }  // namespace proxy
 }  // namespace corral

@@ -35,9 +35,15 @@
 // session, pump, extended protocol, backend) and the pieces with their own
 // seams (net, tls, prepared, router, admin_console, metrics, stats).
 //
+// Workers (Options::workers > 1): N event loops on N threads, each with its
+// own SO_REUSEPORT listener on the port, its clients and a share of each
+// pool; they share the Stats, each database's Scheduler and an in-process
+// key table serializing hot references across loops (workers_loop.cc).
+// Drain / Pause / Resume / Reload / Stop go to every loop.
+//
 // Thread safety: Create/Start/Stop from one controlling thread; port(),
-// stats(), scheduler() and the admin helpers may be called from any thread
-// while the loop runs.
+// stats(), worker_stats(), scheduler() and the admin helpers may be called
+// from any thread while the loops run.
 #ifndef CORRAL_ADAPTERS_PROXY_PROXY_H_
 #define CORRAL_ADAPTERS_PROXY_PROXY_H_
 
@@ -86,6 +92,17 @@ struct Options {
   int listen_port = 6432;  // 0 = ephemeral
   int pool_size = 4;       // backend connections = run queues
   int max_client_conn = 100;
+  // Event loops (threads) serving clients (README "Workers"): 1 = one loop,
+  // as always. N > 1: N loops, each with its own SO_REUSEPORT listener on
+  // the same port (the kernel spreads connections), its clients and a share
+  // of every pool (pool_size split, at least one backend each); the loops
+  // share each database's Scheduler (History, State) and serialize
+  // transactions on hot references through an in-process key table
+  // (key_locks.h): a reference whose History abort count reaches
+  // worker_lock_threshold takes its key before the transaction is routed.
+  // Not with cluster_name (refused at Create).
+  int workers = 1;
+  double worker_lock_threshold = 1;
   std::string auth_type = "trust";  // trust | md5 | scram-sha-256
   std::string auth_file;            // userlist.txt ("user" "password"), for md5 / scram
   std::map<std::string, std::string> users;  // filled from auth_file when empty
@@ -199,6 +216,8 @@ struct Options {
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
 };
 
+struct WorkerGroup;  // proxy_internal.h
+
 class Proxy {
  public:
   static absl::StatusOr<std::unique_ptr<Proxy>> Create(const Options& options);
@@ -226,7 +245,14 @@ class Proxy {
 
   int port() const { return port_.load(); }
   int metrics_port() const { return metrics_port_.load(); }
-  const Stats& stats() const { return stats_; }
+  const Stats& stats() const { return stats_; }  // every loop's (summed)
+  // workers > 1: per loop, what it accepted and ran, and its key waits
+  // (of them behind another loop's transaction); empty with one loop.
+  struct WorkerStats {
+    int64_t clients = 0, accepted = 0, transactions = 0, key_waits = 0, cross_waits = 0;
+  };
+  std::vector<WorkerStats> worker_stats() const;
+  int workers() const { return options_.workers; }
   // The default database's (config.h's DefaultDatabase): server_dbname, or
   // the first named [databases] entry. Other databases have their own.
   scheduler::Scheduler& scheduler() { return *scheduler_; }
@@ -240,8 +266,13 @@ class Proxy {
   Options options_;
   Stats stats_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
-  std::unique_ptr<Loop> loop_;
-  std::thread thread_;
+  // workers > 1: what the loops share (proxy_internal.h); null with one.
+  // Declared before the loops: destroyed after them.
+  std::unique_ptr<WorkerGroup> group_;
+  // Loop i runs on threads_[i]; loop 0 uses options_, the others copies.
+  std::vector<std::unique_ptr<Options>> worker_options_;
+  std::vector<std::unique_ptr<Loop>> loops_;
+  std::vector<std::thread> threads_;
   std::atomic<int> port_{0};
   std::atomic<int> metrics_port_{0};
 };

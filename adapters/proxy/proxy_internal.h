@@ -19,6 +19,9 @@
 //                      PAUSE / RESUME, draining for shutdown
 //   replay_loop.cc     transparent replay of a conflict-failed transaction
 //                      (replay.h): rolled back, re-run, results compared
+//   workers_loop.cc    workers > 1: the in-process keys of hot references
+//                      (key_locks.h), the inbox other loops post to, the
+//                      admin console's process-wide SHOW POOLS / WORKERS
 // TLS: Conn::Recv / SendSome are the I/O seam (plain socket or tls.h's
 // Session); client_session.cc answers SSLRequest and drives the handshake
 // from epoll, backend.cc negotiates TLS with the server before startup;
@@ -34,7 +37,11 @@
 //   loop.RequestStop(); t.join();
 //
 // Thread safety: everything here runs on the loop thread, except
-// RequestStop() and MetricsText() (atomics only), which any thread may call.
+// RequestStop() and MetricsText() (atomics only), Post(), KeysGranted() and
+// ForwardCancel() (an atomic / the inbox mutex, then the eventfd), which any
+// thread may call. workers > 1: each loop has its own thread and Options;
+// what they share is thread-safe (WorkerGroup: KeyLocks, atomics, a mutex;
+// the Schedulers; Stats' atomics).
 #ifndef CORRAL_ADAPTERS_PROXY_PROXY_INTERNAL_H_
 #define CORRAL_ADAPTERS_PROXY_PROXY_INTERNAL_H_
 
@@ -57,6 +64,7 @@
 #include "adapters/proxy/admin_console.h"
 #include "adapters/proxy/auth.h"
 #include "adapters/proxy/cluster.h"
+#include "adapters/proxy/key_locks.h"
 #include "adapters/proxy/prepared.h"
 #include "adapters/proxy/proxy.h"
 #include "adapters/proxy/replay.h"
@@ -66,6 +74,7 @@
 #include "adapters/proxy/steal.h"
 #include "adapters/proxy/template_cap.h"
 #include "adapters/proxy/tls.h"
+#include "common/tsan_visible_mutex.h"
 
 namespace corral {
 namespace proxy {
@@ -239,6 +248,11 @@ struct Client : Conn {
   // cap_since) until the transaction ends.
   enum class Cap { kNone, kWaiting, kRunning };
   Cap cap = Cap::kNone;
+  // Workers (key_locks.h, workers_loop.cc): its transaction waits for, or
+  // holds, the in-process keys of its hot references (taken before the
+  // template cap's slot and routing, released when it ends or it leaves).
+  enum class Keys { kNone, kWaiting, kHeld };
+  Keys keys = Keys::kNone;
   std::string cap_key;
   int64_t cap_since = 0;
   StatementMap stmts;
@@ -267,6 +281,9 @@ struct Database {
   DatabaseEntry entry;
   bool fallback = false;  // made from "*"
   std::unique_ptr<scheduler::Scheduler> own_sched;  // null for the default database (Proxy's)
+  // workers > 1: the group's Scheduler of this database (kept alive while
+  // this loop uses it, also after the group forgets an unknown "*" name).
+  std::shared_ptr<scheduler::Scheduler> shared_sched;
   scheduler::Scheduler* sched = nullptr;
   std::unique_ptr<Router> router;
   int pools = 0;
@@ -280,6 +297,31 @@ struct Database {
   // Multi-proxy mode (cluster.h); null when cluster_name is empty. Last:
   // stopped (joined) before the Scheduler it reads goes.
   std::unique_ptr<ClusterSync> cluster;
+};
+
+// workers > 1 (Options::workers, workers_loop.cc): what the event loops
+// share. The Proxy owns it; it outlives the loops. `loops` is filled
+// before any loop runs and fixed after. The Schedulers of databases other
+// than the default one (whose Scheduler is the Proxy's) are made here on
+// first use by whichever loop needs one, and shared.
+struct WorkerGroup {
+  explicit WorkerGroup(int n) : count(n), per(static_cast<size_t>(n)), pools(static_cast<size_t>(n)) {}
+  struct alignas(64) PerWorker {  // a cache line each: the loops write their own
+    std::atomic<int64_t> accepted{0};
+    std::atomic<int64_t> transactions{0};
+    std::atomic<int64_t> clients{0};
+    std::atomic<int64_t> key_waits{0};
+    std::atomic<int64_t> cross_waits{0};
+  };
+  const int count;
+  KeyLocks locks;
+  std::vector<Proxy::Loop*> loops;
+  std::vector<PerWorker> per;      // by worker index
+  std::atomic<int64_t> clients{0};  // connected to any loop (max_client_conn)
+  TsanVisibleMutex mu;
+  // Each loop's SHOW POOLS rows as of its last publish (every 200 ms).
+  std::vector<AdminTable> pools ABSL_GUARDED_BY(mu);
+  std::map<std::string, std::shared_ptr<scheduler::Scheduler>> scheds ABSL_GUARDED_BY(mu);
 };
 
 // The server connections of one (database, server login): its run queues
@@ -301,6 +343,18 @@ class Proxy::Loop : private AdminSource {
   Loop(Options* options, Stats* stats, scheduler::Scheduler* sched);
   ~Loop() override;
 
+  // workers > 1: this loop is worker `index` of `group` (before Init). Its
+  // listener then binds with SO_REUSEPORT; only worker 0 serves /metrics.
+  void SetWorker(int index, WorkerGroup* group) {
+    worker_ = index;
+    group_ = group;
+  }
+  // From any thread (workers_loop.cc): the keys of client `id`'s
+  // transaction were granted (KeyLocks' wake); a cancel request another
+  // loop received. Applied at this loop's next turn.
+  void KeysGranted(uint64_t client_id);
+  void ForwardCancel(int32_t pid, int32_t secret);
+
   absl::Status Init(std::atomic<int>* port, std::atomic<int>* metrics_port);
   void Run();
   void RequestStop() {
@@ -310,7 +364,7 @@ class Proxy::Loop : private AdminSource {
   std::string MetricsText() const;
 
   // Requests from any thread (ops.cc), applied by the loop at its next turn.
-  enum Request : uint32_t { kDrain = 1, kPause = 2, kResume = 4, kReload = 8 };
+  enum Request : uint32_t { kDrain = 1, kPause = 2, kResume = 4, kReload = 8, kInbox = 16, kStop = 32 };
   void Post(Request r) {
     requests_.fetch_or(r);
     Wake();
@@ -332,10 +386,31 @@ class Proxy::Loop : private AdminSource {
   bool Draining() const { return draining_; }
   // Draining: tells the client 57P01 admin_shutdown and closes it.
   void ShutdownClient(Client* c);
-  // AdminSource (ops.cc)
+  // AdminSource (ops.cc); with workers > 1 the admin console's PAUSE,
+  // RESUME, SHUTDOWN and RELOAD go to every loop (PAUSE is answered once
+  // this loop runs no transaction).
   void Pause() override;
   void Resume() override;
-  void Shutdown() override { stop_after_turn_ = true; }
+  void Shutdown() override;
+  // Posts `r` to every other loop (workers > 1; none else).
+  void PostOthers(Request r);
+
+  // --- workers (workers_loop.cc)
+  // Before c's transaction is routed: true when it may run (no key to
+  // take, or its keys are held); false when it waits for them (its first
+  // statement held; KeysGranted resumes it).
+  bool KeysAdmit(Client* c);
+  // c's transaction ended or c left: its keys (held or waited for) go.
+  void KeysRelease(Client* c);
+  uint64_t KeyTicket(const Client* c) const { return (uint64_t(uint32_t(worker_)) << 48) | c->id; }
+  // Grants and forwarded cancels (kInbox).
+  void ApplyInbox();
+  // Every 200 ms: this loop's SHOW POOLS rows into the group.
+  void PublishWorker(int64_t now);
+  // The Pools() rows of this loop (live), with a worker column when
+  // workers > 1.
+  AdminTable LocalPools() const;
+  AdminTable Workers() const override;
 
   // --- plumbing (loop.cc)
   void AddFd(Conn* c, uint32_t events);
@@ -377,7 +452,9 @@ class Proxy::Loop : private AdminSource {
   }
   // AdminSource (loop.cc)
   const Stats& stats() const override { return stats_; }
-  int64_t clients_now() const override { return static_cast<int64_t>(clients_.size()); }
+  int64_t clients_now() const override {
+    return group_ != nullptr ? group_->clients.load() : static_cast<int64_t>(clients_.size());
+  }
   std::vector<QueueRow> Queues() const override;
   std::vector<ClientRow> Clients() const override;
   std::vector<HistoryRow> TopByAborts(size_t k) const override;
@@ -586,7 +663,10 @@ class Proxy::Loop : private AdminSource {
   absl::StatusOr<std::string> PasswordOf(Client* c);
   // AdminSource (databases.cc)
   AdminTable Databases() const override;
+  // SHOW POOLS: this loop's pools (PoolRows); workers > 1: every loop's,
+  // with a worker column (the others' as of their last publish).
   AdminTable Pools() const override;
+  AdminTable PoolRows() const;
   AdminTable Users() const override;
   AdminTable TemplateRows() const override;
 
@@ -668,6 +748,15 @@ class Proxy::Loop : private AdminSource {
   std::string cluster_proxy_id_;  // multi-proxy mode: this proxy's row key
   int64_t cluster_stmt_seq_ = 0;  // names of the lock / unlock statements (never reused)
   std::atomic<int64_t> clients_now_{0};
+  // workers > 1: this loop's index and the group (null with one loop), the
+  // clients waiting for their keys (by id), the inbox other threads fill.
+  int worker_ = 0;
+  WorkerGroup* group_ = nullptr;
+  absl::flat_hash_map<uint64_t, Client*> key_waiters_;
+  int64_t published_at_ = 0;
+  TsanVisibleMutex inbox_mu_;
+  std::vector<uint64_t> inbox_grants_ ABSL_GUARDED_BY(inbox_mu_);
+  std::vector<std::pair<int32_t, int32_t>> inbox_cancels_ ABSL_GUARDED_BY(inbox_mu_);
   const bool trace_ = std::getenv("CORRAL_PROXY_TRACE") != nullptr;  // message trace on stderr
 };
 

@@ -546,6 +546,25 @@ TEST(Config, TemplateConcurrency) {
   EXPECT_FALSE(ApplyDatabaseLine("x", "template_concurrency=maybe", &o).ok());
 }
 
+TEST(Config, Workers) {
+  Options o;
+  EXPECT_EQ(o.workers, 1);  // one event loop unless asked
+  ASSERT_TRUE(ParseConfigText("workers = 2\nworker_lock_threshold = 1.5\n", "t.ini", &o).ok());
+  EXPECT_EQ(o.workers, 2);
+  EXPECT_EQ(o.worker_lock_threshold, 1.5);
+  EXPECT_FALSE(ApplyConfigLine("workers", "0", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("workers", "many", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("worker_lock_threshold", "0", &o).ok());
+  o.schema = nullptr;
+  EXPECT_TRUE(Proxy::Create(o).ok());
+  // Not with multi-proxy mode, and at least one loop.
+  o.cluster_name = "shop";
+  EXPECT_FALSE(Proxy::Create(o).ok());
+  o.cluster_name = "";
+  o.workers = 0;
+  EXPECT_FALSE(Proxy::Create(o).ok());
+}
+
 TEST(Config, Replay) {
   Options o;
   EXPECT_FALSE(o.replay);  // the defaults

@@ -51,7 +51,7 @@ void Proxy::Loop::Pump(Client* c) {
       c->pending.pop_front();
       continue;
     }
-    if (c->waiting || c->cap == Client::Cap::kWaiting) return;
+    if (c->waiting || c->cap == Client::Cap::kWaiting || c->keys == Client::Keys::kWaiting) return;
     if (!StartUnit(c)) return;
   }
 }
@@ -174,7 +174,8 @@ void Proxy::Loop::StartTxn(Client* c) {
     ShutdownClient(c);
     return;
   }
-  if (!CapAdmit(c)) return;  // waits for a slot of its template (tcap_loop.cc)
+  if (!KeysAdmit(c)) return;  // workers > 1: waits for its hot references' keys (workers_loop.cc)
+  if (!CapAdmit(c)) return;   // waits for a slot of its template (tcap_loop.cc)
   const StealMode mode = steal_mode();
   // Affinity only matters to the affinity-aware rule (it costs a Decide).
   const bool want = mode == StealMode::kAffinity || mode == StealMode::kInFlight;
@@ -208,6 +209,7 @@ void Proxy::Loop::StartTxn(Client* c) {
   }
   if (c->affinity) stats_.affine_txns++;
   stats_.transactions++;
+  if (group_ != nullptr) group_->per[worker_].transactions++;
   Backend* b = pool.backends[qi].get();
   const bool blocked = mode == StealMode::kInFlight && Blocked(c);
   if (!paused_ && b->Free() && pool.waitq[qi].empty() && !blocked) {
@@ -375,6 +377,7 @@ void Proxy::Loop::RememberForRetry(Client* c, scheduler::Outcome o) {
 }
 
 void Proxy::Loop::Detach(Backend* b, Client* c) {
+  KeysRelease(c);  // workers > 1: its transaction's keys
   c->replay.Clear();
   b->client = nullptr;
   ReplayHolderEnded(b);

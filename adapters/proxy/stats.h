@@ -6,8 +6,8 @@
 //   s.commits++;                       // the event loop counts
 //   int64_t c = s.commits.load();      // anyone reads
 //
-// Thread safety: every counter is an atomic; the loop thread writes, any
-// thread reads.
+// Thread safety: every counter is an atomic; the loop threads write (with
+// workers > 1 every loop adds to the one Stats), any thread reads.
 #ifndef CORRAL_ADAPTERS_PROXY_STATS_H_
 #define CORRAL_ADAPTERS_PROXY_STATS_H_
 
@@ -107,6 +107,12 @@ struct Stats {
   // (replay.h: implicit transaction, rows of the failed Execute sent, ...).
   std::atomic<int64_t> replays_extended{0};
   std::atomic<int64_t> replay_unreplayable_shape{0};
+  // Workers (workers > 1, key_locks.h): transactions that took keys of hot
+  // references, of them those that waited, of the waits those behind a
+  // transaction of another worker (loop).
+  std::atomic<int64_t> worker_key_txns{0};
+  std::atomic<int64_t> worker_key_waits{0};
+  std::atomic<int64_t> worker_key_cross_waits{0};
 };
 
 }  // namespace proxy

@@ -105,3 +105,14 @@ start_pgbouncer() {
     /usr/sbin/pgbouncer -q "$file" &
   fi
 }
+
+# CPU ticks (user + system) of the given pids and their children (with
+# `all`: also the children that exited, as their parent counts them).
+cpu_ticks() {
+  local p kids=() all=0
+  [ "${1:-}" = all ] && all=1 && shift
+  for p in "$@"; do kids+=($(pgrep -P "$p" 2>/dev/null || true)); done
+  { for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null | sed 's/^.*) //' | awk -v a=$all '{ print $12 + $13 + a * ($14 + $15) }'; done
+    for p in "${kids[@]}"; do cat "/proc/$p/stat" 2>/dev/null | sed 's/^.*) //' | awk '{ print $12 + $13 }'; done
+  } | awk '{ t += $1 } END { print t + 0 }'
+}

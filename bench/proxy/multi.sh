@@ -138,16 +138,6 @@ split_run() {  # dur args...
   echo "$tps $retried $failed"
 }
 
-# CPU ticks (user + system) of the given pids and their children (with
-# `all`: also the children that exited, as their parent counts them).
-cpu_ticks() {
-  local p kids=() all=0
-  [ "${1:-}" = all ] && all=1 && shift
-  for p in "$@"; do kids+=($(pgrep -P "$p" 2>/dev/null || true)); done
-  { for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null | sed 's/^.*) //' | awk -v a=$all '{ print $12 + $13 + a * ($14 + $15) }'; done
-    for p in "${kids[@]}"; do cat "/proc/$p/stat" 2>/dev/null | sed 's/^.*) //' | awk '{ print $12 + $13 }'; done
-  } | awk '{ t += $1 } END { print t + 0 }'
-}
 PG_PID=$(head -1 "$(psql -X -At -h 127.0.0.1 -p "$PGPORT" -U postgres -c 'SHOW data_directory')/postmaster.pid" \
   2>/dev/null || echo 0)
 TICK=$(getconf CLK_TCK)

@@ -42,7 +42,12 @@
 # transparent replay on as well, adapters/proxy/replay.h, e.g.
 #     CORRAL_MODES="on replay" PATHS="pgbouncer corral corral-replay" \
 #         WORKLOADS="two-row transfer function-pair order" bash bench/proxy/run.sh
-# ). Prints one line per run, then a summary: tps vs
+# ; w2 = on with workers = 2 event loops, issue 25: a corral-<mode> in
+# PATHS runs even when CORRAL_MODES leaves it out, e.g.
+#     SECONDS_PER_RUN=10 CORRAL_MODES=on PATHS="pgbouncer corral corral-w2" \
+#         WORKLOADS="select-only hot-row" bash bench/proxy/run.sh
+# ). Prints one line per run (with proxy_cpu_us/txn: the PgBouncer or
+# Corral process's user + system CPU over the run per transaction), then a summary: tps vs
 # PgBouncer, retried transactions vs PgBouncer and direct, and the contention
 # penalty (hot tps / cold tps on the same path).
 #
@@ -121,8 +126,10 @@ chmod 644 "$WORK"/*
 if [ "$TLS" = 1 ]; then chown postgres "$WORK/server.key" && chmod 600 "$WORK/server.key"; fi
 start_pgbouncer "$WORK/pgbouncer.ini" "$WORK/pgbouncer.log"
 pids+=($!)
+BPID=$!
 
 declare -A PORT CPID
+CPID[pgbouncer]=$BPID
 PORT[direct]=$PGPORT
 PORT[pgbouncer]=$BPORT
 cat > "$WORK/corral.ini" <<INI
@@ -134,11 +141,18 @@ policy = $POLICY
 steal_after_ms = $STEAL_AFTER_MS
 $TLS_INI
 INI
+# A corral-<mode> path in PATHS whose mode CORRAL_MODES leaves out runs too
+# (e.g. CORRAL_MODES=on PATHS="pgbouncer corral corral-w2").
+for p in $PATHS; do
+  case $p in corral-*) case " $CORRAL_MODES " in *" ${p#corral-} "*) ;; *) CORRAL_MODES="$CORRAL_MODES ${p#corral-}" ;; esac ;; esac
+done
 for mode in $CORRAL_MODES; do
   name=corral-$mode
   [ $mode = on ] && name=corral
   PORT[$name]=$(free_port)
   margs="stealing=$mode"
+  # w2 / w4: stealing on with 2 / 4 event loops (workers, README "Workers").
+  case $mode in w[0-9]*) margs="stealing=on workers=${mode#w}" ;; esac
   [ $mode = noretry ] && margs="stealing=on retry_routing=off"
   [ $mode = templates ] && margs="stealing=on templates=on"
   [ $mode = tcap ] && margs="stealing=on template_concurrency=on"
@@ -201,16 +215,25 @@ run() {  # path workload variant args...
     psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "VACUUM pgbench_accounts" >/dev/null
   fi
   admin_snapshot "$path" "$workload" "$variant" start
+  # The proxy's CPU (user + system, PgBouncer's or Corral's process) over
+  # the run, per transaction pgbench counted.
+  local t0 t1 cpu=-
+  [ -n "${CPID[$path]:-}" ] && t0=$(cpu_ticks "${CPID[$path]}")
   out=$(PGSSLMODE=$ssl pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 -T "$DUR" "$@" $DB 2>&1) || true
+  [ -n "${CPID[$path]:-}" ] && t1=$(cpu_ticks "${CPID[$path]}")
   admin_snapshot "$path" "$workload" "$variant" end
-  local tps retried pct failed
+  local tps retried pct failed txns
   tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
   retried=$(echo "$out" | sed -n 's/^number of transactions retried: \([0-9]*\) .*/\1/p')
   pct=$(echo "$out" | sed -n 's/^number of transactions retried: [0-9]* (\([0-9.]*\)%).*/\1/p')
   failed=$(echo "$out" | sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p')
+  txns=$(echo "$out" | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p')
+  if [ -n "${t0:-}" ] && [ -n "${txns:-}" ] && [ "$txns" -gt 0 ]; then
+    cpu=$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$txns" 'BEGIN { printf "%.1f", d * 1e6 / hz / n }')
+  fi
   [ -n "$tps" ] || echo "$out" | tail -5 >&2
-  printf 'r%s %-11s %-11s %-4s tps=%-10s retried=%-8s (%s%%) failed=%s\n' "$ROUND" "$path" "$workload" "$variant" \
-    "${tps:-?}" "${retried:--}" "${pct:--}" "${failed:-?}"
+  printf 'r%s %-11s %-11s %-4s tps=%-10s retried=%-8s (%s%%) failed=%s proxy_cpu_us/txn=%s\n' "$ROUND" "$path" \
+    "$workload" "$variant" "${tps:-?}" "${retried:--}" "${pct:--}" "${failed:-?}" "$cpu"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$path" "$workload" "$variant" "${tps:-0}" "${retried:-0}" \
     "${pct:-0}" "${failed:-0}" >> "$RES"
 }

@@ -69,16 +69,7 @@ class ClusterTest : public ScratchTableTest {
 
   // Proxy `p` learns a serialization failure on row k: a SERIALIZABLE
   // transaction reads it, the row changes behind it, its update fails.
-  void LearnAbort(ProxyUnderTest& p, int k) {
-    PGconn* x = PQconnectdb(p.ClientConninfo().c_str());
-    ASSERT_EQ(PQstatus(x), CONNECTION_OK);
-    ASSERT_EQ(ExecValue(x, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
-    ASSERT_EQ(ExecValue(x, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k)), "0");
-    ASSERT_EQ(ExecValue(server_conn_, Update(k)), "UPDATE 1");
-    ASSERT_EQ(ExecValue(x, Update(k)), "ERROR 40001");
-    ExecValue(x, "ROLLBACK");
-    PQfinish(x);
-  }
+  void LearnAbort(ProxyUnderTest& p, int k) { proxy::LearnAbort(p.ClientConninfo(), server_conn_, table_, k); }
 
   // The advisory-lock rows on key `key` in pg_locks: "granted" or "waiting"
   // counts.

@@ -121,6 +121,12 @@ class ScratchClientsTest : public ScratchTableTest {
   std::string Update(int k) const;
   std::vector<PGconn*> conns_;
 };
+// The proxy at `proxy_conninfo` learns a serialization failure on row k of
+// `table` (k int primary key, v int, v = 0): a SERIALIZABLE transaction
+// reads it, `server` (a direct connection) updates the row behind it, its
+// own update fails with 40001. The row's v is 1 afterwards.
+void LearnAbort(const std::string& proxy_conninfo, PGconn* server, const std::string& table, int k);
+
 // Drops and creates database `db` on the server (for tests that load their
 // own data or need the proxy to read their tables from the catalog).
 absl::Status RecreateDatabase(const ServerInfo& server, const std::string& db);

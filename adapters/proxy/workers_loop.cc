@@ -1,0 +1,159 @@
+// Proxy::Loop: the hooks of `workers` > 1 (proxy.h Options::workers,
+// WorkerGroup in proxy_internal.h). Several loops, one per thread, each
+// accepting on its own SO_REUSEPORT listener, keep one schedule:
+//   - the Scheduler (History, State) of each database is shared (the
+//     default database's is the Proxy's; others are made in the group);
+//   - a transaction whose first unit names a reference with at least
+//     worker_lock_threshold aborts in the History takes that reference's key
+//     in the group's KeyLocks before it is routed (after a held BEGIN, before
+//     its template slot), so no two loops run it at once on different
+//     backends; a waiter keeps its first statement in c->pending (Pump does
+//     not look at it) until KeyLocks' wake posts the grant to its loop
+//     (kInbox), and the keys go when the transaction ends (Detach) or the
+//     client leaves (CloseClient).
+// With one loop (group_ null) every hook here is a no-op.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "adapters/proxy/proxy_internal.h"
+#include "common/clock.h"
+
+namespace corral {
+namespace proxy {
+
+void Proxy::Loop::KeysGranted(uint64_t client_id) {
+  {
+    TsanVisibleMutexLock l(&inbox_mu_);
+    inbox_grants_.push_back(client_id);
+  }
+  Post(kInbox);
+}
+
+void Proxy::Loop::ForwardCancel(int32_t pid, int32_t secret) {
+  {
+    TsanVisibleMutexLock l(&inbox_mu_);
+    inbox_cancels_.emplace_back(pid, secret);
+  }
+  Post(kInbox);
+}
+
+void Proxy::Loop::PostOthers(Request r) {
+  if (group_ == nullptr) return;
+  for (Loop* other : group_->loops) {
+    if (other != this) other->Post(r);
+  }
+}
+
+bool Proxy::Loop::KeysAdmit(Client* c) {
+  if (group_ == nullptr || c->keys == Client::Keys::kHeld) return true;
+  if (c->keys == Client::Keys::kWaiting) return false;
+  // The keys of its hot references, per database (a reference of another
+  // database is another key).
+  const history::History& h = c->pool->db->sched->history();
+  const uint64_t salt = std::hash<std::string>()(c->pool->db->entry.name);
+  std::vector<uint64_t> keys;
+  for (RefId r : c->route.txn.refs) {
+    history::History::Counts n;
+    if (h.Get(r, &n) && static_cast<double>(n.aborts) >= opt_.worker_lock_threshold) keys.push_back(r.value() ^ salt);
+  }
+  if (keys.empty()) return true;
+  stats_.worker_key_txns++;
+  bool cross = false;
+  Loop* self = this;
+  const uint64_t ticket = KeyTicket(c);
+  const uint64_t id = c->id;
+  if (group_->locks.Acquire(worker_, ticket, std::move(keys), &cross,
+                            [self, id](uint64_t) { self->KeysGranted(id); })) {
+    c->keys = Client::Keys::kHeld;
+    return true;
+  }
+  c->keys = Client::Keys::kWaiting;
+  c->wait_since = MonoNanos();  // query_wait_timeout covers this wait too
+  key_waiters_[c->id] = c;
+  stats_.worker_key_waits++;
+  group_->per[worker_].key_waits++;
+  if (cross) {
+    stats_.worker_key_cross_waits++;
+    group_->per[worker_].cross_waits++;
+  }
+  return false;
+}
+
+void Proxy::Loop::KeysRelease(Client* c) {
+  if (c->keys == Client::Keys::kNone) return;
+  if (c->keys == Client::Keys::kWaiting) key_waiters_.erase(c->id);
+  c->keys = Client::Keys::kNone;
+  group_->locks.Release(KeyTicket(c));  // may wake waiters (ours: through the inbox)
+}
+
+void Proxy::Loop::ApplyInbox() {
+  std::vector<uint64_t> grants;
+  std::vector<std::pair<int32_t, int32_t>> cancels;
+  {
+    TsanVisibleMutexLock l(&inbox_mu_);
+    grants.swap(inbox_grants_);
+    cancels.swap(inbox_cancels_);
+  }
+  for (const auto& [pid, secret] : cancels) {
+    auto it = keys_.find((uint64_t(uint32_t(pid)) << 32) | uint32_t(secret));
+    if (it != keys_.end() && it->second->backend != nullptr) {
+      stats_.cancels++;
+      SendCancel(it->second->backend);
+    }
+  }
+  for (uint64_t id : grants) {
+    auto it = key_waiters_.find(id);
+    if (it == key_waiters_.end()) continue;  // it left (its wait was withdrawn, or its keys released)
+    Client* w = it->second;
+    key_waiters_.erase(it);
+    if (w->dead || w->keys != Client::Keys::kWaiting) continue;
+    w->keys = Client::Keys::kHeld;
+    StartTxn(w);  // routed now (or waits for its template slot)
+    if (!w->dead) Pump(w);
+  }
+}
+
+AdminTable Proxy::Loop::LocalPools() const {
+  AdminTable t = PoolRows();
+  if (group_ == nullptr) return t;
+  t.columns.insert(t.columns.begin(), "worker");
+  for (auto& r : t.rows) r.insert(r.begin(), std::to_string(worker_));
+  return t;
+}
+
+void Proxy::Loop::PublishWorker(int64_t now) {
+  if (group_ == nullptr || now - published_at_ < 200 * 1000000LL) return;
+  published_at_ = now;
+  AdminTable t = LocalPools();
+  TsanVisibleMutexLock l(&group_->mu);
+  group_->pools[worker_] = std::move(t);
+}
+
+AdminTable Proxy::Loop::Pools() const {
+  if (group_ == nullptr) return PoolRows();
+  AdminTable t = LocalPools();
+  TsanVisibleMutexLock l(&group_->mu);
+  for (int i = 0; i < group_->count; ++i) {
+    if (i == worker_) continue;
+    for (const auto& r : group_->pools[i].rows) t.rows.push_back(r);
+  }
+  return t;
+}
+
+AdminTable Proxy::Loop::Workers() const {
+  AdminTable t;
+  if (group_ == nullptr) return t;
+  t.columns = {"worker", "clients", "accepted", "transactions", "key_waits", "cross_waits"};
+  for (int i = 0; i < group_->count; ++i) {
+    const WorkerGroup::PerWorker& p = group_->per[i];
+    t.rows.push_back({std::to_string(i), std::to_string(p.clients.load()), std::to_string(p.accepted.load()),
+                      std::to_string(p.transactions.load()), std::to_string(p.key_waits.load()),
+                      std::to_string(p.cross_waits.load())});
+  }
+  return t;
+}
+
+}  // namespace proxy
+}  // namespace corral
