@@ -60,6 +60,9 @@ ABSL_FLAG(double, history_half_life_s, -1,
 ABSL_FLAG(int, split_max_k, -1,
           "hot-spot splitting: at most this many queues per hot reference (1 = off; -1 = default: 4 online, "
           "off phased)");
+ABSL_FLAG(bool, rebalance, true,
+          "with hot-spot splitting: move a lead reference off a queue that runs two busy ones onto an underused "
+          "queue");
 ABSL_FLAG(int, queues, 4, "run queues = worker threads");
 ABSL_FLAG(int, clients, 0, "closed loop: transactions kept outstanding (0 = 2 x queues)");
 ABSL_FLAG(double, arrival_rate, 0, "> 0: open loop (throttled) at this many transactions/s, Poisson arrivals");
@@ -155,6 +158,7 @@ int RunBench(const std::vector<char*>& args) {
   c.txn_delay_us = absl::GetFlag(FLAGS_txn_delay_us);
   c.history_half_life_s = absl::GetFlag(FLAGS_history_half_life_s);
   c.split_max_k = absl::GetFlag(FLAGS_split_max_k);
+  c.rebalance = absl::GetFlag(FLAGS_rebalance);
   c.backend = absl::GetFlag(FLAGS_backend);
   c.conninfo = absl::GetFlag(FLAGS_conninfo);
   for (const auto& kv : std::vector<std::pair<const char*, std::string>>{

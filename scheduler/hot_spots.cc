@@ -9,6 +9,26 @@ namespace {
 constexpr auto kRelaxed = std::memory_order_relaxed;
 }  // namespace
 
+std::pair<int, int> RebalanceRule::Pick(const std::vector<int64_t>& started,
+                                        const std::vector<bool>& movable) const {
+  const int n = static_cast<int>(started.size());
+  if (n < 2) return {-1, -1};
+  int64_t sum = 0;
+  for (int64_t v : started) sum += v;
+  const double mean = static_cast<double>(sum) / n;
+  int hi = -1, lo = -1;
+  for (int q = 0; q < n; ++q) {
+    if (!movable[q]) continue;
+    if (hi < 0 || started[q] > started[hi]) hi = q;
+    if (lo < 0 || started[q] < started[lo]) lo = q;
+  }
+  if (hi < 0 || hi == lo) return {-1, -1};
+  if (static_cast<double>(started[lo]) >= low * mean || static_cast<double>(started[hi]) <= high * mean) {
+    return {-1, -1};
+  }
+  return {hi, lo};
+}
+
 int SplitRule::Step(SplitState* st, const SplitSample& s) const {
   const int cap = std::max(1, std::min(max_k, HotSpots::kMaxSet));
   st->k = std::max(1, std::min(st->k, cap));

@@ -79,6 +79,34 @@ TEST(SplitRuleTest, FollowsASyntheticHotSpotThatComesAndGoes) {
   EXPECT_LE(windows, 40);
 }
 
+// The TPC-C shape that motivated it: two warehouses on queues 3 and 4 each,
+// queue 1 idle. The busiest movable queue gives its lead to the idlest, when
+// the lead carries less than the gap.
+TEST(RebalanceRuleTest, MovesALeadFromADoubledQueueToAnIdleOne) {
+  RebalanceRule rr;
+  const std::vector<int64_t> started = {660, 2, 780, 1590, 1570, 770, 800, 790};
+  const std::vector<bool> all(8, true);
+  EXPECT_EQ(rr.Pick(started, all), std::make_pair(3, 1));
+  // One of queue 3's two warehouses (~half its load) evens the pair.
+  EXPECT_TRUE(rr.Worth(1590, 2, 795));
+  // A queue with one hot reference (all its load): moving it only swaps
+  // the two queues; splitting answers that, not moving.
+  EXPECT_FALSE(rr.Worth(1590, 2, 1590));
+  EXPECT_FALSE(rr.Worth(1590, 2, 0));   // no load measured for the lead
+  EXPECT_FALSE(rr.Worth(1590, 2, 51));  // too light to even the two
+  // Queues in a split set are neither source nor target.
+  std::vector<bool> movable = all;
+  movable[3] = false;
+  movable[1] = false;
+  EXPECT_EQ(rr.Pick(started, movable), std::make_pair(-1, -1));  // queue 0 is not underused
+  std::vector<int64_t> two_idle = started;
+  two_idle[0] = 5;
+  EXPECT_EQ(rr.Pick(two_idle, movable), std::make_pair(4, 0));
+  // Even enough: nothing below half the mean, or nothing above 1.3x.
+  EXPECT_EQ(rr.Pick({100, 60, 120, 110, 100, 90, 100, 100}, all), std::make_pair(-1, -1));
+  EXPECT_EQ(rr.Pick({100, 10, 110, 110, 100, 90, 100, 100}, all), std::make_pair(-1, -1));
+}
+
 TEST(HotSpotsTest, RoutesASplitReferenceToItsShortestQueue) {
   HotSpots hs(8, 4);
   const RefId hot = RefId::Of("w_id=1");

@@ -312,10 +312,14 @@ void Scheduler::SplitStep(int64_t now) {
                                         : (t.conflict_aborts > 0 ? 1.0 : 0.0);
     return std::make_pair(s, static_cast<int64_t>(t.started));
   };
+  // Rebalancing first: a queue that waits because it runs two busy leads
+  // while another queue idles is evened by a move, which costs no conflicts;
+  // a split of it would. A window with a move starts no split.
+  const bool moved = options_.split.rebalance && Rebalance(d, now);
   // New candidates: a queue outside every set whose own rule (k = 1) says
   // "grow", led by one reference.
   split_probe_.resize(static_cast<size_t>(n));
-  for (int q = 0; q < n; ++q) {
+  for (int q = 0; q < n && !moved; ++q) {
     if (taken[q] || static_cast<int64_t>(d[q].started) < options_.split.min_started) {
       split_probe_[q] = SplitState();
       continue;
@@ -387,6 +391,53 @@ void Scheduler::SplitStep(int64_t now) {
     }
     ++i;
   }
+}
+
+bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
+  (void)now;
+  ++rebalance_since_;
+  if (rebalance_wait_ > 0) {
+    --rebalance_wait_;
+    return false;
+  }
+  const int n = num_queues_;
+  std::vector<int64_t> started(n);
+  std::vector<bool> movable(n, true);
+  int64_t sum = 0;
+  for (int q = 0; q < n; ++q) {
+    started[q] = static_cast<int64_t>(d[q].started);
+    sum += started[q];
+  }
+  if (sum < options_.split.min_started * n) return false;  // too little to say
+  for (const SplitEntry& e : split_) {
+    for (int q : e.queues) movable[q] = false;
+  }
+  const RebalanceRule& rule = options_.split.rebalance_rule;
+  const auto [hi, lo] = rule.Pick(started, movable);
+  if (hi < 0) return false;
+  int64_t weight = 0;
+  const RefId lead = hot_spots_->DominantLead(hi, &weight);
+  if (lead.value() == 0 || weight < 4) return false;
+  state::State::Info info;
+  if (!state_->Get(lead, &info) || info.total == 0) return false;
+  // Its transactions a window, from its smoothed arrival rate.
+  const double lead_load = info.rate_per_s * static_cast<double>(options_.split.window_ns) / 1e9;
+  if (!rule.Worth(started[hi], started[lo], lead_load)) return false;
+  // The reference moved last, to be moved again soon: the loads shift under
+  // it (a hot spot forming); splitting, not moving, answers that.
+  if (lead == rebalance_last_ && rebalance_since_ < 5 * rule.cooldown_windows) return false;
+  std::vector<uint64_t> row(static_cast<size_t>(n), 0);
+  row[static_cast<size_t>(lo)] = info.total;
+  state_->Set(lead, row);
+  rebalance_last_ = lead;
+  rebalance_since_ = 0;
+  rebalance_wait_ = rule.cooldown_windows;
+  rebalance_moves_.fetch_add(1, std::memory_order_relaxed);
+  Log(absl::StrFormat("rebalance: ref %016x queue %d -> %d (window: %lld vs %lld transactions started, "
+                      "mean %.0f; the reference ~%.0f)",
+                      lead.value(), hi, lo, static_cast<long long>(started[hi]), static_cast<long long>(started[lo]),
+                      static_cast<double>(sum) / n, lead_load));
+  return true;
 }
 
 void Scheduler::AutoStep(int64_t now) {

@@ -32,7 +32,9 @@
 //     and retries per commit of the window; for each split reference (and
 //     each queue whose wait says "grow" with a dominant lead reference)
 //     SplitRule gives the next k; queues are added by the shortest measured
-//     wait, removed last-added first (scheduler/hot_spots.h).
+//     wait, removed last-added first (scheduler/hot_spots.h). With
+//     split.rebalance, the same window moves a lead reference off a queue
+//     that runs two busy ones onto an underused queue (RebalanceRule).
 //   - --policy=auto (Options::autopolicy): a PolicyBandit over the arms,
 //     reward = commits per second over a window (after `settle_ns` following
 //     a switch); each switch is logged with its reason (Options::log) and
@@ -95,6 +97,10 @@ class Scheduler {
       int max_entries = 8;          // hot references split at once
       int64_t window_ns = 200000000;
       int64_t min_started = 20;     // a queue needs this many txns in a window to count
+      // Also even out the queues' loads by moving a lead reference from an
+      // overloaded queue to an underused one (hot_spots.h RebalanceRule).
+      bool rebalance = true;
+      RebalanceRule rebalance_rule;
     } split;
     struct Auto {
       bool enabled = false;
@@ -163,6 +169,8 @@ class Scheduler {
   void Tick();
   // The largest k of a split hot reference (1 when none is split).
   int HotQueues() const { return hot_spots_ == nullptr ? 1 : hot_spots_->MaxK(); }
+  // Lead references moved between queues by rebalancing so far.
+  int64_t rebalance_moves() const { return rebalance_moves_.load(std::memory_order_relaxed); }
   HotSpots* hot_spots() { return hot_spots_.get(); }
   void SetStealing(bool on);
 
@@ -181,6 +189,9 @@ class Scheduler {
   void TickerLoop();
   void StopTicker();
   void SplitStep(int64_t now);
+  // Rebalancing (Options::split.rebalance), on SplitStep's window `d`:
+  // whether a lead reference moved.
+  bool Rebalance(const std::vector<QueueLoad>& d, int64_t now);
   void AutoStep(int64_t now);
   uint64_t CommitsSoFar() const;
   void Log(const std::string& line) const;
@@ -227,6 +238,10 @@ class Scheduler {
   };
   std::vector<SplitEntry> split_;
   std::vector<SplitState> split_probe_;  // per queue outside every set: its own k=1 rule state
+  int rebalance_wait_ = 0;               // windows until the next move may happen
+  RefId rebalance_last_;                 // the reference moved last
+  int rebalance_since_ = 0;              // windows since that move
+  std::atomic<int64_t> rebalance_moves_{0};
 };
 
 }  // namespace scheduler

@@ -67,7 +67,7 @@ const std::vector<std::string>& SettingKeys() {
       "arrival_rate", "warehouses", "scale", "theta", "hot_fraction", "hot_size", "skew_phases",
       "duration", "warmup", "phase1", "repeat", "mode", "seed", "stealing", "retry_wait_us", "max_attempts",
       "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
-      "pg_seqscan", "history_half_life_s", "split_max_k", "tpcc_mix", "tpcc_rows", "update_rate",
+      "pg_seqscan", "history_half_life_s", "split_max_k", "rebalance", "tpcc_mix", "tpcc_rows", "update_rate",
       "calvin_batch", "qstore_batch", "qstore_queues", "qstore_planners", "qstore_placement",
       "qstore_learn_txns", "sets",
       "orthrus_cc_threads"};
@@ -183,6 +183,7 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
   if (key == "txn_delay_us") return Dbl(key, v, &c->txn_delay_us);
   if (key == "history_half_life_s") return Dbl(key, v, &c->history_half_life_s);
   if (key == "split_max_k") return Num(key, v, &c->split_max_k);
+  if (key == "rebalance") return Bool(key, v, &c->rebalance);
   if (key == "show_learned") return Num(key, v, &c->show_learned);
   if (key == "retry_wait_us") return Dbl(key, v, &c->retry_wait_us);
   if (key == "ref_multiplicity") return Bool(key, v, &c->ref_multiplicity);

@@ -126,6 +126,9 @@ struct BenchConfig {
   // hot reference; 1 = off (serialize, as the paper); negative = the
   // default: 4 in online mode, off in phased mode. Learned policies only.
   int split_max_k = -1;
+  // With splitting on: also move a lead reference off a queue that runs two
+  // busy ones onto an underused queue (scheduler/hot_spots.h RebalanceRule).
+  bool rebalance = true;
   // Set by ExpandCells: the cell's values of the experiment's sweep
   // dimensions other than policy and protocol ("txn_delay_us=300"), so cells
   // that differ only there get tables, CSV rows and Phase I Histories of

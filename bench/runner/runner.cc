@@ -373,8 +373,11 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   // Online tuning (scheduler.h): aging, hot-spot splitting, auto.
   so.history.half_life_ns = static_cast<int64_t>(EffectiveHalfLifeS(c) * 1e9);
   const int split_k = EffectiveSplitMaxK(c);
-  so.split.enabled = split_k > 1 && (auto_policy || spec.sched_policy.kind == PolicyKind::kLearned);
+  // Splitting off (k = 1) still measures the windows when rebalancing is on.
+  so.split.enabled = (split_k > 1 || (c.rebalance && c.mode == RunMode::kOnline)) &&
+                     (auto_policy || spec.sched_policy.kind == PolicyKind::kLearned);
   so.split.rule.max_k = split_k;
+  so.split.rebalance = c.rebalance;
   so.autopolicy.enabled = auto_policy;
   std::mutex log_mu;
   std::vector<std::string> switch_log;

@@ -309,6 +309,9 @@ TEST(Config, OnlineTuningKeysAndDefaults) {
   EXPECT_EQ(EffectiveHalfLifeS(c), 0.0);
   EXPECT_EQ(EffectiveSplitMaxK(c), 1);
   EXPECT_FALSE(ApplySetting(&c, "split_max_k", "many").ok());
+  EXPECT_TRUE(c.rebalance);
+  ASSERT_TRUE(ApplySetting(&c, "rebalance", "off").ok());
+  EXPECT_FALSE(c.rebalance);
 }
 
 TEST(Config, BooleanKeysTakeOnOffAndNameTheKeyOnABadValue) {
