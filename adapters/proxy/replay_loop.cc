@@ -41,16 +41,45 @@
 // Sync, rows of the failed Execute sent, an error not an Execute's). A
 // COMMIT the server failed with 40001 is replayed; one whose
 // outcome is unknown (the server connection lost) never is (FailBackend).
+#include <vector>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/types/optional.h"
 #include "adapters/proxy/proxy_internal.h"
 #include "adapters/proxy/session_params.h"
 #include "adapters/proxy/wire.h"
+#include "policies/sql_lexer.h"
 
 namespace corral {
 namespace proxy {
 
 using Phase = ReplayLog::Phase;
+
+namespace {
+
+// A simple Query's text may change the session (or cannot be re-sent in a
+// block of the proxy's): StatementMayChangeSession of each statement
+// (it refuses every string of several), and in a string of several,
+// transaction control (a BEGIN there turns the rest into an explicit block,
+// which a replay's COMMIT would end).
+bool QueryMayChangeSession(absl::string_view sql) {
+  const std::vector<StatementSpan> spans = SplitStatements(sql);
+  if (spans.size() <= 1) return StatementMayChangeSession(sql);
+  for (const StatementSpan& s : spans) {
+    if (StatementMayChangeSession(s.text)) return true;
+    size_t j = 0;
+    while (j < s.text.size() && absl::ascii_isalpha(s.text[j])) ++j;
+    const absl::string_view w = s.text.substr(0, j);
+    if (w.empty()) return true;  // a leading comment or the like: not looked into
+    for (absl::string_view k : {"begin", "start", "commit", "end", "rollback", "abort"}) {
+      if (absl::EqualsIgnoreCase(w, k)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 void Proxy::Loop::NoteReplayMessage(Client* c, char type, absl::string_view raw) {
   if (!c->replay.recording()) return;
@@ -59,7 +88,7 @@ void Proxy::Loop::NoteReplayMessage(Client* c, char type, absl::string_view raw)
   wire::Reader r(raw.substr(5));
   switch (type) {
     case 'Q':
-      may_change_session = StatementMayChangeSession(r.CString());
+      may_change_session = QueryMayChangeSession(r.CString());
       break;
     case 'P': {
       // A name the transaction redefines: an earlier Bind of it would be
