@@ -37,10 +37,22 @@
 // transaction past replay_buffer_bytes, a Query whose results the client
 // had started to receive, a client with more Queries or units in flight
 // behind the failed one; extended-protocol shapes SplitFailedUnit refuses
-// (replay_unreplayable_shape: an implicit transaction, a unit without its
-// Sync, rows of the failed Execute sent, an error not an Execute's). A
-// COMMIT the server failed with 40001 is replayed; one whose
-// outcome is unknown (the server connection lost) never is (FailBackend).
+// (replay_unreplayable_shape: a unit without its Sync, rows of the failed
+// Execute sent, an error not an Execute's). A COMMIT the server failed with
+// 40001 is replayed; one whose outcome is unknown (the server connection
+// lost) never is (FailBackend).
+// Implicit transactions (no block open at the error; replays_implicit;
+// ReplayLog::SplitImplicitUnit): steps 3 and 4 are one, the failed unit
+// alone (simple Query or extended unit) in a batch of replay kind 2, its
+// results compared from its first one the client received (matched: kept
+// back; new: forwarded; an error or fewer results before all matched: a
+// difference). When the client had received some (wrapped()), a BEGIN of
+// the proxy's opens a block first, and at the unit's ReadyForQuery ('T')
+// a COMMIT of the proxy's (replay kind 3: its error is the client's, a
+// 40001 runs the replay again while nothing new went out) ends it, whose
+// ReadyForQuery the client gets: nothing commits before every result it
+// saw matched. The connection lost during that COMMIT: the client gets the
+// lost-connection error (outcome unknown), as FailBackend answers any.
 #include <vector>
 
 #include "absl/strings/ascii.h"
