@@ -91,20 +91,17 @@ async def main():
                     if workload == "autocommit":
                         await conn.execute(
                             "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", aid, delta)
-                        counts["committed"] += 1
-                        if attempt > 1:
-                            counts["retried"] += 1
-                        break
-                    async with conn.transaction(isolation="serializable"):
-                        if workload == "transfer":
-                            await conn.execute(
-                                "UPDATE pgbench_accounts SET abalance = abalance - $2 WHERE aid = $1", aid, delta)
-                            await conn.execute(
-                                "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", to, delta)
-                        else:
-                            await conn.fetchval("SELECT abalance FROM pgbench_accounts WHERE aid = $1", aid)
-                            await conn.execute(
-                                "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", aid, delta)
+                    else:
+                        async with conn.transaction(isolation="serializable"):
+                            if workload == "transfer":
+                                await conn.execute(
+                                    "UPDATE pgbench_accounts SET abalance = abalance - $2 WHERE aid = $1", aid, delta)
+                                await conn.execute(
+                                    "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", to, delta)
+                            else:
+                                await conn.fetchval("SELECT abalance FROM pgbench_accounts WHERE aid = $1", aid)
+                                await conn.execute(
+                                    "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", aid, delta)
                     counts["committed"] += 1
                     if attempt > 1:
                         counts["retried"] += 1

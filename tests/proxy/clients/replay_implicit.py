@@ -1,4 +1,4 @@
-"""asyncpg through `corral proxy` with replay on (tests/proxy/replay_implicit_test.cc):
+"""asyncpg through `corral proxy` with replay on (tests/proxy/replay_extended_test.cc):
 a real 40001 in an implicit (autocommit) transaction. Client a's SERIALIZABLE
 transaction updates ROW_B and stays open; client b, in autocommit with
 default_transaction_isolation = serializable, updates ROW_B outside any
@@ -17,16 +17,7 @@ import sys
 
 import asyncpg
 
-
-async def wait_for_lock(direct, table):
-    for _ in range(500):
-        n = await direct.fetchval(
-            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-            "WHERE NOT l.granted AND a.query LIKE $1", "%" + table + "%")
-        if n > 0:
-            return
-        await asyncio.sleep(0.02)
-    raise RuntimeError("b never waited for a's row lock")
+from replay_asyncpg import wait_for_lock
 
 
 async def main(port, server_port, table, mode, cache, row_a, row_b):
