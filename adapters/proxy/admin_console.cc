@@ -97,6 +97,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("replay_overflows", s.replay_overflows);
     row("replay_waits", s.replay_waits);
     row("replays_extended", s.replays_extended);
+    row("replays_implicit", s.replays_implicit);
     row("replay_unreplayable_shape", s.replay_unreplayable_shape);
     row("worker_key_txns", s.worker_key_txns);
     row("worker_key_waits", s.worker_key_waits);

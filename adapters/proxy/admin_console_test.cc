@@ -97,6 +97,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   src.stats_.undecodable_params = 7;
   src.stats_.retries_clean = 4;
   src.stats_.replay_matches = 9;
+  src.stats_.replays_implicit = 6;
   src.stats_.worker_key_cross_waits = 8;
   AdminConsole console(&src);
   const std::string out = Query(console, "  show   STATS ; ");
@@ -109,7 +110,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 71"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 72"));
   EXPECT_TRUE(absl::StrContains(out, std::string("worker_key_cross_waits") + std::string("\0\0\0\x01", 4) + "8"));
   EXPECT_TRUE(absl::StrContains(out, "template_cap_wait_ms"));
   EXPECT_TRUE(absl::StrContains(out, "replay_matches"));
@@ -119,6 +120,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, "retries_behind_holder"));
   EXPECT_TRUE(absl::StrContains(out, std::string("replay_matches") + std::string("\0\0\0\x01", 4) + "9"));
   EXPECT_TRUE(absl::StrContains(out, "replay_overflows"));
+  EXPECT_TRUE(absl::StrContains(out, std::string("replays_implicit") + std::string("\0\0\0\x01", 4) + "6"));
   EXPECT_TRUE(absl::StrContains(out, std::string("undecodable_params") + std::string("\0\0\0\x01", 4) + "7"));
   EXPECT_TRUE(absl::StrContains(out, "describes_injected"));
   EXPECT_TRUE(absl::StrContains(out, "tls_handshake_failures"));

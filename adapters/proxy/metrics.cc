@@ -110,8 +110,11 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
           stats.replay_waits);
   counter("corral_replays_extended_total", "Of the replays: transactions that used the extended protocol.",
           stats.replays_extended);
+  counter("corral_replays_implicit_total",
+          "Of the replays: implicit (autocommit) transactions, the failed unit re-run alone.",
+          stats.replays_implicit);
   counter("corral_replay_unreplayable_shape_total",
-          "Of the unreplayable: extended-protocol units of a shape replay does not re-run.",
+          "Of the unreplayable: units of a shape replay does not re-run.",
           stats.replay_unreplayable_shape);
   counter("corral_worker_key_txns_total", "Transactions that took in-process keys of hot references (workers > 1).",
           stats.worker_key_txns);

@@ -174,7 +174,8 @@ struct Batch {
   bool cluster_unlock = false;  // multi-proxy mode: their release (swallowed)
   // Transparent replay (replay.h): 1 a re-run statement whose results are
   // compared with what the client got (swallowed), 2 the failed statement
-  // run again (its results go to the client).
+  // run again (its results go to the client), 3 the COMMIT of a replayed
+  // implicit unit the proxy ran in a block (its error goes to the client).
   int replay = 0;
 };
 

@@ -641,6 +641,10 @@ class Proxy::Loop : private AdminSource {
   // The failed Query, or the extended unit's failed Execute and the rest
   // of the unit: their results go to the client.
   void SendReplayLast(Client* c, Backend* b);
+  // One simple Query message (whole) / SQL text sent in a batch of
+  // Batch::replay `kind` (3: a wrapped implicit replay's COMMIT).
+  void SendReplayRaw(Backend* b, absl::string_view query_msg, int kind);
+  void SendReplayQuery(Backend* b, absl::string_view sql, int kind);
   // Re-sends the log's client messages [from, to) through Forward, in
   // batches of Batch::replay `kind`.
   void ReplayForward(Client* c, Backend* b, size_t from, size_t to, int kind);

@@ -56,6 +56,9 @@ void ReplayLog::Clear() {
   trailing_rows_ = 0;
   split_ = 0;
   sync_before_split_ = false;
+  implicit_ = false;
+  wrapped_ = false;
+  compare_from_ = 0;
   at_error_ = 0;
   pos_ = 0;
   original_error.clear();
@@ -65,6 +68,7 @@ void ReplayLog::Clear() {
   outstanding = 0;
   last_sent = false;
   conflict_again = false;
+  commit_sent = false;
   wait_for = nullptr;
   holders_waited = 0;
 }
@@ -150,6 +154,26 @@ bool ReplayLog::SplitFailedUnit(bool in_block) {
   // Without a transaction block the proxy's Sync would end (commit) an
   // implicit transaction.
   return in_block;
+}
+
+bool ReplayLog::SplitImplicitUnit() {
+  const size_t n = queries_.size();
+  if (n == 0) return false;
+  const char last = queries_.back()[0];
+  if (last != 'S' && last != 'Q') return false;  // the unit must be whole (its Sync sent)
+  size_t unit = n - 1;                            // its first message
+  if (last == 'Q') {
+    // Extended-protocol messages without their Sync before it: not a unit.
+    if (n > 1 && queries_[n - 2][0] != 'S' && queries_[n - 2][0] != 'Q') return false;
+  } else {
+    while (unit > 0 && queries_[unit - 1][0] != 'S' && queries_[unit - 1][0] != 'Q') --unit;
+  }
+  split_ = unit;
+  sync_before_split_ = false;
+  implicit_ = true;
+  compare_from_ = current_start_;
+  wrapped_ = digests_.size() > current_start_;
+  return true;
 }
 
 void ReplayLog::Record(char type, absl::string_view raw) {

@@ -32,9 +32,35 @@
 // everything before that Execute (with a Sync of the proxy's ending it, in
 // an explicit transaction block only), compared; then, all matched, the
 // failed Execute and the rest of the unit, whose results the client did not
-// see, forwarded. Unreplayable shapes: an implicit transaction (no block:
-// the proxy's Sync would commit), rows of the failed Execute already sent,
-// no (k+1)-th Execute (the error was not an Execute's).
+// see, forwarded. Unreplayable shapes: rows of the failed Execute already
+// sent, no (k+1)-th Execute (the error was not an Execute's).
+//
+// Implicit transactions (no block open at the error: autocommit; a unit
+// of Parse / Bind / Execute ... / Sync, or one simple Query, which the
+// server runs as one transaction, committed at its end) take
+// SplitImplicitUnit instead: the failed unit is the log's last (the units
+// before it, pipelined in the same proxy transaction, committed already
+// and are never re-sent); its results the client received are the digests
+// since the last ReadyForQuery (compare_from()). Replayed:
+//  - nothing of the unit reached the client (a simple Query failing in its
+//    first statement): the unit again, as it was, all its results new;
+//  - otherwise (wrapped()): the proxy opens a block (plain BEGIN: the
+//    session's default isolation, as the implicit transaction had), re-sends
+//    the whole unit, compares from the unit's first result (matched: kept
+//    from the client; past what it received: forwarded), and at the unit's
+//    ReadyForQuery ('T') sends COMMIT, whose ReadyForQuery ('I') goes to
+//    the client. Nothing commits before every result the client saw
+//    matched, so a difference rolls the block back and the client gets the
+//    original error, as atomic as the implicit transaction was. This covers
+//    earlier statements of the unit (several Executes before one Sync,
+//    "UPDATE ..; UPDATE .." in one Query), rows of the failed statement
+//    already sent, and a 40001 at the implicit commit (every result
+//    received, none new). A COMMIT failing again with 40001 after new
+//    results went out gives the client the original error after them, as
+//    the server does when an implicit transaction's commit fails.
+// Statements that cannot run in a block (VACUUM, CREATE INDEX
+// CONCURRENTLY, ...) would fail in a wrapped replay with their own error,
+// forwarded: they are not expected to conflict.
 //
 //   ReplayLog log;
 //   log.Start(/*enabled=*/true, /*max_bytes=*/65536, "BEGIN ISOLATION LEVEL SERIALIZABLE");
@@ -42,7 +68,8 @@
 //   log.OnForwarded('C', command_complete);      // forwarded to the client
 //   log.OnReady();                               // its ReadyForQuery
 //   log.OnClientMessage('B', bind_raw, false, &unnamed_def);  // extended protocol
-//   ... 40001 ...  if (log.replayable() && (!log.extended() || log.SplitFailedUnit(in_block))) {
+//   ... 40001 ...  if (log.replayable() && (!in_block ? log.SplitImplicitUnit()
+//                                           : !log.extended() || log.SplitFailedUnit(in_block))) {
 //     log.MarkError(); log.BeginCompare(); ...  // re-send queries()[0, split()), then the rest
 //   for each replayed result: log.Compare(type, raw) == ReplayLog::kMatch ...
 //
@@ -113,6 +140,16 @@ class ReplayLog {
   // splits (see the file comment): sets split(); false when the shape is
   // not replayable. `in_block`: the server had a transaction block open.
   bool SplitFailedUnit(bool in_block);
+  // At the error of an implicit transaction (no block open): the log's last
+  // unit is replayed, split() its first message (see the file comment);
+  // false when the unit is not whole (its Sync not sent).
+  bool SplitImplicitUnit();
+  bool implicit() const { return implicit_; }
+  // The implicit unit's replay runs in a block of the proxy's (some of its
+  // results reached the client: compared before anything commits).
+  bool wrapped() const { return wrapped_; }
+  // Index of the first digest a replay compares (0; an implicit unit's first).
+  size_t compare_from() const { return compare_from_; }
   // Index in queries() of the first message re-sent after everything before
   // it matched; whether a Sync of the proxy ends the part before it.
   size_t split() const { return split_; }
@@ -123,8 +160,8 @@ class ReplayLog {
   size_t new_results() const { return digests_.size() - at_error_; }
   // The unnamed statement meant by message i (a Bind / Describe of it), or null.
   const PreparedDef* unnamed_at(size_t i) const;
-  // Comparing a replay: from the first digest.
-  void BeginCompare() { pos_ = 0; }
+  // Comparing a replay: from the first digest (an implicit unit's first).
+  void BeginCompare() { pos_ = compare_from_; }
   // A replayed result: kMatch / kMismatch against the digest at the cursor
   // (advancing it), kNew past the end of what the client received (recorded:
   // it is forwarded).
@@ -148,6 +185,7 @@ class ReplayLog {
   int outstanding = 0;         // replayed Queries not answered yet
   bool last_sent = false;      // the failed Query was sent again
   bool conflict_again = false; // a replayed Query failed with 40001 / 40P01
+  bool commit_sent = false;    // wrapped implicit replay: the proxy's COMMIT is out
   const void* wait_for = nullptr;  // kWaiting: the holder's backend
   int holders_waited = 0;          // this round (bounded: a replay is not starved)
 
@@ -173,6 +211,9 @@ class ReplayLog {
   int trailing_rows_ = 0;     // DataRows since the last other result
   size_t split_ = 0;
   bool sync_before_split_ = false;
+  bool implicit_ = false;
+  bool wrapped_ = false;
+  size_t compare_from_ = 0;
   size_t at_error_ = 0;
   size_t pos_ = 0;            // compare cursor
 };

@@ -37,20 +37,61 @@
 // transaction past replay_buffer_bytes, a Query whose results the client
 // had started to receive, a client with more Queries or units in flight
 // behind the failed one; extended-protocol shapes SplitFailedUnit refuses
-// (replay_unreplayable_shape: an implicit transaction, a unit without its
-// Sync, rows of the failed Execute sent, an error not an Execute's). A
-// COMMIT the server failed with 40001 is replayed; one whose
-// outcome is unknown (the server connection lost) never is (FailBackend).
+// (replay_unreplayable_shape: a unit without its Sync, rows of the failed
+// Execute sent, an error not an Execute's). A COMMIT the server failed with
+// 40001 is replayed; one whose outcome is unknown (the server connection
+// lost) never is (FailBackend).
+// Implicit transactions (no block open at the error; replays_implicit;
+// ReplayLog::SplitImplicitUnit): steps 3 and 4 are one, the failed unit
+// alone (simple Query or extended unit) in a batch of replay kind 2, its
+// results compared from its first one the client received (matched: kept
+// back; new: forwarded; an error or fewer results before all matched: a
+// difference). When the client had received some (wrapped()), a BEGIN of
+// the proxy's opens a block first, and at the unit's ReadyForQuery ('T')
+// a COMMIT of the proxy's (replay kind 3: its error is the client's, a
+// 40001 runs the replay again while nothing new went out) ends it, whose
+// ReadyForQuery the client gets: nothing commits before every result it
+// saw matched. The connection lost during that COMMIT: the client gets the
+// lost-connection error (outcome unknown), as FailBackend answers any.
+#include <vector>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/types/optional.h"
 #include "adapters/proxy/proxy_internal.h"
 #include "adapters/proxy/session_params.h"
 #include "adapters/proxy/wire.h"
+#include "policies/sql_lexer.h"
 
 namespace corral {
 namespace proxy {
 
 using Phase = ReplayLog::Phase;
+
+namespace {
+
+// A simple Query's text may change the session (or cannot be re-sent in a
+// block of the proxy's): StatementMayChangeSession of each statement
+// (it refuses every string of several), and in a string of several,
+// transaction control (a BEGIN there turns the rest into an explicit block,
+// which a replay's COMMIT would end).
+bool QueryMayChangeSession(absl::string_view sql) {
+  const std::vector<StatementSpan> spans = SplitStatements(sql);
+  if (spans.size() <= 1) return StatementMayChangeSession(sql);
+  for (const StatementSpan& s : spans) {
+    if (StatementMayChangeSession(s.text)) return true;
+    size_t j = 0;
+    while (j < s.text.size() && absl::ascii_isalpha(s.text[j])) ++j;
+    const absl::string_view w = s.text.substr(0, j);
+    if (w.empty()) return true;  // a leading comment or the like: not looked into
+    for (absl::string_view k : {"begin", "start", "commit", "end", "rollback", "abort"}) {
+      if (absl::EqualsIgnoreCase(w, k)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 void Proxy::Loop::NoteReplayMessage(Client* c, char type, absl::string_view raw) {
   if (!c->replay.recording()) return;
@@ -59,7 +100,7 @@ void Proxy::Loop::NoteReplayMessage(Client* c, char type, absl::string_view raw)
   wire::Reader r(raw.substr(5));
   switch (type) {
     case 'Q':
-      may_change_session = StatementMayChangeSession(r.CString());
+      may_change_session = QueryMayChangeSession(r.CString());
       break;
     case 'P': {
       // A name the transaction redefines: an earlier Bind of it would be
@@ -108,8 +149,12 @@ bool Proxy::Loop::ReplayOnConflict(Client* c, Backend* b, absl::string_view raw,
   // of the failed Query went out. Extended protocol: the failed unit has a
   // shape SplitFailedUnit replays.
   bool ok = r.replayable() && b->batches.size() == 2 && b->batches.back().msgs == 0;
-  if (ok && r.extended()) {
-    ok = r.SplitFailedUnit(/*in_block=*/b->block != 'I');
+  if (ok && b->block == 'I') {
+    // No block open: an implicit transaction, its last unit replayed alone.
+    ok = r.SplitImplicitUnit();
+    if (!ok) stats_.replay_unreplayable_shape++;
+  } else if (ok && r.extended()) {
+    ok = r.SplitFailedUnit(/*in_block=*/true);
     if (!ok) stats_.replay_unreplayable_shape++;
   } else if (ok) {
     ok = r.results_in_current() == 0;
@@ -156,7 +201,23 @@ bool Proxy::Loop::ReplayMessage(Client* c, Backend* b, int batch_replay, char ty
   // The failed attempt's rest, proxy-internal statements, a replay being
   // drained after a difference or a new conflict: nothing goes out.
   if (r.phase() != Phase::kReplaying || batch_replay == 0 || r.conflict_again || type == 'Z') return false;
-  const bool last = batch_replay == 2;
+  // The last part's results go out once past what the client received.
+  const bool last = batch_replay >= 2 && r.compared_all();
+  if (batch_replay == 3) {
+    // The COMMIT of a wrapped implicit replay: its tag is the proxy's; an
+    // error (not a conflict, which runs the replay again) is the client's,
+    // as at the implicit transaction's commit.
+    if (type == 'E') {
+      const absl::string_view state = wire::ErrorSqlState(raw.substr(5));
+      if (state == "40001" || state == "40P01") {
+        r.conflict_again = true;
+        return false;
+      }
+      r.MarkUnreplayable();
+      return true;
+    }
+    return type == 'N' || type == 'A' || type == 'S';
+  }
   if (DecidedLater(type)) return true;  // ReplayVisible, unless the loop drops it
   switch (type) {
     case 'D':
@@ -189,7 +250,7 @@ bool Proxy::Loop::ReplayMessage(Client* c, Backend* b, int batch_replay, char ty
 }
 
 bool Proxy::Loop::ReplayVisible(Client* c, int batch_replay, char type, absl::string_view raw) {
-  if (!DecidedLater(type)) return true;
+  if (!DecidedLater(type) || batch_replay == 3) return true;
   return CompareReplayed(c->replay, batch_replay == 2, type, raw);
 }
 
@@ -223,7 +284,9 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
     }
     return true;
   }
-  if (r.phase() == Phase::kFailing || (!r.last_sent && !r.compared_all())) {
+  // (The last part of an implicit unit compares too: fewer results than
+  // the client received is a difference.)
+  if (r.phase() == Phase::kFailing || !r.compared_all()) {
     stats_.replay_mismatches++;
     ReplayGiveUp(c, b);
     return true;
@@ -234,6 +297,21 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
     SendReplayLast(c, b);
     return true;
   }
+  char status = b->status;
+  if (r.wrapped() && !r.commit_sent) {
+    // The implicit unit matched in the proxy's block: commit it, the
+    // client's ReadyForQuery comes with the COMMIT's. An error of the
+    // unit's own (forwarded) failed the block: rolled back, as the server
+    // ends a failed implicit transaction.
+    if (b->status == 'T') {
+      SendReplayQuery(b, "COMMIT", 3);
+      r.commit_sent = true;
+      r.outstanding = 1;
+      return true;
+    }
+    if (b->status != 'I') SendInternal(b, "ROLLBACK");
+    status = 'I';
+  }
   // The failed Query answered on the replay: the client goes on. The
   // conflict taught the History as the client's own abort would have.
   stats_.replay_matches++;
@@ -242,7 +320,8 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
   r.OnReady();  // the replayed unit ended: the client's next results are its next unit's
   r.attempts = 0;
   r.last_sent = false;
-  ClientReady(c, b->status);
+  r.commit_sent = false;
+  ClientReady(c, status);
   MarkDirty(c);
   if (b->Idle() && b->status == 'I') {
     EndTxn(c, b);
@@ -288,8 +367,17 @@ void Proxy::Loop::SendReplay(Client* c, Backend* b) {
   r.outstanding = 0;
   r.last_sent = false;
   r.conflict_again = false;
+  r.commit_sent = false;
   stats_.replays++;
   if (r.extended()) stats_.replays_extended++;
+  if (r.implicit()) {
+    // The failed unit alone (the units before it committed), in a block of
+    // the proxy's when some of its results reached the client (replay.h).
+    stats_.replays_implicit++;
+    if (r.wrapped()) SendInternal(b, "BEGIN");
+    SendReplayLast(c, b);
+    return;
+  }
   if (!r.begin().empty()) SendInternal(b, r.begin());
   const auto& qs = r.queries();
   if (r.extended()) {
@@ -312,15 +400,10 @@ void Proxy::Loop::SendReplay(Client* c, Backend* b) {
     // The earlier Queries pipelined; the failed one only once they matched
     // (it may be a COMMIT).
     for (size_t i = 0; i + 1 < qs.size(); ++i) {
-      Send(b, qs[i]);
-      Batch& open = b->batches.back();
-      open.msgs++;
-      open.replay = 1;
-      open.swallow = true;  // answered by the last one, should the server fail
-      EndBatch(b);
+      SendReplayRaw(b, qs[i], 1);
+      b->batches[b->batches.size() - 2].swallow = true;  // answered by the last one, should the server fail
       r.outstanding++;
     }
-    b->unnamed_key.clear();
   }
   if (r.outstanding == 0) SendReplayLast(c, b);
 }
@@ -330,15 +413,25 @@ void Proxy::Loop::SendReplayLast(Client* c, Backend* b) {
   if (r.extended()) {
     ReplayForward(c, b, r.split(), r.queries().size(), 2);
   } else {
-    Send(b, r.queries().back());
-    Batch& open = b->batches.back();
-    open.msgs++;
-    open.replay = 2;
-    EndBatch(b);
-    b->unnamed_key.clear();
+    SendReplayRaw(b, r.queries().back(), 2);
   }
   r.outstanding = 1;  // the unit's Sync (or Query)
   r.last_sent = true;
+}
+
+void Proxy::Loop::SendReplayRaw(Backend* b, absl::string_view query_msg, int kind) {
+  Send(b, query_msg);
+  Batch& open = b->batches.back();
+  open.msgs++;
+  open.replay = kind;
+  EndBatch(b);
+  b->unnamed_key.clear();  // a simple Query drops the unnamed statement
+}
+
+void Proxy::Loop::SendReplayQuery(Backend* b, absl::string_view sql, int kind) {
+  std::string q;
+  wire::AppendQuery(&q, sql);
+  SendReplayRaw(b, q, kind);
 }
 
 void Proxy::Loop::ReplayForward(Client* c, Backend* b, size_t from, size_t to, int kind) {

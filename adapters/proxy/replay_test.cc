@@ -226,7 +226,8 @@ TEST(ReplayLogTest, TheFailedUnitSplitsBeforeTheFailedExecute) {
   ReplayLog first = Pipelined(0);
   ASSERT_TRUE(first.SplitFailedUnit(true));
   EXPECT_EQ(first.split(), 5u);
-  // Outside a transaction block the proxy's Sync would commit.
+  // Outside a transaction block the proxy's Sync would commit (an
+  // implicit transaction takes SplitImplicitUnit).
   EXPECT_FALSE(Pipelined(1).SplitFailedUnit(/*in_block=*/false));
   // Rows of the failed Execute went out: not replayed.
   ReplayLog rows = Pipelined(0);
@@ -273,6 +274,71 @@ TEST(ReplayLogTest, NewResultsAreThoseAfterTheError) {
   for (int i = 0; i < 6; ++i) EXPECT_NE(log.Compare('x', "x"), ReplayLog::kNew);  // (mismatches: other bytes)
   EXPECT_EQ(log.Compare('C', Tag("UPDATE 1")), ReplayLog::kNew);
   EXPECT_EQ(log.new_results(), 1u);
+}
+
+// Implicit transactions (no block at the error): the log's last unit alone
+// is replayed; the units before it committed.
+TEST(ReplayLogTest, AnImplicitUnitIsTheLogsLastUnit) {
+  // The unit before (Parse / Bind / Execute / Sync) committed; of the failed
+  // unit the client saw the first Execute's results and the second's Bind.
+  ReplayLog log = Pipelined(1);
+  ASSERT_TRUE(log.SplitImplicitUnit());
+  EXPECT_TRUE(log.implicit());
+  EXPECT_EQ(log.split(), 4u);  // the failed unit's first Bind
+  EXPECT_FALSE(log.sync_before_split());
+  EXPECT_EQ(log.compare_from(), 3u);  // its first result (after the first unit's three)
+  EXPECT_TRUE(log.wrapped());         // results the client saw: compared in a block
+  // A 40001 at the implicit commit (every Execute answered): replayed too.
+  ReplayLog all = Pipelined(3);
+  ASSERT_TRUE(all.SplitImplicitUnit());
+  EXPECT_EQ(all.split(), 4u);
+  EXPECT_TRUE(all.wrapped());
+  // Rows of the failed statement already sent: compared, not refused.
+  ReplayLog rows = Pipelined(0);
+  rows.OnForwarded('D', Row("1"));
+  EXPECT_TRUE(rows.SplitImplicitUnit());
+  // A unit without its Sync yet: refused.
+  ReplayLog open = Pipelined(0);
+  open.OnClientMessage('B', Bind("s1"), false);
+  EXPECT_FALSE(open.SplitImplicitUnit());
+  EXPECT_FALSE(open.implicit());
+}
+
+TEST(ReplayLogTest, AnImplicitQueryNothingOfWhichWasSeenIsNotWrapped) {
+  ReplayLog log;
+  log.Start(true, 1 << 16, "");
+  log.OnClientMessage('Q', Query("UPDATE a SET v = v + 1 WHERE id = 9"), false);
+  log.OnForwarded('C', Tag("UPDATE 1"));
+  log.OnForwarded('Z', "Z\0\0\0\5I"s);
+  log.OnReady();  // that one committed
+  log.OnClientMessage('Q', Query("UPDATE a SET v = v + 1 WHERE id = 1; UPDATE a SET v = v + 1 WHERE id = 2"), false);
+  ASSERT_TRUE(log.SplitImplicitUnit());
+  EXPECT_EQ(log.split(), 1u);  // the failed Query alone
+  EXPECT_EQ(log.compare_from(), 1u);
+  EXPECT_FALSE(log.wrapped());  // nothing of it reached the client
+  // Its first statement's result reached the client: compared in a block.
+  log.OnForwarded('C', Tag("UPDATE 1"));
+  ASSERT_TRUE(log.SplitImplicitUnit());
+  EXPECT_TRUE(log.wrapped());
+  // The replay compares from the unit's first result: the committed
+  // Query's tag is not among them.
+  log.MarkError();
+  log.BeginCompare();
+  EXPECT_EQ(log.Compare('C', Tag("UPDATE 1")), ReplayLog::kMatch);
+  EXPECT_TRUE(log.compared_all());
+  EXPECT_EQ(log.Compare('C', Tag("UPDATE 1")), ReplayLog::kNew);
+  EXPECT_EQ(log.new_results(), 1u);
+  // Extended-protocol messages without their Sync before a Query: no unit.
+  ReplayLog mixed;
+  mixed.Start(true, 1 << 16, "");
+  mixed.OnClientMessage('B', Bind("s1"), false);
+  mixed.OnClientMessage('Q', Query("SELECT 1"), false);
+  EXPECT_FALSE(mixed.SplitImplicitUnit());
+  // Clear forgets the shape.
+  log.Clear();
+  EXPECT_FALSE(log.implicit());
+  EXPECT_FALSE(log.wrapped());
+  EXPECT_EQ(log.compare_from(), 0u);
 }
 
 }  // namespace

@@ -104,8 +104,10 @@ struct Stats {
   std::atomic<int64_t> replay_waits{0};
   // Of the replays: of transactions that used the extended protocol; of
   // the unreplayable: extended-protocol units of a shape not replayed
-  // (replay.h: implicit transaction, rows of the failed Execute sent, ...).
+  // (replay.h: rows of the failed Execute sent, a unit without its Sync, ...).
   std::atomic<int64_t> replays_extended{0};
+  // Of the replays: implicit (autocommit) transactions, the failed unit alone.
+  std::atomic<int64_t> replays_implicit{0};
   std::atomic<int64_t> replay_unreplayable_shape{0};
   // Workers (workers > 1, key_locks.h): transactions that took keys of hot
   // references, of them those that waited, of the waits those behind a

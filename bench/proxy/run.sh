@@ -23,6 +23,14 @@
 #                 second row Zipf-skewed over 1..HOT_ROWS) driven by asyncpg
 #                 (hot_row_asyncpg.py ... 0 transfer; issue 24: the replay
 #                 path re-runs these invisibly; not in the default WORKLOADS)
+#   autocommit-asyncpg  implicit transactions (issue 24): asyncpg without
+#                 transaction(), sessions at default_transaction_isolation =
+#                 serializable, one autocommit `UPDATE ... SET abalance =
+#                 abalance + $2 WHERE aid = $1` on rows 1..HOT_ROWS
+#                 (hot_row_asyncpg.py ... 0 autocommit; not in the default
+#                 WORKLOADS), e.g.
+#     CORRAL_MODES="on replay" PATHS="pgbouncer corral corral-replay" \
+#         WORKLOADS=autocommit-asyncpg bash bench/proxy/run.sh
 #   hot-row-jdbc  the same driven by pgjdbc (clients/HotRowJdbc.java) with
 #                 its default settings (prepareThreshold=5) on every path but
 #                 PgBouncer, which needs prepareThreshold=0 (it fails with
@@ -174,7 +182,7 @@ run_driver() {  # path workload
   [ "${TLS:-0}" = 1 ] && [ "$path" != direct ] && ssl=require
   admin_snapshot "$path" "$workload" hot start
   case $workload in
-    hot-row-asyncpg|transfer-asyncpg)
+    hot-row-asyncpg|transfer-asyncpg|autocommit-asyncpg)
       out=$(PGSSLMODE=$ssl /usr/bin/python3 bench/proxy/clients/hot_row_asyncpg.py 127.0.0.1 "${PORT[$path]}" \
         postgres $DB "$CLIENTS" "$DUR" "$HOT_ROWS" "$MAX_TRIES" 0 "${workload%-asyncpg}" 2>&1) || true ;;
     hot-row-jdbc)
@@ -190,7 +198,7 @@ run_driver() {  # path workload
   pct=$(awk -v r="${retries:-0}" -v c="${committed:-0}" 'BEGIN { printf "%.1f", (c > 0 ? 100 * r / c : 0) }')
   printf 'r%s %-11s %-15s hot  tps=%-10s retries=%-8s (%s%% of commits) failed=%s%s\n' "$ROUND" "$path" \
     "$workload" "${tps:-?}" "${retries:--}" "$pct" "${failed:-?}" \
-    "$([ $workload = hot-row-jdbc ] && echo " prepareThreshold=$threshold")"
+    "$([ $workload = hot-row-jdbc ] && echo " prepareThreshold=$threshold")$(echo "$line" | grep -o ' not_serializable=[0-9]*' || true)"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$path" "$workload" hot "${tps:-0}" "${retries:-0}" "$pct" \
     "${failed:-0}" >> "$RES"
 }
@@ -271,7 +279,7 @@ for w in $WORKLOADS; do
           run "$p" "$w" $variant -f $script -D rows=$rows -D skew=$skew -D naccounts=$NROWS --max-tries="$MAX_TRIES"
         done
       done ;;
-    hot-row-asyncpg|hot-row-jdbc|transfer-asyncpg)
+    hot-row-asyncpg|hot-row-jdbc|transfer-asyncpg|autocommit-asyncpg)
       for p in $PATHS; do run_driver "$p" "$w"; done ;;
   esac
 done

@@ -17,7 +17,7 @@ import sys
 from collections import OrderedDict
 
 
-DRIVER_WORKLOADS = ("hot-row-asyncpg", "hot-row-jdbc", "transfer-asyncpg")
+DRIVER_WORKLOADS = ("hot-row-asyncpg", "hot-row-jdbc", "transfer-asyncpg", "autocommit-asyncpg")
 
 
 def driver_table(w, rows, paths, ratio):

@@ -7,7 +7,8 @@
 // 40001 (its UPDATE waits on a row client a updated, which then commits; the
 // client scripts in tests/proxy/clients/ orchestrate it). Blind writes go on
 // invisibly, each row updated exactly once; a transaction that read the row
-// the other one changed gets the original 40001.
+// the other one changed gets the original 40001. Also implicit
+// (autocommit) transactions through asyncpg and pgjdbc.
 #include <libpq-fe.h>
 
 #include <string>
@@ -56,6 +57,14 @@ class ReplayExtendedTest : public ScratchClientsTest {
     EXPECT_EQ(stats().aborts_40001.load(), 0) << out;
     EXPECT_EQ(Value(row_a), "1");
     EXPECT_EQ(Value(row_b), "2");
+  }
+  // An implicit transaction replayed invisibly: `matches` so far.
+  void ExpectImplicitReplay(const std::string& out, int matches) {
+    EXPECT_EQ(stats().replays_implicit.load(), matches) << out;
+    EXPECT_EQ(stats().replay_matches.load(), matches) << out;
+    EXPECT_EQ(stats().replay_mismatches.load(), 0) << out;
+    EXPECT_EQ(stats().replay_unreplayable.load(), 0) << out;
+    EXPECT_EQ(stats().aborts_40001.load(), 0) << out;
   }
 };
 
@@ -172,6 +181,60 @@ TEST_F(ReplayExtendedTest, JdbcBlindWritesReplayInvisibly) {
   EXPECT_EQ(Value(2), "1");
   EXPECT_EQ(Value(6), "2");
   EXPECT_EQ(Value(0), "12");  // the warm-up: 6 transactions each of a and b
+}
+
+// Implicit transactions (autocommit, default_transaction_isolation =
+// serializable): asyncpg outside transaction(), pgjdbc autoCommit=true.
+// asyncpg outside transaction(): Bind / Execute / Sync of a cached
+// statement (the client saw its BindComplete before the error: compared in
+// the proxy's block), named (cache) and unnamed (no cache).
+TEST_F(ReplayAsyncpgTest, AsyncpgAutocommitExecuteIsReplayedInvisibly) {
+  auto [rc, out] = Run(Python("replay_implicit.py", "auto 100 1 1"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("auto: UPDATE 1"), std::string::npos) << out;
+  ExpectImplicitReplay(out, 1);
+  EXPECT_GE(stats().replays_extended.load(), 1) << out;
+  EXPECT_EQ(Value(1), "2");
+  auto [rc2, out2] = Run(Python("replay_implicit.py", "auto 0 2 2"));
+  ASSERT_EQ(rc2, 0) << out2;
+  EXPECT_NE(out2.find("auto: UPDATE 1"), std::string::npos) << out2;
+  ExpectImplicitReplay(out2, 2);
+  EXPECT_EQ(Value(2), "2");
+  EXPECT_EQ(Value(0), "2");  // the warm-ups
+}
+
+// executemany outside transaction(): one implicit unit of three Bind /
+// Execute pairs and one Sync; the first Execute's results reached the
+// client, the second failed, the server skipped the third. Replayed in a
+// block: every row once.
+TEST_F(ReplayAsyncpgTest, AsyncpgAutocommitExecutemanyIsReplayedInABlock) {
+  auto [rc, out] = Run(Python("replay_implicit.py", "many 100 3 1"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("many: None"), std::string::npos) << out;
+  ExpectImplicitReplay(out, 1);
+  EXPECT_EQ(Value(3), "1");
+  EXPECT_EQ(Value(1), "2");
+  EXPECT_EQ(Value(4), "1");
+}
+
+TEST_F(ReplayExtendedTest, JdbcAutoCommitIsReplayedInvisibly) {
+  if (!Have("java -version && test -f /usr/share/java/postgresql.jar")) GTEST_SKIP() << "no java or pgjdbc";
+  StartProxy();
+  const std::string java = absl::StrCat("java -XX:-UsePerfData -cp /usr/share/java/postgresql.jar ",
+                                        ClientPath("ReplayJdbc.java"), " ", proxy_.port(), " ", server_.port, " ",
+                                        table_, " ");
+  // Unnamed statements, then named ones (past prepareThreshold of 5).
+  auto [rc, out] = Run(java + "0 1 0 auto");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("auto: 1"), std::string::npos) << out;
+  ExpectImplicitReplay(out, 1);
+  EXPECT_EQ(Value(1), "2");
+  auto [rc2, out2] = Run(java + "0 2 6 auto");
+  ASSERT_EQ(rc2, 0) << out2;
+  EXPECT_NE(out2.find("auto: 1"), std::string::npos) << out2;
+  ExpectImplicitReplay(out2, 2);
+  EXPECT_EQ(Value(2), "2");
+  EXPECT_EQ(Value(0), "12");  // the warm-up: 6 executions each of a and b
 }
 
 }  // namespace

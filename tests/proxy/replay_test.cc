@@ -5,7 +5,10 @@
 // transaction is replayed invisibly; one whose replayed results differ (a
 // row the other transaction changed, a sequence value) gets the original
 // error; a client that leaves while its replay waits or runs leaves no
-// transaction or lock behind.
+// transaction or lock behind. Implicit (autocommit) transactions: a Query
+// of one statement is replayed as it was; one of several whose first
+// results the client got, in a block of the proxy's (a differing earlier
+// result: the original error, nothing of the Query committed).
 #include <libpq-fe.h>
 
 #include <algorithm>
@@ -65,6 +68,48 @@ class ReplayTest : public ScratchClientsTest {
   // No other session holds a lock on the scratch table (any transaction
   // that wrote or read it does) or sits in a transaction after a statement
   // on it.
+  // Every result of c's pending Query, in order: tags, a single row's
+  // value, "ERROR <sqlstate>", joined by " | ".
+  static std::string CollectAll(PGconn* c) {
+    std::string out;
+    while (PGresult* r = PQgetResult(c)) {
+      std::string one;
+      if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
+        one = absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE));
+      } else if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) {
+        one = PQgetvalue(r, 0, 0);
+      } else {
+        one = PQcmdStatus(r);
+      }
+      absl::StrAppend(&out, out.empty() ? "" : " | ", one);
+      PQclear(r);
+    }
+    return out;
+  }
+  // Implicit transactions: a updates row 1 in an open SERIALIZABLE
+  // transaction; b (autocommit, serializable by default) sends `sql`,
+  // which waits for a's row lock.
+  void ImplicitBlockOnRow1(PGconn* a, PGconn* b, const std::string& sql) {
+    EXPECT_TRUE(ExecOk(b, "SET default_transaction_isolation = 'serializable'"));
+    EXPECT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+    EXPECT_EQ(ExecValue(a, Update(1)), "UPDATE 1");
+    EXPECT_EQ(PQsendQuery(b, sql.c_str()), 1);
+    EXPECT_TRUE(WaitsForLock());
+  }
+  // ImplicitBlockOnRow1, then a commits: the server fails b's implicit
+  // transaction with 40001. Every result b got (CollectAll).
+  std::string ImplicitConflict(PGconn* a, PGconn* b, const std::string& sql) {
+    ImplicitBlockOnRow1(a, b, sql);
+    EXPECT_TRUE(ExecOk(a, "COMMIT"));
+    return CollectAll(b);
+  }
+  void ExpectImplicitReplayed(int matches) {
+    EXPECT_EQ(stats().replays_implicit.load(), matches);
+    EXPECT_EQ(stats().replay_matches.load(), matches);
+    EXPECT_EQ(stats().replay_mismatches.load(), 0);
+    EXPECT_EQ(stats().replay_unreplayable.load(), 0);
+    EXPECT_EQ(stats().aborts_40001.load(), 0);
+  }
   bool NothingLeftBehind() {
     return Eventually([&] {
       return ExecValue(server_conn_, absl::StrCat("SELECT count(*) FROM pg_locks WHERE pid <> pg_backend_pid() "
@@ -234,6 +279,107 @@ TEST_F(ReplayTest, UnreplayableTransactionsGetTheErrorAndAreCounted) {
   EXPECT_EQ(stats().replay_unreplayable.load(), 1);
   EXPECT_EQ(stats().replay_overflows.load(), 0);
   EXPECT_TRUE(NothingLeftBehind());
+}
+
+// Implicit transactions (autocommit, default_transaction_isolation =
+// serializable, no BEGIN): a simple Query of one statement, and of several,
+// which the server runs as one implicit transaction.
+TEST_F(ReplayTest, AnAutocommitUpdateIsReplayedInvisibly) {
+  StartProxy(true);
+  PGconn* a = Connect();
+  PGconn* b = Connect();
+  EXPECT_EQ(ImplicitConflict(a, b, Update(1)), "UPDATE 1");
+  ExpectImplicitReplayed(1);
+  EXPECT_EQ(stats().replays_extended.load(), 0);
+  EXPECT_EQ(Value(1), "2");  // a's update and b's, once
+  // b's session goes on in autocommit: its next statement commits by itself.
+  EXPECT_EQ(ExecValue(b, Update(2)), "UPDATE 1");
+  EXPECT_EQ(Value(2), "1");
+  EXPECT_TRUE(NothingLeftBehind());
+}
+
+TEST_F(ReplayTest, WithoutReplayTheClientGetsTheError) {
+  StartProxy(false);
+  PGconn* a = Connect();
+  PGconn* b = Connect();
+  EXPECT_EQ(ImplicitConflict(a, b, Update(1)), "ERROR 40001");
+  EXPECT_EQ(stats().replays.load(), 0);
+  EXPECT_EQ(Value(1), "1");
+}
+
+// "UPDATE 5; UPDATE 1" is one implicit transaction: the client got the
+// first tag when the second failed. The replay runs in a block of the
+// proxy's, swallows the matched tag, forwards the second, then commits:
+// row 5 updated once.
+TEST_F(ReplayTest, AMultiStatementQueryIsReplayedInABlock) {
+  StartProxy(true);
+  PGconn* a = Connect();
+  PGconn* b = Connect();
+  EXPECT_EQ(ImplicitConflict(a, b, absl::StrCat(Update(5), "; ", Update(1))), "UPDATE 1 | UPDATE 1");
+  ExpectImplicitReplayed(1);
+  EXPECT_EQ(Value(5), "1");
+  EXPECT_EQ(Value(1), "2");
+  EXPECT_EQ(PQtransactionStatus(b), PQTRANS_IDLE);
+  EXPECT_TRUE(NothingLeftBehind());
+}
+
+// The Query read row 1 before a committed (0); the replay reads 1: the
+// client gets the original error after the row it saw, and nothing of the
+// Query commits (row 5's update neither by the original nor by the replay).
+TEST_F(ReplayTest, ADifferingEarlierResultGetsTheErrorAndCommitsNothing) {
+  StartProxy(true);
+  PGconn* a = Connect();
+  PGconn* b = Connect();
+  const std::string sql =
+      absl::StrCat(Update(5), "; SELECT v FROM ", table_, " WHERE k = 1; ", Update(1));
+  EXPECT_EQ(ImplicitConflict(a, b, sql), "UPDATE 1 | 0 | ERROR 40001");
+  EXPECT_EQ(stats().replays_implicit.load(), 1);
+  EXPECT_EQ(stats().replay_mismatches.load(), 1);
+  EXPECT_EQ(stats().replay_matches.load(), 0);
+  // (Counted when the proxy's ROLLBACK is answered, after the client's answer.)
+  EXPECT_TRUE(Eventually([&] { return stats().aborts_40001.load() == 1; }));
+  EXPECT_EQ(Value(5), "0");
+  EXPECT_EQ(Value(1), "1");  // a's update only
+  EXPECT_EQ(PQtransactionStatus(b), PQTRANS_IDLE);
+  EXPECT_EQ(ExecValue(b, Update(2)), "UPDATE 1");  // the session goes on
+  EXPECT_TRUE(NothingLeftBehind());
+}
+
+// A SET among the statements would be undone or redone by a replay: the
+// client gets the error, counted.
+TEST_F(ReplayTest, ASessionChangeInTheQueryIsNotReplayed) {
+  StartProxy(true);
+  PGconn* a = Connect();
+  PGconn* b = Connect();
+  EXPECT_EQ(ImplicitConflict(a, b, absl::StrCat("SET LOCAL work_mem = '8MB'; ", Update(1))), "SET | ERROR 40001");
+  EXPECT_EQ(stats().replays.load(), 0);
+  EXPECT_EQ(stats().replay_unreplayable.load(), 1);
+  EXPECT_EQ(Value(1), "1");
+  EXPECT_TRUE(NothingLeftBehind());
+}
+
+TEST_F(ReplayTest, ClientLeavingWhileAnImplicitReplayWaitsLeavesNothingBehind) {
+  StartProxy(true);
+  PGconn* a = Connect();
+  PGconn* b = Connect();
+  PGconn* h = Connect();
+  ImplicitBlockOnRow1(a, b, Update(1));
+  // h reads row 1 in a transaction that stays open: once a commits, b's
+  // replay waits for h (a running holder of row 1).
+  ASSERT_TRUE(ExecOk(h, "BEGIN"));
+  EXPECT_EQ(ExecValue(h, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "0");
+  ASSERT_TRUE(ExecOk(a, "COMMIT"));
+  ASSERT_TRUE(Eventually([&] { return stats().replay_waits.load() == 1; }));
+  EXPECT_EQ(stats().replays.load(), 0);
+  ASSERT_EQ(PQconsumeInput(b), 1);
+  EXPECT_EQ(PQisBusy(b), 1);  // b's UPDATE is not answered meanwhile
+  PQfinish(b);
+  conns_.erase(std::find(conns_.begin(), conns_.end(), b));
+  ASSERT_TRUE(Eventually([&] { return stats().client_rollbacks.load() == 1; }));
+  EXPECT_TRUE(ExecOk(h, "COMMIT"));
+  EXPECT_TRUE(NothingLeftBehind());
+  EXPECT_EQ(stats().replays.load(), 0);
+  EXPECT_EQ(Value(1), "1");  // a's only
 }
 
 }  // namespace

@@ -30,6 +30,20 @@ with the first aid uniform in 1..ROWS and the second Zipf-skewed (s = 1.5)
 over 1..ROWS: no value is read, so a replay (replay = on) reproduces every
 result the client saw.
 
+WORKLOAD autocommit (run.sh's autocommit-asyncpg, issue 24: implicit
+transactions): instead, no transaction() at all, each client's session with
+default_transaction_isolation = serializable, one autocommit statement
+
+  UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1;
+
+with aid uniform in 1..ROWS: a concurrent update of the row fails it with
+40001 (retried by the client as above; replay = on re-runs it in the
+proxy). The SET is made in a transaction that holds its server connection
+a moment, every client at once, so that under PgBouncer's transaction
+pooling (which does not carry session settings) each of its server
+connections gets it too; after the run every client checks its isolation
+(`not_serializable=N` on the line: N clients saw another one).
+
 Prints one line, like pgbench's figures:
   driver=asyncpg statement_cache_size=0 clients=16 duration=10.00 committed=N tps=X retries=R retried=T failed=F
 """
@@ -51,7 +65,15 @@ async def main():
     zipf = [1.0 / k ** 1.5 for k in range(1, rows + 1)]
     conns = [await asyncpg.connect(host=host, port=port, user=user, database=db, statement_cache_size=cache,
                                    timeout=30) for _ in range(clients)]
-    counts = {"committed": 0, "retries": 0, "retried": 0, "failed": 0}
+    counts = {"committed": 0, "retries": 0, "retried": 0, "failed": 0, "not_serializable": 0}
+
+    async def serializable(conn):
+        async with conn.transaction():
+            await conn.execute("SET default_transaction_isolation = 'serializable'")
+            await conn.execute("SELECT pg_sleep(0.3)")
+
+    if workload == "autocommit":
+        await asyncio.gather(*[serializable(c) for c in conns])
     errors = []
     start = time.monotonic()
     end = start + seconds
@@ -66,16 +88,20 @@ async def main():
             attempt = 1
             while True:
                 try:
-                    async with conn.transaction(isolation="serializable"):
-                        if workload == "transfer":
-                            await conn.execute(
-                                "UPDATE pgbench_accounts SET abalance = abalance - $2 WHERE aid = $1", aid, delta)
-                            await conn.execute(
-                                "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", to, delta)
-                        else:
-                            await conn.fetchval("SELECT abalance FROM pgbench_accounts WHERE aid = $1", aid)
-                            await conn.execute(
-                                "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", aid, delta)
+                    if workload == "autocommit":
+                        await conn.execute(
+                            "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", aid, delta)
+                    else:
+                        async with conn.transaction(isolation="serializable"):
+                            if workload == "transfer":
+                                await conn.execute(
+                                    "UPDATE pgbench_accounts SET abalance = abalance - $2 WHERE aid = $1", aid, delta)
+                                await conn.execute(
+                                    "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", to, delta)
+                            else:
+                                await conn.fetchval("SELECT abalance FROM pgbench_accounts WHERE aid = $1", aid)
+                                await conn.execute(
+                                    "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1", aid, delta)
                     counts["committed"] += 1
                     if attempt > 1:
                         counts["retried"] += 1
@@ -93,13 +119,17 @@ async def main():
 
     await asyncio.gather(*[terminal(c) for c in conns])
     elapsed = time.monotonic() - start
+    if workload == "autocommit":
+        for c in conns:
+            if await c.fetchval("SHOW default_transaction_isolation") != "serializable":
+                counts["not_serializable"] += 1
     for c in conns:
         await c.close()
     if errors:
         print("hot_row_asyncpg: %d errors, first: %s" % (len(errors), errors[0]), file=sys.stderr)
-    print("driver=asyncpg workload=%s statement_cache_size=%d clients=%d duration=%.2f committed=%d tps=%.1f retries=%d retried=%d failed=%d" % (
+    print("driver=asyncpg workload=%s statement_cache_size=%d clients=%d duration=%.2f committed=%d tps=%.1f retries=%d retried=%d failed=%d%s" % (
         workload, cache, clients, elapsed, counts["committed"], counts["committed"] / elapsed, counts["retries"], counts["retried"],
-        counts["failed"]))
+        counts["failed"], " not_serializable=%d" % counts["not_serializable"] if workload == "autocommit" else ""))
 
 
 if __name__ == "__main__":

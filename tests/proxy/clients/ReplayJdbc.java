@@ -5,6 +5,10 @@
 // executions (the test runs the transaction with and without them).
 //   java -cp /usr/share/java/postgresql.jar ReplayJdbc.java PORT SERVER_PORT TABLE ROW_A ROW_B WARM
 //   -> "blind: 1 1 committed" when the client never sees the conflict.
+// With a 7th argument `auto`: b runs with autoCommit=true (an implicit
+// transaction per statement: one Parse/Bind/Describe/Execute/Sync unit) and
+// default_transaction_isolation = serializable; only its UPDATE of ROW_B,
+// which waits for a's -> "auto: 1" when the client never sees the conflict.
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -13,10 +17,15 @@ import java.sql.SQLException;
 import java.util.concurrent.CompletableFuture;
 
 public class ReplayJdbc {
-  static Connection open(int port) throws SQLException {
+  static Connection open(int port, boolean auto) throws SQLException {
     Connection c = DriverManager.getConnection("jdbc:postgresql://127.0.0.1:" + port + "/postgres?user=postgres");
-    c.setTransactionIsolation(Connection.TRANSACTION_SERIALIZABLE);
-    c.setAutoCommit(false);
+    if (auto) {
+      c.setAutoCommit(true);
+      c.createStatement().execute("SET default_transaction_isolation = 'serializable'");
+    } else {
+      c.setTransactionIsolation(Connection.TRANSACTION_SERIALIZABLE);
+      c.setAutoCommit(false);
+    }
     return c;
   }
 
@@ -27,11 +36,12 @@ public class ReplayJdbc {
     int rowA = Integer.parseInt(args[3]);
     int rowB = Integer.parseInt(args[4]);
     int warm = Integer.parseInt(args[5]);  // executions first: past prepareThreshold, named statements
+    boolean auto = args.length > 6 && args[6].equals("auto");
     String upd = "UPDATE " + table + " SET v = v + 1 WHERE k = ?";
     try (Connection direct = DriverManager.getConnection(
              "jdbc:postgresql://127.0.0.1:" + serverPort + "/postgres?user=postgres");
-         Connection a = open(port);
-         Connection b = open(port)) {
+         Connection a = open(port, false);
+         Connection b = open(port, auto)) {
       direct.setAutoCommit(true);
       PreparedStatement ua = a.prepareStatement(upd);
       PreparedStatement ub = b.prepareStatement(upd);
@@ -41,12 +51,15 @@ public class ReplayJdbc {
         a.commit();
         ub.setInt(1, 0);
         ub.executeUpdate();
-        b.commit();
+        if (!auto) b.commit();
       }
       ua.setInt(1, rowB);
       if (ua.executeUpdate() != 1) throw new AssertionError("a's update");
-      ub.setInt(1, rowA);
-      int first = ub.executeUpdate();
+      int first = 0;
+      if (!auto) {
+        ub.setInt(1, rowA);
+        first = ub.executeUpdate();
+      }
       CompletableFuture<Integer> second = CompletableFuture.supplyAsync(() -> {
         try {
           ub.setInt(1, rowB);
@@ -72,6 +85,10 @@ public class ReplayJdbc {
       } catch (Exception e) {
         System.out.println("FAIL: blind writes got " + e.getMessage());
         System.exit(1);
+        return;
+      }
+      if (auto) {
+        System.out.println("auto: " + got);
         return;
       }
       b.commit();

@@ -99,5 +99,6 @@ async def main(port, server_port, table, mode, cache, row_a, row_b):
     return 0
 
 
-sys.exit(asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]),
-                          int(sys.argv[6]), int(sys.argv[7]))))
+if __name__ == "__main__":  # (replay_implicit.py imports wait_for_lock)
+    sys.exit(asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]),
+                              int(sys.argv[6]), int(sys.argv[7]))))
