@@ -204,6 +204,15 @@ void ScratchTableTest::SetUp() {
   if (!TestServer(&server_, &why)) GTEST_SKIP() << why;
   table_ = PgUniqueName("scratch_t");
   server_conn_ = PQconnectdb(server_.conninfo.c_str());
+  // A reference is named `k=1` while `k` is a column of one table only and
+  // `table.k=1` once two tables have it (policies/schema.h), decided when a
+  // proxy reads the catalog. Tests running at once create and drop scratch
+  // tables, so two proxies of one test could read catalogs a moment apart
+  // and name the same row differently (a multi-proxy test then saw the
+  // reference hot on B and B's transaction carry another name: no lock).
+  // A table that is never dropped keeps `k` shared, so every read agrees.
+  // (Two tests creating it at once: one gets an error, which is harmless.)
+  ExecValue(server_conn_, "CREATE TABLE IF NOT EXISTS corral_test_k_anchor (k int PRIMARY KEY)");
   ExecValue(server_conn_, absl::StrCat("CREATE TABLE ", table_, " (k int PRIMARY KEY, v int NOT NULL)"));
   ExecValue(server_conn_, absl::StrCat("INSERT INTO ", table_, " SELECT g, 0 FROM generate_series(0, 10) g"));
 }
