@@ -326,7 +326,7 @@ void Proxy::Loop::Timers() {
   // loop turns far more often than that.
   if (now - timers_at_ < 1000000) return;
   timers_at_ = now;
-  PublishWorker(now);  // workers > 1: SHOW POOLS rows for the other loops
+  PublishWorker(now);  // workers > 1: SHOW views' rows for the other loops
   for (auto& [k, p] : pools_) {
     for (auto& b : p->backends) {
       if (!b->alive && b->reconnect_at != 0 && now >= b->reconnect_at) {

@@ -186,9 +186,11 @@ void Proxy::Drain() {
   for (auto& l : loops_) l->Post(Loop::kDrain);
 }
 void Proxy::Pause() {
+  if (group_ != nullptr) group_->want_paused.store(true);
   for (auto& l : loops_) l->Post(Loop::kPause);
 }
 void Proxy::Resume() {
+  if (group_ != nullptr) group_->want_paused.store(false);
   for (auto& l : loops_) l->Post(Loop::kResume);
 }
 void Proxy::Reload() {
