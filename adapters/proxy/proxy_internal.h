@@ -296,8 +296,10 @@ struct Database {
   std::unique_ptr<TemplateCap> tcap;
   bool replay = false;  // transparent replay (replay.h) on for this database
   // Multi-proxy mode (cluster.h); null when cluster_name is empty. Last:
-  // stopped (joined) before the Scheduler it reads goes.
-  std::unique_ptr<ClusterSync> cluster;
+  // stopped (joined) before the Scheduler it reads goes. workers > 1: one
+  // for the process, shared by the loops' Databases of this name (the last
+  // to drop it stops it; it holds the shared Scheduler it reads).
+  std::shared_ptr<ClusterSync> cluster;
 };
 
 // workers > 1 (Options::workers, workers_loop.cc): what the event loops
@@ -328,6 +330,12 @@ struct WorkerGroup {
   // last publish (every 200 ms).
   std::vector<std::array<AdminTable, kAdminViews>> views ABSL_GUARDED_BY(mu);
   std::map<std::string, std::shared_ptr<scheduler::Scheduler>> scheds ABSL_GUARDED_BY(mu);
+  // Multi-proxy mode: the process's proxy id (generated once, when
+  // cluster_proxy_id is empty) and each database's ClusterSync, which the
+  // loops share (owned by their Databases: expired once none holds it; a
+  // loop whose config differs, after RELOAD, makes the next one).
+  std::string cluster_proxy_id ABSL_GUARDED_BY(mu);
+  std::map<std::string, std::weak_ptr<ClusterSync>> syncs ABSL_GUARDED_BY(mu);
 };
 
 // The server connections of one (database, server login): its run queues
@@ -682,7 +690,8 @@ class Proxy::Loop : private AdminSource {
   AdminTable TemplateRows() const override;
 
   // --- multi-proxy mode (cluster_loop.cc)
-  // Makes and starts db's ClusterSync when cluster_name is set.
+  // Makes and starts db's ClusterSync when cluster_name is set (workers >
+  // 1: shares the group's for db's name when its options are the same).
   void StartCluster(Database* db);
   // RELOAD: when a cluster_* key changed, every database's ClusterSync is
   // stopped (joined: at most one round) and made anew from `fresh`

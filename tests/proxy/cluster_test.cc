@@ -219,6 +219,35 @@ TEST_F(ClusterTest, HotReferenceLearnedByOneIsSerializedByTheOther) {
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "3");
 }
 
+// workers = 2 with cluster_name: the two loops share one ClusterSync (one
+// proxy id publishes for the process); a hot reference the 2-loop proxy
+// learned is serialized against a second proxy, whichever loop runs it.
+TEST_F(ClusterTest, TwoLoopProxyLearnsAndSerializesWithAnotherProxy) {
+  const std::string cluster = PgUniqueName("cl");
+  ProxyUnderTest a, b;
+  Options oa = ClusterOptions(cluster, "");  // a generated id: one for the process
+  oa.workers = 2;
+  ASSERT_TRUE(IsOk(a.Start(server_, oa)));
+  ASSERT_TRUE(IsOk(b.Start(server_, ClusterOptions(cluster, cluster + "_b"))));
+  LearnAbort(a, 1);
+  const std::string a_id = ClusterValue(a, "proxy_id");
+  ASSERT_FALSE(a_id.empty());
+  int64_t key = 0;
+  ASSERT_TRUE(Eventually([&] { return (key = PublishedKey(cluster, a_id)) != 0; }));
+  EXPECT_TRUE(Eventually([&] { return ClusterValue(b, "hot_refs") == "1"; }));
+  EXPECT_TRUE(Eventually([&] { return ClusterValue(a, "hot_refs") == "1"; }));
+  // A's loops published under one id: B sees one peer, the table two proxies.
+  EXPECT_EQ(ClusterValue(b, "peers"), "1");
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT count(DISTINCT proxy_id) FROM corral.hot_refs "
+                                                 "WHERE cluster_name = '", cluster, "'")),
+            "2");
+  for (int round = 0; round < 4; ++round) EXPECT_EQ(Race(a, b, key), "UPDATE 1") << round;
+  EXPECT_GE(a.proxy().stats().cluster_lock_waits.load(), 4);
+  EXPECT_EQ(a.proxy().stats().aborts_40001.load(), 1);  // LearnAbort's only
+  EXPECT_EQ(a.proxy().worker_stats().size(), 2u);
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "9");
+}
+
 // The unlock rides in the write of the client's COMMIT / ROLLBACK (simple
 // Query); a transaction ended otherwise (an extended-protocol COMMIT)
 // unlocks after it. Either way the key is free afterwards and the backend
