@@ -22,7 +22,8 @@ const std::vector<Command>& AllCommands() {
        "       corral refs --sql 'SELECT * FROM item WHERE i_id = ANY($1)' --params 'int4[]:{1,2,3}'",
        "cli/refs_cmd.cc", &RunRefs},
       {"proxy", "run the conflict-aware PostgreSQL proxy (transaction pooling)",
-       "corral proxy [--config=FILE] [--server=CONNINFO] [--listen_port=N] [--pool_size=N] [--proxy_policy=NAME]",
+       "corral proxy [--config=FILE] [--server=CONNINFO] [--listen_port=N] [--pool_size=N] [--workers=N] "
+       "[--proxy_policy=NAME]",
        "cli/proxy_cmd.cc", &RunProxy},
       {"bench", "one benchmark run (Phase I + Phase II, or online) on the embedded engine",
        "corral bench [--workload=tpcc] [--protocol=occ] [--policy=...] [--queues=N] [--duration=S] [--json=F] [--csv=F]",

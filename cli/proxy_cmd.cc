@@ -6,6 +6,7 @@
 //   corral proxy --config=corral.ini
 //   corral proxy --server="host=127.0.0.1 port=5432 user=postgres dbname=postgres" \
 //       --listen_port=6432 --pool_size=8 --proxy_policy=count-max-canonical-single --metrics_port=9127
+//   corral proxy --config=corral.ini --workers=2   # two event loops (README "Workers")
 //
 // Flags override the config file's keys (adapters/proxy/config.h lists them).
 #include <fcntl.h>
@@ -30,6 +31,12 @@ ABSL_FLAG(std::string, listen_addr, "", "listen address (default 127.0.0.1)");
 ABSL_FLAG(int, listen_port, -1, "listen port (default 6432; 0 = ephemeral)");
 ABSL_FLAG(int, pool_size, 0, "backend connections = run queues (default 4)");
 ABSL_FLAG(int, max_client_conn, 0, "most client connections (default 100)");
+ABSL_FLAG(int, workers, 0,
+          "event loops (threads) serving clients, each with its own SO_REUSEPORT listener and a share of "
+          "every pool (default 1; README \"Workers\")");
+ABSL_FLAG(std::string, worker_lock_threshold, "",
+          "workers > 1: History aborts at which a reference's transactions are serialized across the "
+          "loops (default 1)");
 ABSL_FLAG(std::string, auth_type, "", "trust | md5");
 ABSL_FLAG(std::string, auth_file, "", "userlist file: \"user\" \"password\" per line");
 ABSL_FLAG(std::string, proxy_policy, "", "scheduling policy, e.g. count-max-canonical-single, original");
@@ -76,6 +83,8 @@ int RunProxy(const std::vector<char*>& args) {
   if (absl::GetFlag(FLAGS_max_client_conn) > 0) {
     str("max_client_conn", absl::StrCat(absl::GetFlag(FLAGS_max_client_conn)));
   }
+  if (absl::GetFlag(FLAGS_workers) != 0) str("workers", absl::StrCat(absl::GetFlag(FLAGS_workers)));
+  str("worker_lock_threshold", absl::GetFlag(FLAGS_worker_lock_threshold));
   str("auth_type", absl::GetFlag(FLAGS_auth_type));
   str("auth_file", absl::GetFlag(FLAGS_auth_file));
   str("policy", absl::GetFlag(FLAGS_proxy_policy));
@@ -104,9 +113,9 @@ int RunProxy(const std::vector<char*>& args) {
     std::fprintf(stderr, "corral proxy: %s\n", std::string(st.message()).c_str());
     return 1;
   }
-  std::fprintf(stderr, "corral proxy: listening on %s:%d, %d backends to %s:%d, policy %s%s\n",
+  std::fprintf(stderr, "corral proxy: listening on %s:%d, %d backends to %s:%d, policy %s%s%s\n",
                o.listen_addr.c_str(), (*p)->port(), o.pool_size, o.server_host.c_str(), o.server_port,
-               PolicyName(o.policy).c_str(),
+               PolicyName(o.policy).c_str(), o.workers > 1 ? absl::StrCat(", ", o.workers, " workers").c_str() : "",
                (*p)->metrics_port() > 0 ? absl::StrCat(", metrics on :", (*p)->metrics_port()).c_str() : "");
   if (::pipe2(g_sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     std::fprintf(stderr, "corral proxy: pipe2 failed\n");

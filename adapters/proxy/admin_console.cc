@@ -1,6 +1,7 @@
 #include "adapters/proxy/admin_console.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,42 @@
 
 namespace corral {
 namespace proxy {
+
+AdminTable LocalAdminView(const AdminSource& s, AdminView v) {
+  switch (v) {
+    case AdminView::kQueues: {
+      AdminTable t;
+      t.columns = {"queue", "server_pid", "state", "client", "waiting", "transactions", "prepared", "database", "user"};
+      for (const AdminSource::QueueRow& q : s.Queues()) {
+        t.rows.push_back({std::to_string(q.index), std::to_string(q.server_pid), q.state, q.client,
+                          std::to_string(q.waiting), std::to_string(q.transactions), std::to_string(q.prepared),
+                          q.database, q.user});
+      }
+      return t;
+    }
+    case AdminView::kClients: {
+      AdminTable t;
+      t.columns = {"id", "user", "database", "state", "queue", "transactions"};
+      for (const AdminSource::ClientRow& c : s.Clients()) {
+        t.rows.push_back({std::to_string(c.id), c.user, c.database, c.state, c.queue, std::to_string(c.transactions)});
+      }
+      return t;
+    }
+    case AdminView::kDatabases:
+      return s.Databases();
+    case AdminView::kPools:
+      return s.Pools();
+    case AdminView::kUsers:
+      return s.Users();
+    case AdminView::kTemplates:
+      return s.TemplateRows();
+    case AdminView::kTemplateCaps:
+      return s.TemplateCapRows();
+    case AdminView::kCluster:
+      return s.Cluster();
+  }
+  return {};
+}
 
 void AdminConsole::OnMessage(char type, absl::string_view body, std::string* out, bool may_change) {
   if (type != 'Q') {
@@ -112,39 +149,22 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     wire::AppendTextResult(out, {"stat", "value"}, rows);
     return done();
   }
-  if (is("show", "queues")) {
-    std::vector<std::vector<std::string>> rows;
-    for (const AdminSource::QueueRow& q : source_.Queues()) {
-      rows.push_back({std::to_string(q.index), std::to_string(q.server_pid), q.state, q.client,
-                      std::to_string(q.waiting), std::to_string(q.transactions), std::to_string(q.prepared),
-                      q.database, q.user});
+  if (words.size() == 2 && words[0] == "show") {
+    static const std::pair<const char*, AdminView> kViews[] = {
+        {"queues", AdminView::kQueues},       {"clients", AdminView::kClients},
+        {"databases", AdminView::kDatabases}, {"pools", AdminView::kPools},
+        {"users", AdminView::kUsers},         {"templates", AdminView::kTemplates},
+        {"template_caps", AdminView::kTemplateCaps}, {"cluster", AdminView::kCluster}};
+    for (const auto& [name, v] : kViews) {
+      if (words[1] != name) continue;
+      const AdminTable t = source_.View(v);
+      wire::AppendTextResult(out, t.columns, t.rows);
+      return done();
     }
-    wire::AppendTextResult(
-        out, {"queue", "server_pid", "state", "client", "waiting", "transactions", "prepared", "database", "user"},
-        rows);
-    return done();
   }
-  if (is("show", "databases") || is("show", "pools") || is("show", "users") || is("show", "cluster") ||
-      is("show", "workers")) {
-    const AdminTable t = words[1] == "databases" ? source_.Databases()
-                         : words[1] == "pools"   ? source_.Pools()
-                         : words[1] == "cluster" ? source_.Cluster()
-                         : words[1] == "workers" ? source_.Workers()
-                                                 : source_.Users();
+  if (is("show", "workers")) {
+    const AdminTable t = source_.Workers();
     wire::AppendTextResult(out, t.columns, t.rows);
-    return done();
-  }
-  if (is("show", "templates") || is("show", "template_caps")) {
-    const AdminTable t = words[1] == "templates" ? source_.TemplateRows() : source_.TemplateCapRows();
-    wire::AppendTextResult(out, t.columns, t.rows);
-    return done();
-  }
-  if (is("show", "clients")) {
-    std::vector<std::vector<std::string>> rows;
-    for (const AdminSource::ClientRow& c : source_.Clients()) {
-      rows.push_back({std::to_string(c.id), c.user, c.database, c.state, c.queue, std::to_string(c.transactions)});
-    }
-    wire::AppendTextResult(out, {"id", "user", "database", "state", "queue", "transactions"}, rows);
     return done();
   }
   if (is("show", "history")) {
@@ -186,7 +206,8 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
   }
   wire::AppendError(out, "ERROR", "42601",
                     absl::StrCat("unknown admin command '", sql_in,
-                                 "'; try SHOW STATS | QUEUES | CLIENTS | HISTORY | POLICY | DATABASES | POOLS | USERS | CLUSTER | WORKERS, "
+                                 "'; try SHOW STATS | QUEUES | CLIENTS | HISTORY | POLICY | DATABASES | POOLS | USERS | CLUSTER | WORKERS | "
+                                 "TEMPLATES | TEMPLATE_CAPS, "
                                  "SET POLICY <name>, RELOAD, PAUSE, RESUME, SHUTDOWN"));
   done();
 }

@@ -1,6 +1,7 @@
 // The proxy's admin console: the SQL a client connected to the admin
 // database ("corral") may send (SHOW STATS | QUEUES | CLIENTS | HISTORY |
-// POLICY | DATABASES | POOLS | USERS | CLUSTER | TEMPLATES, SET POLICY <name>, RELOAD, PAUSE,
+// POLICY | DATABASES | POOLS | USERS | CLUSTER | TEMPLATES | TEMPLATE_CAPS |
+// WORKERS, SET POLICY <name>, RELOAD, PAUSE,
 // RESUME, SHUTDOWN), answered as
 // protocol bytes. It works
 // against AdminSource, a narrow view of the proxy (counters, queues, clients,
@@ -33,6 +34,16 @@ struct AdminTable {
   std::vector<std::string> columns;
   std::vector<std::vector<std::string>> rows;
 };
+
+// The SHOW views whose rows belong to one event loop (its pools, backends,
+// clients, ...): a proxy with workers > 1 answers each with every loop's
+// rows (AdminSource::View).
+enum class AdminView { kQueues, kClients, kDatabases, kPools, kUsers, kTemplates, kTemplateCaps, kCluster };
+constexpr int kAdminViews = 8;
+
+class AdminSource;
+// View `v` of `s` itself as the console shows it (columns and rows).
+AdminTable LocalAdminView(const AdminSource& s, AdminView v);
 
 // What the console reads and changes; the proxy's event loop implements it.
 class AdminSource {
@@ -104,6 +115,10 @@ class AdminSource {
   virtual void Pause() = 0;
   virtual void Resume() = 0;
   virtual void Shutdown() = 0;
+  // What the console shows for a per-loop view: LocalAdminView(*this, v);
+  // a proxy with several loops adds the other loops' rows (and a worker
+  // column).
+  virtual AdminTable View(AdminView v) const { return LocalAdminView(*this, v); }
 };
 
 class AdminConsole {

@@ -32,35 +32,67 @@
 namespace corral {
 namespace proxy {
 
+namespace {
+// A proxy id for this process: host/pid/random.
+std::string GeneratedProxyId() {
+  char host[256] = {0};
+  (void)gethostname(host, sizeof(host) - 1);
+  return absl::StrFormat("%s/%d/%08x", host, static_cast<int>(getpid()),
+                         static_cast<uint32_t>(std::random_device{}()));
+}
+bool SameSync(const ClusterSync::Options& a, const ClusterSync::Options& b) {
+  return a.cluster_name == b.cluster_name && a.proxy_id == b.proxy_id &&
+         a.publish_interval_ms == b.publish_interval_ms && a.hot_threshold == b.hot_threshold;
+}
+}  // namespace
+
 void Proxy::Loop::StartCluster(Database* db) {
   if (opt_.cluster_name.empty()) return;
-  if (cluster_proxy_id_.empty()) {
-    cluster_proxy_id_ = opt_.cluster_proxy_id;
-    if (cluster_proxy_id_.empty()) {
-      char host[256] = {0};
-      (void)gethostname(host, sizeof(host) - 1);
-      cluster_proxy_id_ = absl::StrFormat("%s/%d/%08x", host, static_cast<int>(getpid()),
-                                          static_cast<uint32_t>(std::random_device{}()));
-    }
-  }
   ClusterSync::Options o;
   o.cluster_name = opt_.cluster_name;
-  o.proxy_id = cluster_proxy_id_;
   o.publish_interval_ms = opt_.cluster_publish_interval_ms;
   o.hot_threshold = opt_.cluster_hot_threshold;
   const std::string conninfo = absl::StrCat(CatalogConninfo(opt_, db->entry), " connect_timeout=2");
   scheduler::Scheduler* sched = db->sched;
-  db->cluster = std::make_unique<ClusterSync>(
-      o, [conninfo] { return adapters::ConnectLibpq(conninfo); },
-      [sched](size_t k) {
-        std::vector<SharedRef> out;
-        for (const auto& e : sched->history().TopByAborts(k)) {
-          out.push_back({e.ref.value(), static_cast<double>(e.counts.aborts), e.text});
-        }
-        return out;
-      },
-      &stats_);
-  db->cluster->Start();
+  std::shared_ptr<scheduler::Scheduler> keep = db->shared_sched;  // workers > 1: outlives any one loop's Database
+  auto make = [&] {
+    auto sync = std::make_shared<ClusterSync>(
+        o, [conninfo] { return adapters::ConnectLibpq(conninfo); },
+        [sched, keep](size_t k) {
+          std::vector<SharedRef> out;
+          for (const auto& e : sched->history().TopByAborts(k)) {
+            out.push_back({e.ref.value(), static_cast<double>(e.counts.aborts), e.text});
+          }
+          return out;
+        },
+        &stats_);
+    sync->Start();
+    return sync;
+  };
+  if (group_ == nullptr) {
+    if (cluster_proxy_id_.empty()) {
+      cluster_proxy_id_ = opt_.cluster_proxy_id.empty() ? GeneratedProxyId() : opt_.cluster_proxy_id;
+    }
+    o.proxy_id = cluster_proxy_id_;
+    db->cluster = make();
+    return;
+  }
+  // workers > 1: one proxy id and one ClusterSync per database for the
+  // process (the Scheduler it publishes is the loops' shared one; a sync
+  // per loop would publish it N times under N ids).
+  std::shared_ptr<ClusterSync> old;  // a sync of the config before RELOAD: let go after the lock
+  TsanVisibleMutexLock l(&group_->mu);
+  if (group_->cluster_proxy_id.empty()) group_->cluster_proxy_id = GeneratedProxyId();
+  cluster_proxy_id_ = opt_.cluster_proxy_id.empty() ? group_->cluster_proxy_id : opt_.cluster_proxy_id;
+  o.proxy_id = cluster_proxy_id_;
+  std::weak_ptr<ClusterSync>& slot = group_->syncs[db->entry.name];
+  std::shared_ptr<ClusterSync> sync = slot.lock();
+  if (sync == nullptr || !SameSync(sync->options(), o)) {
+    old = std::move(sync);
+    sync = make();
+    slot = sync;
+  }
+  db->cluster = std::move(sync);
 }
 
 void Proxy::Loop::ReloadCluster(const Options& fresh) {
@@ -71,6 +103,9 @@ void Proxy::Loop::ReloadCluster(const Options& fresh) {
   }
   // A generated id stays this process's; a configured one is taken anew.
   if (fresh.cluster_proxy_id != opt_.cluster_proxy_id) cluster_proxy_id_.clear();
+  // workers > 1: each loop reloads; the first makes each database's next
+  // ClusterSync, the others share it (StartCluster), and the old one stops
+  // when the last loop drops it.
   opt_.cluster_name = fresh.cluster_name;
   opt_.cluster_proxy_id = fresh.cluster_proxy_id;
   opt_.cluster_publish_interval_ms = fresh.cluster_publish_interval_ms;

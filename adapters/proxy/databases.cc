@@ -217,7 +217,7 @@ AdminTable Proxy::Loop::Databases() const {
   return t;
 }
 
-AdminTable Proxy::Loop::PoolRows() const {
+AdminTable Proxy::Loop::Pools() const {
   AdminTable t;
   t.columns = {"database", "user", "cl_active", "cl_waiting", "cl_idle", "sv_active", "sv_idle", "sv_down",
                "transactions"};

@@ -326,7 +326,7 @@ void Proxy::Loop::Timers() {
   // loop turns far more often than that.
   if (now - timers_at_ < 1000000) return;
   timers_at_ = now;
-  PublishWorker(now);  // workers > 1: SHOW POOLS rows for the other loops
+  PublishWorker(now);  // workers > 1: SHOW views' rows for the other loops
   for (auto& [k, p] : pools_) {
     for (auto& b : p->backends) {
       if (!b->alive && b->reconnect_at != 0 && now >= b->reconnect_at) {
@@ -444,10 +444,22 @@ std::vector<AdminSource::ClientRow> Proxy::Loop::Clients() const {
 std::vector<AdminSource::HistoryRow> Proxy::Loop::TopByAborts(size_t k) const {
   // Every database's; a database other than the default one prefixes its
   // references with its name ("shop: w_id=5").
+  // workers > 1: also the shared Schedulers of databases only other loops
+  // have opened (held here: a loop may drop one from the group meanwhile).
+  std::map<std::string, std::shared_ptr<scheduler::Scheduler>> others;
+  if (group_ != nullptr) {
+    TsanVisibleMutexLock l(&group_->mu);
+    for (const auto& [name, s] : group_->scheds) {
+      if (dbs_.count(name) == 0) others[name] = s;
+    }
+  }
+  std::map<std::string, scheduler::Scheduler*> scheds;
+  for (const auto& [name, db] : dbs_) scheds[name] = db->sched;
+  for (const auto& [name, s] : others) scheds[name] = s.get();
   std::vector<HistoryRow> rows;
   const std::string def = DefaultDatabase(opt_);
-  for (const auto& [name, db] : dbs_) {
-    for (const auto& e : db->sched->history().TopByAborts(k)) {
+  for (const auto& [name, sched] : scheds) {
+    for (const auto& e : sched->history().TopByAborts(k)) {
       const std::string ref = e.text.empty() ? absl::StrFormat("%016x", e.ref.value()) : e.text;
       rows.push_back({name == def ? ref : absl::StrCat(name, ": ", ref), static_cast<int64_t>(e.counts.aborts),
                       static_cast<int64_t>(e.counts.commits)});

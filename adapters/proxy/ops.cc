@@ -4,7 +4,8 @@
 // draining for a graceful shutdown.
 //
 // PAUSE (PgBouncer's): no backend is handed out; transactions running go
-// on; the PAUSE statement is answered once none runs; RESUME hands out
+// on; the PAUSE statement is answered once none runs (in any loop, with
+// workers > 1); RESUME hands out
 // backends again. Draining (SIGTERM): the listener closes; a client not in
 // a transaction, and each one whose transaction ends, is told FATAL 57P01
 // (admin_shutdown, as PostgreSQL's shutdown does) and closed; a client in a
@@ -32,8 +33,17 @@ void Proxy::Loop::ApplyRequests() {
       std::fprintf(stderr, "corral proxy: RELOAD failed: %s\n", std::string(st.message()).c_str());
     }
   }
-  if (r & kPause) Pause();
-  if (r & kResume) Resume();
+  if (group_ != nullptr && (r & (kPause | kResume))) {
+    // The last request's state, whatever order the bits came in.
+    if (group_->want_paused.load()) {
+      Pause();
+    } else {
+      Resume();
+    }
+  } else {
+    if (r & kPause) Pause();
+    if (r & kResume) Resume();
+  }
   if ((r & kDrain) && !draining_) {
     draining_ = true;
     Resume();  // queued transactions are refused now, not held
@@ -49,6 +59,7 @@ void Proxy::Loop::Pause() {
   paused_ = true;
   if (admin_current_ != nullptr) {
     admin_current_->pause_wait = true;
+    if (group_ != nullptr) group_->want_paused.store(true);
     PostOthers(kPause);
   }
 }
@@ -59,11 +70,22 @@ void Proxy::Loop::Shutdown() {
 }
 
 void Proxy::Loop::Resume() {
-  if (admin_current_ != nullptr) PostOthers(kResume);
+  if (admin_current_ != nullptr) {
+    if (group_ != nullptr) group_->want_paused.store(false);
+    PostOthers(kResume);
+  }
   paused_ = false;
   pause_done_.store(false);
   OpsTurn();  // answers PAUSEs still waiting
   DispatchIdleAll();
+}
+
+bool Proxy::Loop::OthersPaused() const {
+  if (group_ == nullptr) return true;
+  for (const Loop* other : group_->loops) {
+    if (other != this && !other->pause_done()) return false;
+  }
+  return true;
 }
 
 void Proxy::Loop::ShutdownClient(Client* c) {
@@ -72,11 +94,15 @@ void Proxy::Loop::ShutdownClient(Client* c) {
 
 void Proxy::Loop::OpsTurn() {
   const bool idle = !any_running();
-  if (paused_ && idle) pause_done_.store(true);
+  if (paused_ && idle && !pause_done_.exchange(true)) {
+    PostOthers(kInbox);  // a PAUSE waiting on another loop looks again now
+  }
+  // A PAUSE is answered once every loop is idle.
+  const bool all_idle = idle && OthersPaused();
   std::vector<Client*> release, close;
   for (auto& [p, c] : clients_) {
     if (c->dead) continue;
-    if (c->pause_wait && (!paused_ || idle)) release.push_back(c.get());
+    if (c->pause_wait && (!paused_ || all_idle)) release.push_back(c.get());
     if (!draining_) continue;
     const bool in_txn = c->backend != nullptr || !c->held_begin.empty();
     if (!in_txn && c->out_off == c->out.size()) close.push_back(c.get());

@@ -86,9 +86,6 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Create(const Options& options) {
   }
   if (absl::Status st = CheckSafeDefaults(options); !st.ok()) return st;
   if (options.workers < 1) return absl::InvalidArgumentError("workers must be at least 1");
-  if (options.workers > 1 && !options.cluster_name.empty()) {
-    return absl::InvalidArgumentError("workers > 1 cannot be combined with cluster_name (multi-proxy mode)");
-  }
   {  // bad TLS settings or files: refuse before anything connects
     std::unique_ptr<tls::Context> c, s;
     if (absl::Status st = MakeTlsContexts(options, &c, &s); !st.ok()) return st;
@@ -186,9 +183,11 @@ void Proxy::Drain() {
   for (auto& l : loops_) l->Post(Loop::kDrain);
 }
 void Proxy::Pause() {
+  if (group_ != nullptr) group_->want_paused.store(true);
   for (auto& l : loops_) l->Post(Loop::kPause);
 }
 void Proxy::Resume() {
+  if (group_ != nullptr) group_->want_paused.store(false);
   for (auto& l : loops_) l->Post(Loop::kResume);
 }
 void Proxy::Reload() {

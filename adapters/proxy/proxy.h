@@ -100,7 +100,8 @@ struct Options {
   // transactions on hot references through an in-process key table
   // (key_locks.h): a reference whose History abort count reaches
   // worker_lock_threshold takes its key before the transaction is routed.
-  // Not with cluster_name (refused at Create).
+  // With cluster_name, the loops share one ClusterSync per database and one
+  // proxy id (the advisory locks serialize across processes).
   int workers = 1;
   double worker_lock_threshold = 1;
   std::string auth_type = "trust";  // trust | md5 | scram-sha-256

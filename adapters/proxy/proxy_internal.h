@@ -21,7 +21,7 @@
 //                      (replay.h): rolled back, re-run, results compared
 //   workers_loop.cc    workers > 1: the in-process keys of hot references
 //                      (key_locks.h), the inbox other loops post to, the
-//                      admin console's process-wide SHOW POOLS / WORKERS
+//                      admin console's process-wide SHOW views, WORKERS
 // TLS: Conn::Recv / SendSome are the I/O seam (plain socket or tls.h's
 // Session); client_session.cc answers SSLRequest and drives the handshake
 // from epoll, backend.cc negotiates TLS with the server before startup;
@@ -48,6 +48,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -295,8 +296,10 @@ struct Database {
   std::unique_ptr<TemplateCap> tcap;
   bool replay = false;  // transparent replay (replay.h) on for this database
   // Multi-proxy mode (cluster.h); null when cluster_name is empty. Last:
-  // stopped (joined) before the Scheduler it reads goes.
-  std::unique_ptr<ClusterSync> cluster;
+  // stopped (joined) before the Scheduler it reads goes. workers > 1: one
+  // for the process, shared by the loops' Databases of this name (the last
+  // to drop it stops it; it holds the shared Scheduler it reads).
+  std::shared_ptr<ClusterSync> cluster;
 };
 
 // workers > 1 (Options::workers, workers_loop.cc): what the event loops
@@ -305,7 +308,7 @@ struct Database {
 // than the default one (whose Scheduler is the Proxy's) are made here on
 // first use by whichever loop needs one, and shared.
 struct WorkerGroup {
-  explicit WorkerGroup(int n) : count(n), per(static_cast<size_t>(n)), pools(static_cast<size_t>(n)) {}
+  explicit WorkerGroup(int n) : count(n), per(static_cast<size_t>(n)), views(static_cast<size_t>(n)) {}
   struct alignas(64) PerWorker {  // a cache line each: the loops write their own
     std::atomic<int64_t> accepted{0};
     std::atomic<int64_t> transactions{0};
@@ -318,10 +321,21 @@ struct WorkerGroup {
   std::vector<Proxy::Loop*> loops;
   std::vector<PerWorker> per;      // by worker index
   std::atomic<int64_t> clients{0};  // connected to any loop (max_client_conn)
+  // What the last PAUSE / RESUME (admin console or Proxy::Pause / Resume)
+  // asked of every loop: a loop applies this, not the order its kPause /
+  // kResume bits came in (a RESUME then PAUSE may reach it in one turn).
+  std::atomic<bool> want_paused{false};
   TsanVisibleMutex mu;
-  // Each loop's SHOW POOLS rows as of its last publish (every 200 ms).
-  std::vector<AdminTable> pools ABSL_GUARDED_BY(mu);
+  // Each loop's rows of every per-loop SHOW view (by AdminView) as of its
+  // last publish (every 200 ms).
+  std::vector<std::array<AdminTable, kAdminViews>> views ABSL_GUARDED_BY(mu);
   std::map<std::string, std::shared_ptr<scheduler::Scheduler>> scheds ABSL_GUARDED_BY(mu);
+  // Multi-proxy mode: the process's proxy id (generated once, when
+  // cluster_proxy_id is empty) and each database's ClusterSync, which the
+  // loops share (owned by their Databases: expired once none holds it; a
+  // loop whose config differs, after RELOAD, makes the next one).
+  std::string cluster_proxy_id ABSL_GUARDED_BY(mu);
+  std::map<std::string, std::weak_ptr<ClusterSync>> syncs ABSL_GUARDED_BY(mu);
 };
 
 // The server connections of one (database, server login): its run queues
@@ -388,12 +402,14 @@ class Proxy::Loop : private AdminSource {
   void ShutdownClient(Client* c);
   // AdminSource (ops.cc); with workers > 1 the admin console's PAUSE,
   // RESUME, SHUTDOWN and RELOAD go to every loop (PAUSE is answered once
-  // this loop runs no transaction).
+  // no loop runs a transaction: every loop's pause_done()).
   void Pause() override;
   void Resume() override;
   void Shutdown() override;
   // Posts `r` to every other loop (workers > 1; none else).
   void PostOthers(Request r);
+  // workers > 1: every other loop is paused with no transaction running.
+  bool OthersPaused() const;
 
   // --- workers (workers_loop.cc)
   // Before c's transaction is routed: true when it may run (no key to
@@ -405,11 +421,16 @@ class Proxy::Loop : private AdminSource {
   uint64_t KeyTicket(const Client* c) const { return (uint64_t(uint32_t(worker_)) << 48) | c->id; }
   // Grants and forwarded cancels (kInbox).
   void ApplyInbox();
-  // Every 200 ms: this loop's SHOW POOLS rows into the group.
+  // Every 200 ms: this loop's rows of every per-loop SHOW view (AdminView)
+  // into the group, for the other loops' admin consoles.
   void PublishWorker(int64_t now);
-  // The Pools() rows of this loop (live), with a worker column when
-  // workers > 1.
-  AdminTable LocalPools() const;
+  // This loop's view `v` (live) with a worker column first.
+  AdminTable WorkerView(AdminView v) const;
+  // SHOW QUEUES, CLIENTS, DATABASES, POOLS, USERS, TEMPLATES,
+  // TEMPLATE_CAPS, CLUSTER: with workers > 1, this loop's rows (live) and
+  // every other loop's as of its last publish (at most 200 ms old), each
+  // with its loop's index in a worker column.
+  AdminTable View(AdminView v) const override;
   AdminTable Workers() const override;
 
   // --- plumbing (loop.cc)
@@ -667,15 +688,14 @@ class Proxy::Loop : private AdminSource {
   absl::StatusOr<std::string> PasswordOf(Client* c);
   // AdminSource (databases.cc)
   AdminTable Databases() const override;
-  // SHOW POOLS: this loop's pools (PoolRows); workers > 1: every loop's,
-  // with a worker column (the others' as of their last publish).
+  // SHOW POOLS: this loop's pools (View adds the other loops').
   AdminTable Pools() const override;
-  AdminTable PoolRows() const;
   AdminTable Users() const override;
   AdminTable TemplateRows() const override;
 
   // --- multi-proxy mode (cluster_loop.cc)
-  // Makes and starts db's ClusterSync when cluster_name is set.
+  // Makes and starts db's ClusterSync when cluster_name is set (workers >
+  // 1: shares the group's for db's name when its options are the same).
   void StartCluster(Database* db);
   // RELOAD: when a cluster_* key changed, every database's ClusterSync is
   // stopped (joined: at most one round) and made anew from `fresh`

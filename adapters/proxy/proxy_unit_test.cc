@@ -557,9 +557,10 @@ TEST(Config, Workers) {
   EXPECT_FALSE(ApplyConfigLine("worker_lock_threshold", "0", &o).ok());
   o.schema = nullptr;
   EXPECT_TRUE(Proxy::Create(o).ok());
-  // Not with multi-proxy mode, and at least one loop.
+  // With multi-proxy mode too (the loops share one ClusterSync per
+  // database); at least one loop.
   o.cluster_name = "shop";
-  EXPECT_FALSE(Proxy::Create(o).ok());
+  EXPECT_TRUE(Proxy::Create(o).ok());
   o.cluster_name = "";
   o.workers = 0;
   EXPECT_FALSE(Proxy::Create(o).ok());

@@ -3,6 +3,8 @@
 // accepting on its own SO_REUSEPORT listener, keep one schedule:
 //   - the Scheduler (History, State) of each database is shared (the
 //     default database's is the Proxy's; others are made in the group);
+//   - the admin console answers the per-loop SHOW views with every loop's
+//     rows (View: the others' as of their last publish, PublishWorker);
 //   - a transaction whose first unit names a reference with at least
 //     worker_lock_threshold aborts in the History takes that reference's key
 //     in the group's KeyLocks before it is routed (after a held BEGIN, before
@@ -12,6 +14,7 @@
 //     (kInbox), and the keys go when the transaction ends (Detach) or the
 //     client leaves (CloseClient).
 // With one loop (group_ null) every hook here is a no-op.
+#include <array>
 #include <functional>
 #include <string>
 #include <vector>
@@ -115,9 +118,9 @@ void Proxy::Loop::ApplyInbox() {
   }
 }
 
-AdminTable Proxy::Loop::LocalPools() const {
-  AdminTable t = PoolRows();
-  if (group_ == nullptr) return t;
+AdminTable Proxy::Loop::WorkerView(AdminView v) const {
+  AdminTable t = LocalAdminView(*this, v);
+  if (t.columns.empty()) return t;  // a view this loop has nothing for (SHOW CLUSTER off)
   t.columns.insert(t.columns.begin(), "worker");
   for (auto& r : t.rows) r.insert(r.begin(), std::to_string(worker_));
   return t;
@@ -126,18 +129,21 @@ AdminTable Proxy::Loop::LocalPools() const {
 void Proxy::Loop::PublishWorker(int64_t now) {
   if (group_ == nullptr || now - published_at_ < 200 * 1000000LL) return;
   published_at_ = now;
-  AdminTable t = LocalPools();
+  std::array<AdminTable, kAdminViews> views;
+  for (int v = 0; v < kAdminViews; ++v) views[v] = WorkerView(static_cast<AdminView>(v));
   TsanVisibleMutexLock l(&group_->mu);
-  group_->pools[worker_] = std::move(t);
+  group_->views[worker_] = std::move(views);
 }
 
-AdminTable Proxy::Loop::Pools() const {
-  if (group_ == nullptr) return PoolRows();
-  AdminTable t = LocalPools();
+AdminTable Proxy::Loop::View(AdminView v) const {
+  if (group_ == nullptr) return LocalAdminView(*this, v);
+  AdminTable t = WorkerView(v);
   TsanVisibleMutexLock l(&group_->mu);
   for (int i = 0; i < group_->count; ++i) {
     if (i == worker_) continue;
-    for (const auto& r : group_->pools[i].rows) t.rows.push_back(r);
+    const AdminTable& o = group_->views[i][static_cast<int>(v)];
+    if (t.columns.empty()) t.columns = o.columns;
+    for (const auto& r : o.rows) t.rows.push_back(r);
   }
   return t;
 }

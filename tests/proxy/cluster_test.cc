@@ -63,6 +63,27 @@ class ClusterTest : public ScratchTableTest {
     o.replay = replay_;
     return o;
   }
+  // RELOAD turns sharing on, changes the threshold, turns it off, on a
+  // proxy of `workers` loops.
+  void ReloadScenario(int workers);
+  // Every row's `col` of p's SHOW CLUSTER (one per loop with workers > 1).
+  std::vector<std::string> ClusterValues(ProxyUnderTest& p, const std::string& col) {
+    std::vector<std::string> out;
+    PGconn* a = PQconnectdb(p.ClientConninfo("corral").c_str());
+    PGresult* r = PQexec(a, "SHOW CLUSTER");
+    const int f = PQresultStatus(r) == PGRES_TUPLES_OK ? PQfnumber(r, col.c_str()) : -1;
+    for (int i = 0; f >= 0 && i < PQntuples(r); ++i) out.push_back(PQgetvalue(r, i, f));
+    PQclear(r);
+    PQfinish(a);
+    return out;
+  }
+  static bool AllAre(const std::vector<std::string>& vs, int n, const std::string& v) {
+    if (static_cast<int>(vs.size()) != n) return false;
+    for (const std::string& x : vs) {
+      if (x != v) return false;
+    }
+    return true;
+  }
   bool fold_ = true;     // cluster_fold_unlock of the proxies started
   bool replay_ = false;  // their replay key
   std::string Update(int k) { return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k); }
@@ -219,6 +240,35 @@ TEST_F(ClusterTest, HotReferenceLearnedByOneIsSerializedByTheOther) {
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "3");
 }
 
+// workers = 2 with cluster_name: the two loops share one ClusterSync (one
+// proxy id publishes for the process); a hot reference the 2-loop proxy
+// learned is serialized against a second proxy, whichever loop runs it.
+TEST_F(ClusterTest, TwoLoopProxyLearnsAndSerializesWithAnotherProxy) {
+  const std::string cluster = PgUniqueName("cl");
+  ProxyUnderTest a, b;
+  Options oa = ClusterOptions(cluster, "");  // a generated id: one for the process
+  oa.workers = 2;
+  ASSERT_TRUE(IsOk(a.Start(server_, oa)));
+  ASSERT_TRUE(IsOk(b.Start(server_, ClusterOptions(cluster, cluster + "_b"))));
+  LearnAbort(a, 1);
+  const std::string a_id = ClusterValue(a, "proxy_id");
+  ASSERT_FALSE(a_id.empty());
+  int64_t key = 0;
+  ASSERT_TRUE(Eventually([&] { return (key = PublishedKey(cluster, a_id)) != 0; }));
+  EXPECT_TRUE(Eventually([&] { return ClusterValue(b, "hot_refs") == "1"; }));
+  EXPECT_TRUE(Eventually([&] { return ClusterValue(a, "hot_refs") == "1"; }));
+  // A's loops published under one id: B sees one peer, the table two proxies.
+  EXPECT_EQ(ClusterValue(b, "peers"), "1");
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT count(DISTINCT proxy_id) FROM corral.hot_refs "
+                                                 "WHERE cluster_name = '", cluster, "'")),
+            "2");
+  for (int round = 0; round < 4; ++round) EXPECT_EQ(Race(a, b, key), "UPDATE 1") << round;
+  EXPECT_GE(a.proxy().stats().cluster_lock_waits.load(), 4);
+  EXPECT_EQ(a.proxy().stats().aborts_40001.load(), 1);  // LearnAbort's only
+  EXPECT_EQ(a.proxy().worker_stats().size(), 2u);
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "9");
+}
+
 // The unlock rides in the write of the client's COMMIT / ROLLBACK (simple
 // Query); a transaction ended otherwise (an extended-protocol COMMIT)
 // unlocks after it. Either way the key is free afterwards and the backend
@@ -344,7 +394,7 @@ TEST(ClusterConfigTest, FoldUnlockKey) {
 // joins B's cluster (peers, a hot reference, a locked transaction), a
 // higher threshold unlocks the reference, and an empty cluster_name turns
 // sharing off again.
-TEST_F(ClusterTest, ClusterKeysApplyOnReload) {
+void ClusterTest::ReloadScenario(int workers) {
   const std::string cluster = PgUniqueName("cl");
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/", PgUniqueName("corral_cluster_reload"), ".ini");
@@ -357,6 +407,7 @@ TEST_F(ClusterTest, ClusterKeysApplyOnReload) {
   write("");
   Options o;
   ASSERT_TRUE(LoadConfigFile(path, &o).ok());
+  o.workers = workers;
   ProxyUnderTest a, b;
   ASSERT_TRUE(IsOk(a.Start(server_, o)));
   ASSERT_TRUE(IsOk(b.Start(server_, ClusterOptions(cluster, cluster + "_b"))));
@@ -369,7 +420,10 @@ TEST_F(ClusterTest, ClusterKeysApplyOnReload) {
   ASSERT_TRUE(ExecOk(admin, "RELOAD"));
   int64_t key = 0;
   EXPECT_TRUE(Eventually([&] { return (key = PublishedKey(cluster, cluster + "_a")) != 0; }));
-  EXPECT_TRUE(Eventually([&] { return ClusterValue(a, "peers") == "1" && ClusterValue(a, "hot_refs") == "1"; }));
+  // Every loop reloaded (each has its row; the others' as published).
+  EXPECT_TRUE(Eventually([&] {
+    return AllAre(ClusterValues(a, "peers"), workers, "1") && AllAre(ClusterValues(a, "hot_refs"), workers, "1");
+  }));
   EXPECT_EQ(ClusterValue(a, "proxy_id"), cluster + "_a");
   PGconn* y = PQconnectdb(a.ClientConninfo().c_str());
   HotTxn(y, key);
@@ -379,8 +433,9 @@ TEST_F(ClusterTest, ClusterKeysApplyOnReload) {
   write(absl::StrCat("cluster_name = ", cluster, "\ncluster_proxy_id = ", cluster,
                      "_a\ncluster_publish_interval_ms = 100\ncluster_hot_threshold = 1000\n"));
   ASSERT_TRUE(ExecOk(admin, "RELOAD"));
-  EXPECT_TRUE(Eventually([&] { return ClusterValue(a, "peers") == "1"; }));
-  EXPECT_EQ(ClusterValue(a, "hot_refs"), "0");
+  EXPECT_TRUE(Eventually([&] {
+    return AllAre(ClusterValues(a, "peers"), workers, "1") && AllAre(ClusterValues(a, "hot_refs"), workers, "0");
+  }));
   ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
   ASSERT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
   EXPECT_EQ(Locks(key, true), 0);
@@ -389,12 +444,18 @@ TEST_F(ClusterTest, ClusterKeysApplyOnReload) {
   // every reloadable key).
   write("cluster_name =\n");
   ASSERT_TRUE(ExecOk(admin, "RELOAD"));
-  EXPECT_EQ(ClusterValue(a, "state"), "");
+  EXPECT_TRUE(Eventually([&] { return ClusterValues(a, "state").empty(); }));
   EXPECT_EQ(a.proxy().stats().cluster_lock_txns.load(), 1);
   PQfinish(y);
   PQfinish(admin);
   std::remove(path.c_str());
 }
+
+TEST_F(ClusterTest, ClusterKeysApplyOnReload) { ReloadScenario(1); }
+
+// workers = 2: RELOAD reaches both loops; they go on sharing one
+// ClusterSync of the new keys (the first loop to reload makes it).
+TEST_F(ClusterTest, ClusterKeysApplyOnReloadWithTwoLoops) { ReloadScenario(2); }
 
 TEST_F(ClusterTest, SharingOffTheSameRaceFailsWith40001) {
   ProxyUnderTest a, b;

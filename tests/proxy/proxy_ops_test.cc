@@ -220,39 +220,13 @@ TEST_F(ProxyOpsTest, AdminShutdownEndsTheLoop) {
 // A real `corral proxy` process gets SIGTERM mid-transaction: the
 // transaction commits and the process exits 0.
 TEST_F(ProxyOpsTest, SigtermCommitsTheRunningTransactionAndExitsZero) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  ASSERT_NE(srcdir, nullptr);
-  const std::string bin = absl::StrCat(srcdir, "/corral/cli/corral");
-  int err[2];
-  ASSERT_EQ(::pipe(err), 0);
   const std::string server = absl::StrCat("--server=host=", server_.host, " port=", server_.port,
                                           " user=", server_.user, " dbname=", server_.dbname);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(err[1], 2);
-    ::close(err[0]);
-    ::execl(bin.c_str(), bin.c_str(), "proxy", server.c_str(), "--listen_port=0", "--pool_size=1",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(err[1]);
-  // "corral proxy: listening on 127.0.0.1:PORT, ..."
-  std::string log;
-  int port = 0;
-  char buf[512];
-  while (port == 0) {
-    pollfd p{err[0], POLLIN, 0};
-    if (::poll(&p, 1, 20000) <= 0) break;
-    ssize_t n = ::read(err[0], buf, sizeof(buf));
-    if (n <= 0) break;
-    log.append(buf, n);
-    const size_t at = log.find("listening on 127.0.0.1:");
-    if (at != std::string::npos && log.find(',', at) != std::string::npos) {
-      port = std::atoi(log.c_str() + at + std::strlen("listening on 127.0.0.1:"));
-    }
-  }
-  ASSERT_GT(port, 0) << log;
+  CorralProcess proc = SpawnCorralProxy({server, "--listen_port=0", "--pool_size=1"});
+  const pid_t pid = proc.pid;
+  const int port = proc.port;
+  ASSERT_GT(pid, 0);
+  ASSERT_GT(port, 0) << proc.log;
   const std::string conninfo = absl::StrCat("host=127.0.0.1 port=", port, " user=", server_.user,
                                             " dbname=", server_.dbname, " connect_timeout=5");
   PGconn* a = PQconnectdb(conninfo.c_str());
@@ -278,7 +252,7 @@ TEST_F(ProxyOpsTest, SigtermCommitsTheRunningTransactionAndExitsZero) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 4")), "9");
   PQfinish(a);
-  ::close(err[0]);
+  ::close(proc.err_fd);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "adapters/proxy/wire.h"
@@ -360,6 +362,45 @@ std::string RawClient::Query(const std::string& sql) {
   std::string m;
   wire::AppendQuery(&m, sql);
   return m;
+}
+
+CorralProcess SpawnCorralProxy(const std::vector<std::string>& args) {
+  CorralProcess p;
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  if (srcdir == nullptr) return p;
+  const std::string bin = absl::StrCat(srcdir, "/corral/cli/corral");
+  std::vector<std::string> argv_s = {bin, "proxy"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int err[2];
+  if (::pipe(err) != 0) return p;
+  p.pid = ::fork();
+  if (p.pid < 0) return p;
+  if (p.pid == 0) {
+    ::dup2(err[1], 2);
+    ::close(err[0]);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(err[1]);
+  p.err_fd = err[0];
+  // "corral proxy: listening on 127.0.0.1:PORT, ..."
+  const std::string mark = "listening on 127.0.0.1:";
+  char buf[512];
+  while (p.port == 0) {
+    pollfd pf{p.err_fd, POLLIN, 0};
+    if (::poll(&pf, 1, 20000) <= 0) break;
+    const ssize_t n = ::read(p.err_fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    p.log.append(buf, static_cast<size_t>(n));
+    const size_t at = p.log.find(mark);
+    if (at != std::string::npos && p.log.find('\n', at) != std::string::npos) {
+      p.port = std::atoi(p.log.c_str() + at + mark.size());
+    }
+  }
+  return p;
 }
 
 }  // namespace proxy

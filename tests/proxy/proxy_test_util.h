@@ -127,6 +127,19 @@ class ScratchClientsTest : public ScratchTableTest {
 // own update fails with 40001. The row's v is 1 afterwards.
 void LearnAbort(const std::string& proxy_conninfo, PGconn* server, const std::string& table, int k);
 
+// A `corral proxy` process (the binary //cli:corral, a data dependency of
+// the test) started with `args` after "proxy", its stderr piped: `port` is
+// the one it logged ("listening on 127.0.0.1:PORT,"), 0 when it exited or
+// said nothing within 20 s; `log` what it wrote until then. The caller
+// waits for (or kills) `pid` and closes `err_fd`.
+struct CorralProcess {
+  int pid = -1;
+  int port = 0;
+  int err_fd = -1;
+  std::string log;
+};
+CorralProcess SpawnCorralProxy(const std::vector<std::string>& args);
+
 // Drops and creates database `db` on the server (for tests that load their
 // own data or need the proxy to read their tables from the catalog).
 absl::Status RecreateDatabase(const ServerInfo& server, const std::string& db);

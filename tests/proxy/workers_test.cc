@@ -6,15 +6,20 @@
 // (cross-loop waits counted, no serialization failures, right total); a
 // client that leaves while holding or waiting for a key leaves it free.
 // Waits poll with a generous bound; nothing asserts a rate or a time.
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "libpq-fe.h"
 #include "tests/proxy/proxy_test_util.h"
 
@@ -50,12 +55,15 @@ class WorkersTest : public ScratchTableTest {
     }
     return nullptr;
   }
-  // The admin console's SHOW `what` rows (all columns).
-  std::vector<std::vector<std::string>> Show(const std::string& what) {
+  // The admin console's SHOW `what` rows (all columns), on a new admin
+  // connection or on `a`; *columns gets the column names.
+  std::vector<std::vector<std::string>> Show(const std::string& what, PGconn* on = nullptr,
+                                             std::vector<std::string>* columns = nullptr) {
     std::vector<std::vector<std::string>> rows;
-    PGconn* a = PQconnectdb(proxy_.ClientConninfo("corral").c_str());
+    PGconn* a = on != nullptr ? on : PQconnectdb(proxy_.ClientConninfo("corral").c_str());
     PGresult* r = PQexec(a, ("SHOW " + what).c_str());
     if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+      for (int j = 0; columns != nullptr && j < PQnfields(r); ++j) columns->push_back(PQfname(r, j));
       for (int i = 0; i < PQntuples(r); ++i) {
         std::vector<std::string> row;
         for (int j = 0; j < PQnfields(r); ++j) row.push_back(PQgetvalue(r, i, j));
@@ -63,7 +71,7 @@ class WorkersTest : public ScratchTableTest {
       }
     }
     PQclear(r);
-    PQfinish(a);
+    if (on == nullptr) PQfinish(a);
     return rows;
   }
   std::string Stat(const std::string& name) {
@@ -282,6 +290,129 @@ TEST_F(WorkersTest, PauseResumeAndDrainReachEveryLoop) {
   EXPECT_TRUE(Eventually([&] { return proxy_.proxy().finished(); }));  // every loop ended
   for (PGconn* x : c) PQfinish(x);
   EXPECT_EQ(Value(4), 2);
+}
+
+// Every per-loop SHOW view answers for the whole process on either loop:
+// an admin client on worker 0 and one on worker 1 each see rows of both
+// loops, told apart by the worker column.
+TEST_F(WorkersTest, EveryShowViewListsBothLoopsOnEitherLoop) {
+  Options o = WorkerOptions();
+  o.templates = true;             // SHOW TEMPLATES has rows once learned
+  o.template_concurrency = true;  // SHOW TEMPLATE_CAPS has rows once a shape ended
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
+  PGconn* c[2] = {ConnectTo(0), ConnectTo(1)};
+  ASSERT_NE(c[0], nullptr);
+  ASSERT_NE(c[1], nullptr);
+  // A two-statement transaction shape, several times on each loop.
+  for (int i = 0; i < 8; ++i) {
+    for (PGconn* x : c) {
+      ASSERT_EQ(ExecValue(x, "BEGIN"), "BEGIN");
+      ASSERT_EQ(ExecValue(x, Update(6)), "UPDATE 1");
+      ASSERT_EQ(ExecValue(x, Update(7)), "UPDATE 1");
+      ASSERT_EQ(ExecValue(x, "COMMIT"), "COMMIT");
+    }
+  }
+  PGconn* admin[2] = {ConnectTo(0, "corral"), ConnectTo(1, "corral")};
+  ASSERT_NE(admin[0], nullptr);
+  ASSERT_NE(admin[1], nullptr);
+  for (int w = 0; w < 2; ++w) {
+    for (const char* view : {"QUEUES", "CLIENTS", "DATABASES", "POOLS", "USERS", "TEMPLATES", "TEMPLATE_CAPS"}) {
+      std::vector<std::string> cols;
+      std::set<std::string> workers;
+      const bool both = Eventually([&] {
+        cols.clear();
+        workers.clear();
+        for (const auto& r : Show(view, admin[w], &cols)) {
+          if (!r.empty()) workers.insert(r[0]);
+        }
+        return workers == std::set<std::string>{"0", "1"};
+      });
+      EXPECT_TRUE(both) << "SHOW " << view << " on worker " << w << ": workers " << absl::StrJoin(workers, ",");
+      ASSERT_FALSE(cols.empty()) << view;
+      EXPECT_EQ(cols[0], "worker") << view;
+    }
+    // SHOW CLIENTS: both loops' clients and admin clients, each on its loop
+    // (connections ConnectTo closed leave asynchronously, and the other
+    // loop's rows are up to 200 ms old).
+    std::vector<std::string> cols;
+    Show("CLIENTS", admin[w], &cols);
+    ASSERT_EQ(cols, (std::vector<std::string>{"worker", "id", "user", "database", "state", "queue", "transactions"}));
+    EXPECT_TRUE(Eventually([&] {
+      int admins[2] = {0, 0}, idle[2] = {0, 0};
+      for (const auto& r : Show("CLIENTS", admin[w])) {
+        const int rw = std::atoi(r[0].c_str());
+        if (rw < 0 || rw > 1) return false;
+        if (r[4] == "admin") admins[rw]++;
+        if (r[4] == "idle") idle[rw]++;
+      }
+      return admins[0] == 1 && admins[1] == 1 && idle[0] == 1 && idle[1] == 1;
+    })) << "SHOW CLIENTS on worker " << w;
+    // SHOW QUEUES: four backends in all (pool_size 4 split over two loops).
+    EXPECT_EQ(Show("QUEUES", admin[w]).size(), 4u);
+    // SHOW CLUSTER (no cluster here) is answered, with no rows.
+    EXPECT_TRUE(Show("CLUSTER", admin[w]).empty());
+  }
+  for (PGconn* x : admin) PQfinish(x);
+  for (PGconn* x : c) PQfinish(x);
+}
+
+// PAUSE is answered once no loop runs a transaction: a transaction open on
+// the other loop holds the answer until it commits.
+TEST_F(WorkersTest, PauseWaitsForTransactionOnTheOtherLoop) {
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, WorkerOptions())));
+  for (int admin_worker = 0; admin_worker < 2; ++admin_worker) {
+    PGconn* c = ConnectTo(1 - admin_worker);
+    PGconn* admin = ConnectTo(admin_worker, "corral");
+    ASSERT_NE(c, nullptr);
+    ASSERT_NE(admin, nullptr);
+    ASSERT_EQ(ExecValue(c, "BEGIN"), "BEGIN");
+    ASSERT_EQ(ExecValue(c, Update(8)), "UPDATE 1");  // on a backend of the other loop
+    ASSERT_EQ(PQsendQuery(admin, "PAUSE"), 1);
+    // PAUSE is not answered while that transaction runs.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    PQconsumeInput(admin);
+    EXPECT_EQ(PQisBusy(admin), 1);
+    EXPECT_FALSE(proxy_.proxy().paused());
+    EXPECT_EQ(ExecValue(c, "COMMIT"), "COMMIT");
+    ASSERT_TRUE(Finishes(admin));
+    EXPECT_EQ(Collect(admin), "PAUSE");
+    EXPECT_TRUE(proxy_.proxy().paused());
+    EXPECT_EQ(ExecValue(admin, "RESUME"), "RESUME");
+    EXPECT_EQ(ExecValue(c, Update(8)), "UPDATE 1");  // runs again
+    for (PGconn* x : {c, admin}) PQfinish(x);
+  }
+  EXPECT_EQ(Value(8), 4);
+}
+
+// `corral proxy --workers=2` runs two loops (SHOW WORKERS has a row each);
+// a bad --worker_lock_threshold is refused with the key's message.
+TEST_F(WorkersTest, CommandLineWorkersFlag) {
+  const std::string server = absl::StrCat("--server=host=", server_.host, " port=", server_.port,
+                                          " user=", server_.user, " dbname=", server_.dbname);
+  CorralProcess p = SpawnCorralProxy({server, "--listen_port=0", "--pool_size=2", "--workers=2",
+                                      "--worker_lock_threshold=2.5"});
+  ASSERT_GT(p.pid, 0);
+  ASSERT_GT(p.port, 0) << p.log;
+  EXPECT_TRUE(absl::StrContains(p.log, ", 2 workers")) << p.log;
+  const std::string admin = absl::StrCat("host=127.0.0.1 port=", p.port, " user=", server_.user,
+                                         " dbname=corral connect_timeout=5");
+  PGconn* a = PQconnectdb(admin.c_str());
+  EXPECT_EQ(PQstatus(a), CONNECTION_OK) << PQerrorMessage(a);
+  EXPECT_EQ(Show("WORKERS", a).size(), 2u);
+  PQfinish(a);
+  ::kill(p.pid, SIGINT);
+  int status = -1;
+  ::waitpid(p.pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ::close(p.err_fd);
+
+  CorralProcess bad = SpawnCorralProxy({server, "--listen_port=0", "--workers=2", "--worker_lock_threshold=0"});
+  ASSERT_GT(bad.pid, 0);
+  EXPECT_EQ(bad.port, 0);
+  ::waitpid(bad.pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  EXPECT_TRUE(absl::StrContains(bad.log, "worker_lock_threshold must be a number > 0")) << bad.log;
+  ::close(bad.err_fd);
 }
 
 // A database made from the "*" entry on both loops shares one Scheduler
