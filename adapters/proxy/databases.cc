@@ -32,6 +32,7 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
   auto db = std::make_unique<Database>();
   db->entry = e;
   db->fallback = fallback;
+  db->key_salt = std::hash<std::string>()(e.name);
   std::shared_ptr<const Schema> schema;
   if (e.name == DefaultDatabase(opt_)) {
     db->sched = &sched_;  // Proxy::scheduler(); its catalog was read at Start

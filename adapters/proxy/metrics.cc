@@ -9,9 +9,11 @@ namespace metrics {
 
 std::string MetricsText(const Stats& stats, int64_t clients) {
   std::string s;
-  auto counter = [&](const char* name, const char* help, int64_t v) {
-    absl::StrAppend(&s, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ", v, "\n");
+  auto metric = [&](const char* type, const char* name, const char* help, int64_t v) {
+    absl::StrAppend(&s, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ", v, "\n");
   };
+  auto counter = [&](const char* name, const char* help, int64_t v) { metric("counter", name, help, v); };
+  auto gauge = [&](const char* name, const char* help, int64_t v) { metric("gauge", name, help, v); };
   counter("corral_transactions_total", "Transactions routed.", stats.transactions);
   counter("corral_commits_total", "Committed transactions.", stats.commits);
   absl::StrAppend(&s,
@@ -37,10 +39,7 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
           stats.failed_logins);
   counter("corral_backpressure_pauses_total", "Times a backend's reading stopped for a slow client.",
           stats.backpressure_pauses);
-  absl::StrAppend(&s,
-                  "# HELP corral_client_output_peak_bytes Most unsent output buffered for one client.\n"
-                  "# TYPE corral_client_output_peak_bytes gauge\ncorral_client_output_peak_bytes ",
-                  stats.client_output_peak_bytes.load(), "\n");
+  gauge("corral_client_output_peak_bytes", "Most unsent output buffered for one client.", stats.client_output_peak_bytes);
   counter("corral_undecodable_params_total",
           "Bind parameter values that yielded no reference: a binary value of a type the proxy does not decode.",
           stats.undecodable_params);
@@ -60,10 +59,7 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_cluster_publishes_total", "Rounds that published to the shared table.", stats.cluster_publishes);
   counter("corral_cluster_sync_failures_total",
           "Rounds that could not reach the shared table (local learning only).", stats.cluster_sync_failures);
-  absl::StrAppend(&s,
-                  "# HELP corral_cluster_locks_held Cross-proxy advisory lock keys held now.\n"
-                  "# TYPE corral_cluster_locks_held gauge\ncorral_cluster_locks_held ",
-                  stats.cluster_locks_held.load(), "\n");
+  gauge("corral_cluster_locks_held", "Cross-proxy advisory lock keys held now.", stats.cluster_locks_held);
   counter("corral_retries_remembered_total", "Transactions failed with 40001/40P01 remembered for their retry.",
           stats.retries_remembered);
   counter("corral_retries_routed_total", "Retries recognized and routed on their remembered references.",
@@ -91,10 +87,7 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_template_cap_shrinks_total", "Steps down of a template's concurrency cap.",
           stats.template_cap_shrinks);
   counter("corral_template_cap_grows_total", "Steps up of a template's concurrency cap.", stats.template_cap_grows);
-  absl::StrAppend(&s,
-                  "# HELP corral_template_cap_capped Templates whose concurrency is capped now.\n"
-                  "# TYPE corral_template_cap_capped gauge\ncorral_template_cap_capped ",
-                  stats.template_cap_capped.load(), "\n");
+  gauge("corral_template_cap_capped", "Templates whose concurrency is capped now.", stats.template_cap_capped);
   counter("corral_replays_total", "Re-runs of a transaction the server failed with 40001/40P01 (replay).",
           stats.replays);
   counter("corral_replay_matches_total", "Replays whose every result matched: the client went on.",
@@ -122,8 +115,7 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
           stats.worker_key_waits);
   counter("corral_worker_key_cross_waits_total",
           "Key waits behind a transaction of another event loop (workers > 1).", stats.worker_key_cross_waits);
-  absl::StrAppend(&s, "# HELP corral_clients Connected clients.\n# TYPE corral_clients gauge\ncorral_clients ",
-                  clients, "\n");
+  gauge("corral_clients", "Connected clients.", clients);
   return s;
 }
 

@@ -286,6 +286,9 @@ struct Database {
   // this loop uses it, also after the group forgets an unknown "*" name).
   std::shared_ptr<scheduler::Scheduler> shared_sched;
   scheduler::Scheduler* sched = nullptr;
+  // workers > 1: mixed into the in-process keys of its references (a
+  // reference of another database is another key); hash of entry.name.
+  uint64_t key_salt = 0;
   std::unique_ptr<Router> router;
   int pools = 0;
   // Retry-aware routing (retry_memory.h): on for this database, and its

@@ -52,10 +52,9 @@ void Proxy::Loop::PostOthers(Request r) {
 bool Proxy::Loop::KeysAdmit(Client* c) {
   if (group_ == nullptr || c->keys == Client::Keys::kHeld) return true;
   if (c->keys == Client::Keys::kWaiting) return false;
-  // The keys of its hot references, per database (a reference of another
-  // database is another key).
+  // The keys of its hot references, per database (Database::key_salt).
   const history::History& h = c->pool->db->sched->history();
-  const uint64_t salt = std::hash<std::string>()(c->pool->db->entry.name);
+  const uint64_t salt = c->pool->db->key_salt;
   std::vector<uint64_t> keys;
   for (RefId r : c->route.txn.refs) {
     history::History::Counts n;
