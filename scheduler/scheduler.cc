@@ -396,10 +396,8 @@ void Scheduler::SplitStep(int64_t now) {
 bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
   (void)now;
   ++rebalance_since_;
-  if (rebalance_wait_ > 0) {
-    --rebalance_wait_;
-    return false;
-  }
+  const RebalanceRule& rule = options_.split.rebalance_rule;
+  if (rebalance_since_ <= rule.cooldown_windows) return false;  // the last move is measured first
   const int n = num_queues_;
   std::vector<int64_t> started(n);
   std::vector<bool> movable(n, true);
@@ -412,7 +410,6 @@ bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
   for (const SplitEntry& e : split_) {
     for (int q : e.queues) movable[q] = false;
   }
-  const RebalanceRule& rule = options_.split.rebalance_rule;
   const auto [hi, lo] = rule.Pick(started, movable);
   if (hi < 0) return false;
   int64_t weight = 0;
@@ -431,7 +428,6 @@ bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
   state_->Set(lead, row);
   rebalance_last_ = lead;
   rebalance_since_ = 0;
-  rebalance_wait_ = rule.cooldown_windows;
   rebalance_moves_.fetch_add(1, std::memory_order_relaxed);
   Log(absl::StrFormat("rebalance: ref %016x queue %d -> %d (window: %lld vs %lld transactions started, "
                       "mean %.0f; the reference ~%.0f)",

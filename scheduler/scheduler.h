@@ -238,9 +238,8 @@ class Scheduler {
   };
   std::vector<SplitEntry> split_;
   std::vector<SplitState> split_probe_;  // per queue outside every set: its own k=1 rule state
-  int rebalance_wait_ = 0;               // windows until the next move may happen
   RefId rebalance_last_;                 // the reference moved last
-  int rebalance_since_ = 0;              // windows since that move
+  int rebalance_since_ = 1 << 20;        // windows since that move (none yet: many)
   std::atomic<int64_t> rebalance_moves_{0};
 };
 
