@@ -10,11 +10,15 @@
 //   s_i / n_i / best_mean + explore * sqrt(2 ln(sum n) / n_i)
 // (rewards normalized by the best mean, so `explore` does not depend on the
 // throughput's scale). A change detector makes a shift visible quickly:
-// `shift_windows` windows in a row whose reward differs from the current
-// arm's mean by more than `change` (relative), in the same direction, scale
-// every arm's n_i by `forget`, so the others' bonuses grow and they are
-// re-tried soon (in a row: one noisy window on a shared machine is not a
-// shift).
+// `shift_windows` windows in a row whose average reward differs from the
+// current arm's mean before them by more than `change` (relative), in the
+// same direction, are a shift (in a row: one noisy window on a shared machine
+// is not; an average: one quieter window among them does not hide it). On a shift
+// every other arm's past is dropped and each is tried again (in arm order)
+// before the bandit chooses: an arm that lost before the shift may win after
+// it, and its stale mean would keep it from ever being tried (a UCB bonus
+// large enough to overcome a 30% gap takes tens of windows to grow). The
+// current arm keeps its recent windows, scaled by `forget`.
 //
 //   PolicyBandit b({.arms = 3});
 //   int arm = b.current();                  // 0 first
@@ -38,9 +42,12 @@ class PolicyBandit {
     int arms = 1;
     double discount = 0.95;  // per window
     double explore = 0.03;   // UCB bonus weight (small: a mean 20% below the best is re-tried about every 40 windows)
-    double change = 0.25;    // relative reward change that counts as a shift
-    double forget = 0.2;     // other arms' n_i are scaled by this on a shift
-    int shift_windows = 2;   // deviating windows in a row that make a shift
+    // Relative reward change that counts as a shift. TPC-C's uniform phase
+    // after a hot one moves random routing's throughput by 15-20% while
+    // hard-partition's doubles: the detector must see the smaller move.
+    double change = 0.12;
+    double forget = 0.2;     // the current arm's n_i and s_i are scaled by this on a shift
+    int shift_windows = 3;   // deviating windows in a row that make a shift
   };
   struct Step {
     int arm = 0;
@@ -61,9 +68,15 @@ class PolicyBandit {
  private:
   const Options options_;
   std::vector<double> n_, s_;
-  std::vector<bool> played_;
+  std::vector<bool> played_;       // since the last shift
+  std::vector<bool> ever_played_;  // for the log
   int current_ = 0;
-  int deviating_ = 0;  // windows in a row off the current arm's mean (signed)
+  // The current arm's windows in a row whose average is off its mean before
+  // them (streak_ref_) by more than `change`, in direction streak_dir_.
+  int streak_n_ = 0;
+  int streak_dir_ = 0;
+  double streak_sum_ = 0;
+  double streak_ref_ = 0;
 };
 
 }  // namespace scheduler

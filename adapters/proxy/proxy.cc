@@ -42,6 +42,10 @@ scheduler::Scheduler::Options SchedulerOptionsFor(const Options& o, int pool_siz
   so.num_queues = pool_size;
   so.policy = o.policy;
   so.autopolicy.enabled = o.auto_policy;
+  // A PostgreSQL transaction takes milliseconds: auto's windows stay at
+  // 300 ms (hundreds of commits each), longer than the engine's.
+  so.autopolicy.window_ns = 300000000;
+  so.autopolicy.settle_ns = 60000000;
   so.history.half_life_ns = static_cast<int64_t>(o.history_half_life_s * 1e9);
   so.stealing = o.stealing;
   return so;
