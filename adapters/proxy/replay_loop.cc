@@ -148,8 +148,14 @@ bool Proxy::Loop::ReplayOnConflict(Client* c, Backend* b, absl::string_view raw,
   // the client in flight behind the failed batch. Simple Queries: no result
   // of the failed Query went out. Extended protocol: the failed unit has a
   // shape SplitFailedUnit replays.
-  bool ok = r.replayable() && b->batches.size() == 2 && b->batches.back().msgs == 0;
-  if (ok && b->block == 'I') {
+  bool ok = r.replayable();
+  if (ok && (b->batches.size() != 2 || b->batches.back().msgs != 0)) {
+    // More of the client's in flight behind the failed unit (libpq's
+    // pipeline mode: several Syncs outstanding), which the server answers
+    // in the failed transaction: a shape not replayed.
+    ok = false;
+    stats_.replay_unreplayable_shape++;
+  } else if (ok && b->block == 'I') {
     // No block open: an implicit transaction, its last unit replayed alone.
     ok = r.SplitImplicitUnit();
     if (!ok) stats_.replay_unreplayable_shape++;

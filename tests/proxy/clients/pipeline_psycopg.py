@@ -1,0 +1,210 @@
+"""psycopg 3 pipeline mode through `corral proxy` (tests/proxy/pipeline_test.cc).
+Client b's SERIALIZABLE transaction sends several statements with
+`conn.pipeline()` before reading any result: one Sync for the whole pipeline,
+or a Sync after each statement (`Pipeline.sync()`: several in flight).
+Usage: pipeline_psycopg.py PORT SERVER_PORT TABLE MODE ROW_A ROW_B
+  MODE values: no conflict; one pipeline with one Sync, then one with a Sync
+               per statement (UPDATE .. RETURNING, SELECT, a two-row UPDATE);
+               every value and row count read back is checked, then the
+               table -> prints "values: ok".
+  MODE blind:  b's UPDATEs of ROW_A, ROW_B (client a updated it and has not
+               committed: b waits) and ROW_A + 1 in one pipeline (one Sync);
+               a commits, the server fails b's second UPDATE with 40001 ->
+               prints "blind: 1 1 1 committed" when b never sees the error,
+               "blind: 40001" when it does (then rolled back).
+  MODE syncs:  as blind, `Pipeline.sync()` after each UPDATE (psycopg 3.1
+               reads each Sync's results before it goes on: one unit in
+               flight at a time) -> "syncs: 1 1 1 committed" or "syncs: 40001".
+  MODE many:   as blind, the three UPDATEs as one `executemany` (psycopg
+               pipelines it: a named statement, Bind/Execute per row, one
+               Sync) -> "many: 3 committed" (the rows it updated) or
+               "many: 40001".
+  MODE libpq:  as blind through libpq's own pipeline mode (psycopg.pq, as
+               pgbench --pipeline or any libpq client): a Sync after each
+               UPDATE, all three sent before any result is read (several
+               Syncs in flight) -> "libpq: 1 1 1 committed" or
+               "libpq: 40001 25P02" (the third unit ran in the failed
+               transaction, as PostgreSQL answers it).
+  MODE read:   b reads ROW_B (0), then updates it in the pipeline, one Sync
+               -> "read: 40001" (the re-read would differ).
+  After a 40001 the same connection runs one more transaction (ROW_A + 2:
+  "after: 1") and the rows are checked against what the client believes
+  committed (each exactly once).
+Exits non-zero on any other outcome."""
+import sys
+import threading
+import time
+
+import psycopg
+from psycopg import errors, pq
+
+
+def fail(*what):
+    print("FAIL:", *what)
+    sys.exit(1)
+
+
+def values(b, direct, table, row_a, row_b):
+    upd_ret = f"UPDATE {table} SET v = v + 1 WHERE k = %s RETURNING v"
+    sel = f"SELECT v FROM {table} WHERE k = %s"
+    upd2 = f"UPDATE {table} SET v = v + 10 WHERE k = ANY(%s)"
+    for syncs in (False, True):
+        with b.pipeline() as p:
+            c1 = b.execute(upd_ret, (row_a,))
+            if syncs:
+                p.sync()
+            c2 = b.execute(sel, (row_a,))
+            if syncs:
+                p.sync()
+            c3 = b.execute(upd2, ([row_b, row_b + 1],))
+            if syncs:
+                p.sync()
+            c4 = b.execute(sel, (row_b + 1,))
+        want = 1 if not syncs else 2
+        got = (c1.fetchone()[0], c2.fetchone()[0], c3.rowcount, c4.fetchone()[0])
+        if got != (want, want, 2, 10 * want):
+            fail("pipeline (syncs=%s) read" % syncs, got)
+        b.commit()
+    for k, v in ((row_a, 2), (row_b, 20), (row_b + 1, 20)):
+        got = direct.execute(f"SELECT v FROM {table} WHERE k = %s", (k,)).fetchone()[0]
+        if got != v:
+            fail("row", k, "is", got, "not", v)
+    print("values: ok")
+    return 0
+
+
+def conflict(port, b, direct, table, mode, row_a, row_b):
+    a = psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres")
+    a.isolation_level = psycopg.IsolationLevel.SERIALIZABLE
+    upd = f"UPDATE {table} SET v = v + 1 WHERE k = %s"
+    sel = f"SELECT v FROM {table} WHERE k = %s"
+    if a.execute(upd, (row_b,)).rowcount != 1:
+        fail("a's update")
+    if mode == "read":
+        if b.execute(sel, (row_b,)).fetchone()[0] != 0:
+            fail("b's read")
+    out = {}
+
+    def work():
+        if mode == "libpq":
+            return libpq_pipeline(port, table, (row_a, row_b, row_a + 1), out)
+        try:
+            if mode == "many":
+                cur = b.cursor()
+                cur.executemany(upd, [(row_a,), (row_b,), (row_a + 1,)])
+                out["counts"] = [cur.rowcount]
+                b.commit()
+                return
+            with b.pipeline() as p:
+                cs = []
+                for k in ((row_b,) if mode == "read" else (row_a, row_b, row_a + 1)):
+                    cs.append(b.execute(upd, (k,)))
+                    if mode == "syncs":
+                        p.sync()
+            out["counts"] = [c.rowcount for c in cs]
+            b.commit()
+        except errors.SerializationFailure:
+            out["error"] = "40001"
+        except Exception as e:  # noqa: BLE001
+            out["error"] = "other: %r" % e
+
+    t = threading.Thread(target=work)
+    t.start()
+    for _ in range(500):
+        n = direct.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s USING (pid) "
+                           "WHERE NOT l.granted AND s.query LIKE %s", ("%" + table + "%",)).fetchone()[0]
+        if n > 0:
+            break
+        time.sleep(0.02)
+    else:
+        fail("b never waited for a's row lock")
+    a.commit()
+    t.join(60)
+    if t.is_alive():
+        fail("b hangs")
+    a.close()
+    if "error" in out:
+        if out["error"] != ("40001 25P02" if mode == "libpq" else "40001"):
+            fail(out["error"])
+        b.rollback()
+        print(f"{mode}: {out['error']}")
+        # The connection goes on: a new transaction, committed.
+        with b.pipeline():
+            c = b.execute(upd + " RETURNING v", (row_a + 2,))
+        print("after:", c.fetchone()[0])
+        b.commit()
+        want = {row_a: 0, row_b: 1, row_a + 1: 0, row_a + 2: 1}
+    else:
+        if mode == "read":
+            fail("the read transaction went on")
+        print(f"{mode}: {' '.join(map(str, out['counts']))} committed")
+        want = {row_a: 1, row_b: 2, row_a + 1: 1, row_a + 2: 0}
+    for k, v in want.items():
+        got = direct.execute(sel, (k,)).fetchone()[0]
+        if got != v:
+            fail("row", k, "is", got, "not", v)
+    # Nothing left behind: no lock of b's, no transaction open on the server
+    # but the direct connection's own.
+    n = direct.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s USING (pid) "
+                       "WHERE s.pid <> pg_backend_pid() AND l.relation = %s::regclass", (table,)).fetchone()[0]
+    if n != 0:
+        fail(n, "locks left on the table")
+    return 0
+
+
+def libpq_pipeline(port, table, rows, out):
+    """libpq pipeline mode: BEGIN, then one UPDATE per unit, each with its
+    Sync, all sent before reading; then COMMIT (or, after an error, ROLLBACK)."""
+    pg = pq.PGconn.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres".encode())
+    if pg.status != pq.ConnStatus.OK:
+        out["error"] = "connect: %r" % pg.error_message
+        return
+    try:
+        if pg.exec_(b"BEGIN ISOLATION LEVEL SERIALIZABLE").status != pq.ExecStatus.COMMAND_OK:
+            out["error"] = "BEGIN failed"
+            return
+        pg.enter_pipeline_mode()
+        for k in rows:
+            pg.send_query_params(f"UPDATE {table} SET v = v + 1 WHERE k = $1".encode(), [str(k).encode()])
+            pg.pipeline_sync()
+        counts, errs = [], []
+        for _ in rows:
+            r = pg.get_result()
+            if r.status == pq.ExecStatus.COMMAND_OK:
+                counts.append(r.command_tuples)
+            elif r.status == pq.ExecStatus.FATAL_ERROR:
+                errs.append(r.error_field(pq.DiagnosticField.SQLSTATE).decode())
+            else:
+                errs.append("status %s" % r.status)
+            if pg.get_result() is not None:
+                errs.append("no end of results")
+            s = pg.get_result()
+            if s is None or s.status != pq.ExecStatus.PIPELINE_SYNC:
+                errs.append("no Sync result")
+        pg.exit_pipeline_mode()
+        end = pg.exec_(b"ROLLBACK" if errs else b"COMMIT")
+        if end.status != pq.ExecStatus.COMMAND_OK:
+            errs.append("end failed")
+        # The session goes on: one more statement on it.
+        if pg.exec_(b"SELECT 1").get_value(0, 0) != b"1":
+            errs.append("session lost")
+        if errs:
+            out["error"] = " ".join(errs)
+            if counts != [1]:
+                out["error"] += " counts %s" % counts
+        else:
+            out["counts"] = counts
+    finally:
+        pg.finish()
+
+
+def main(port, server_port, table, mode, row_a, row_b):
+    direct = psycopg.connect(f"host=127.0.0.1 port={server_port} user=postgres dbname=postgres", autocommit=True)
+    b = psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres")
+    b.isolation_level = psycopg.IsolationLevel.SERIALIZABLE
+    if mode == "values":
+        return values(b, direct, table, row_a, row_b)
+    return conflict(port, b, direct, table, mode, row_a, row_b)
+
+
+sys.exit(main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])))
