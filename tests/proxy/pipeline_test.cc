@@ -169,6 +169,46 @@ TEST_F(PsycopgPipelineTest, SeveralSyncsInFlightGetTheOriginalError) {
   EXPECT_EQ(stats().replay_unreplayable_shape.load(), 1) << out;
 }
 
+// The same with the conflict in the last unit: nothing in flight behind it,
+// the units before it answered (their ReadyForQuery 'T' received).
+TEST_F(PsycopgPipelineTest, SeveralSyncsFailingInTheLastUnitAreReplayed) {
+  StartProxy(true);
+  auto [rc, out] = Run(Python("pipeline_psycopg.py", "libpqlast 1 5"));
+  ASSERT_EQ(rc, 0) << out;
+  ExpectReplayed(out, "libpqlast: 1 1 1 committed");
+}
+
+// Autocommit: the pipeline up to its Sync is one implicit transaction,
+// replayed in a block of the proxy's (the first UPDATE's results had
+// reached the client).
+TEST_F(PsycopgPipelineTest, ImplicitPipelineIsReplayedInvisibly) {
+  StartProxy(true);
+  auto [rc, out] = Run(Python("pipeline_psycopg.py", "auto 1 5"));
+  ASSERT_EQ(rc, 0) << out;
+  ExpectReplayed(out, "auto: 1 1 1 committed");
+  EXPECT_EQ(stats().replays_implicit.load(), 1) << out;
+}
+
+// executemany(returning=True) ends its Bind / Execute pairs with a Flush
+// and reads the rows before any Sync: at the error the unit has no Sync
+// (the client waits for the error before it sends one), a shape not
+// replayed; the error reaches the client cleanly, without replay the same.
+TEST_F(PsycopgPipelineTest, ExecutemanyReturningBeforeItsSyncGetsTheOriginalError) {
+  StartProxy(true);
+  auto [rc, out] = Run(Python("pipeline_psycopg.py", "returning 1 5"));
+  ASSERT_EQ(rc, 0) << out;
+  ExpectPassedThrough(out, "returning: 40001");
+  EXPECT_EQ(stats().replays.load(), 0) << out;
+  EXPECT_EQ(stats().replay_unreplayable_shape.load(), 1) << out;
+}
+
+TEST_F(PsycopgPipelineTest, ExecutemanyReturningWithoutReplay) {
+  StartProxy(false);
+  auto [rc, out] = Run(Python("pipeline_psycopg.py", "returning 1 5"));
+  ASSERT_EQ(rc, 0) << out;
+  ExpectPassedThrough(out, "returning: 40001");
+}
+
 class JdbcBatchTest : public PipelineTest {
  protected:
   void SetUp() override {

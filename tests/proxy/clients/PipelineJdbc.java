@@ -15,7 +15,8 @@
 //   it, "blind: 40001" when it does (rolled back).
 // MODE rewrite: as blind with reWriteBatchedInserts=true and an upsert
 //   (INSERT .. ON CONFLICT (k) DO UPDATE SET v = v + 1) of the same rows:
-//   one multi-row INSERT -> "rewrite: -2 -2 -2 committed" or "rewrite: 40001".
+//   pgjdbc sends a two-row and a one-row INSERT -> "rewrite: -2 -2 1 committed"
+//   or "rewrite: 40001".
 // After a 40001 the same connection commits one more transaction (ROW_A + 2)
 // and each row is checked against what b believes committed.
 import java.sql.BatchUpdateException;

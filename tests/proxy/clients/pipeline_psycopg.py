@@ -25,6 +25,16 @@ Usage: pipeline_psycopg.py PORT SERVER_PORT TABLE MODE ROW_A ROW_B
                Syncs in flight) -> "libpq: 1 1 1 committed" or
                "libpq: 40001 25P02" (the third unit ran in the failed
                transaction, as PostgreSQL answers it).
+  MODE libpqlast: as libpq, the UPDATE of ROW_B last (nothing in flight
+               behind the failed unit) -> "libpqlast: 1 1 1 committed" or
+               "libpqlast: 40001".
+  MODE auto:   as blind with autocommit and default_transaction_isolation
+               serializable: the pipeline is one implicit transaction
+               -> "auto: 1 1 1 committed" or "auto: 40001".
+  MODE returning: as many with `executemany(..., returning=True)` of
+               UPDATE .. RETURNING v (psycopg sends a Flush, reads each row's
+               result) -> "returning: 1 2 1 committed" (ROW_B's v after a's
+               update and b's) or "returning: 40001".
   MODE read:   b reads ROW_B (0), then updates it in the pipeline, one Sync
                -> "read: 40001" (the re-read would differ).
   After a 40001 the same connection runs one more transaction (ROW_A + 2:
@@ -88,7 +98,20 @@ def conflict(port, b, direct, table, mode, row_a, row_b):
     def work():
         if mode == "libpq":
             return libpq_pipeline(port, table, (row_a, row_b, row_a + 1), out)
+        if mode == "libpqlast":
+            return libpq_pipeline(port, table, (row_a, row_a + 1, row_b), out)
         try:
+            if mode == "returning":
+                cur = b.cursor()
+                cur.executemany(upd + " RETURNING v", [(row_a,), (row_b,), (row_a + 1,)], returning=True)
+                got = []
+                while True:
+                    got.append(cur.fetchone()[0])
+                    if not cur.nextset():
+                        break
+                out["counts"] = got
+                b.commit()
+                return
             if mode == "many":
                 cur = b.cursor()
                 cur.executemany(upd, [(row_a,), (row_b,), (row_a + 1,)])
@@ -190,7 +213,7 @@ def libpq_pipeline(port, table, rows, out):
             errs.append("session lost")
         if errs:
             out["error"] = " ".join(errs)
-            if counts != [1]:
+            if len(counts) + len(errs) != len(rows) or any(n != 1 for n in counts):
                 out["error"] += " counts %s" % counts
         else:
             out["counts"] = counts
@@ -200,8 +223,11 @@ def libpq_pipeline(port, table, rows, out):
 
 def main(port, server_port, table, mode, row_a, row_b):
     direct = psycopg.connect(f"host=127.0.0.1 port={server_port} user=postgres dbname=postgres", autocommit=True)
-    b = psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres")
-    b.isolation_level = psycopg.IsolationLevel.SERIALIZABLE
+    b = psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres", autocommit=mode == "auto")
+    if mode == "auto":
+        b.execute("SET default_transaction_isolation = 'serializable'")
+    else:
+        b.isolation_level = psycopg.IsolationLevel.SERIALIZABLE
     if mode == "values":
         return values(b, direct, table, row_a, row_b)
     return conflict(port, b, direct, table, mode, row_a, row_b)
