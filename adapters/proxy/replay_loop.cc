@@ -35,9 +35,10 @@
 // savepoints, SET and other session changes (also prepared), COPY, a
 // FunctionCall, a Close of a named statement or a name parsed anew, a
 // transaction past replay_buffer_bytes, a Query whose results the client
-// had started to receive, a client with more Queries or units in flight
-// behind the failed one; extended-protocol shapes SplitFailedUnit refuses
-// (replay_unreplayable_shape: a unit without its Sync, rows of the failed
+// had started to receive; shapes not replayed (replay_unreplayable_shape):
+// a client with more Queries or units in flight behind the failed one
+// (libpq's pipeline mode, several Syncs outstanding), and those
+// SplitFailedUnit refuses (a unit without its Sync, rows of the failed
 // Execute sent, an error not an Execute's). A COMMIT the server failed with
 // 40001 is replayed; one whose outcome is unknown (the server connection
 // lost) never is (FailBackend).
