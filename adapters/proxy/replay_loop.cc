@@ -36,10 +36,18 @@
 // FunctionCall, a Close of a named statement or a name parsed anew, a
 // transaction past replay_buffer_bytes, a Query whose results the client
 // had started to receive; shapes not replayed (replay_unreplayable_shape):
-// a client with more Queries or units in flight behind the failed one
-// (libpq's pipeline mode, several Syncs outstanding), and those
-// SplitFailedUnit refuses (a unit without its Sync, rows of the failed
-// Execute sent, an error not an Execute's). A COMMIT the server failed with
+// more of the client's in flight behind an implicit transaction's unit or
+// a simple Query, a next unit sent in part, and those SplitFailedUnit
+// refuses (a unit without its Sync, rows of the failed Execute sent, an
+// error not an Execute's, a simple Query among the units behind).
+// Extended-protocol units in flight behind the failed one in a block
+// (libpq's pipeline mode, several Syncs outstanding): their answers in the
+// failed transaction are absorbed too (kAbsorbing ends at the last one's
+// ReadyForQuery); step 4 re-sends them after the failed unit, in batches
+// of replay kind 4, swallowed until the failed unit's ReadyForQuery ends
+// the replay, after which they are the client's ordinary traffic; a replay
+// given up before step 4 re-sends them behind the failed block it leaves,
+// so the server answers them as it did the first time. A COMMIT the server failed with
 // 40001 is replayed; one whose outcome is unknown (the server connection
 // lost) never is (FailBackend).
 // Implicit transactions (no block open at the error; replays_implicit;
@@ -150,10 +158,21 @@ bool Proxy::Loop::ReplayOnConflict(Client* c, Backend* b, absl::string_view raw,
   // of the failed Query went out. Extended protocol: the failed unit has a
   // shape SplitFailedUnit replays.
   bool ok = r.replayable();
-  if (ok && (b->batches.size() != 2 || b->batches.back().msgs != 0)) {
-    // More of the client's in flight behind the failed unit (libpq's
-    // pipeline mode: several Syncs outstanding), which the server answers
-    // in the failed transaction: a shape not replayed.
+  // The client's units in flight behind the failed one (libpq's pipeline
+  // mode: several Syncs outstanding), which the server answers in the
+  // failed transaction: kept from the client too, re-sent after the failed
+  // unit (ReplayLog::SplitFailedUnit). Replayed in a transaction block of
+  // extended-protocol units; a unit sent in part (no Sync yet), or units
+  // behind an implicit transaction's (each its own transaction) or a simple
+  // Query's, are shapes not replayed.
+  int behind = 0;
+  bool internal_behind = false;
+  for (size_t i = 1; i + 1 < b->batches.size(); ++i) {
+    ++behind;
+    internal_behind = internal_behind || b->batches[i].swallow || b->batches[i].replay != 0;
+  }
+  if (ok && (b->batches.back().msgs != 0 || internal_behind ||
+             (behind > 0 && (b->block == 'I' || !r.extended())))) {
     ok = false;
     stats_.replay_unreplayable_shape++;
   } else if (ok && b->block == 'I') {
@@ -161,7 +180,7 @@ bool Proxy::Loop::ReplayOnConflict(Client* c, Backend* b, absl::string_view raw,
     ok = r.SplitImplicitUnit();
     if (!ok) stats_.replay_unreplayable_shape++;
   } else if (ok && r.extended()) {
-    ok = r.SplitFailedUnit(/*in_block=*/true);
+    ok = r.SplitFailedUnit(/*in_block=*/true, behind);
     if (!ok) stats_.replay_unreplayable_shape++;
   } else if (ok) {
     ok = r.results_in_current() == 0;
@@ -176,6 +195,7 @@ bool Proxy::Loop::ReplayOnConflict(Client* c, Backend* b, absl::string_view raw,
   r.original_error = std::string(raw);
   r.original_state = std::string(state);
   r.attempts = 0;
+  r.absorbed = 0;
   r.set_phase(Phase::kAbsorbing);
   return true;
 }
@@ -206,8 +226,12 @@ static bool CompareReplayed(ReplayLog& r, bool last, char type, absl::string_vie
 bool Proxy::Loop::ReplayMessage(Client* c, Backend* b, int batch_replay, char type, absl::string_view raw) {
   ReplayLog& r = c->replay;
   // The failed attempt's rest, proxy-internal statements, a replay being
-  // drained after a difference or a new conflict: nothing goes out.
-  if (r.phase() != Phase::kReplaying || batch_replay == 0 || r.conflict_again || type == 'Z') return false;
+  // drained after a difference or a new conflict, the units behind the
+  // failed one before its replay succeeded: nothing goes out.
+  if (r.phase() != Phase::kReplaying || batch_replay == 0 || batch_replay == 4 || r.conflict_again ||
+      type == 'Z') {
+    return false;
+  }
   // The last part's results go out once past what the client received.
   const bool last = batch_replay >= 2 && r.compared_all();
   if (batch_replay == 3) {
@@ -269,9 +293,11 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
     case Phase::kRecording:
       r.OnReady();  // the next results are the client's next batch's
       return false;
-    case Phase::kAbsorbing:  // the failed attempt is over
-      r.original_status = b->status;
-      ReplayRound(c, b);
+    case Phase::kAbsorbing:
+      // The failed unit's ReadyForQuery, then those of the units behind it:
+      // the failed attempt is over at the last.
+      if (r.absorbed++ == 0) r.original_status = b->status;
+      if (r.absorbed > r.behind()) ReplayRound(c, b);
       return true;
     case Phase::kWaiting:
       return true;
@@ -279,7 +305,7 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
     case Phase::kFailing:
       break;
   }
-  if (batch_replay == 0 || --r.outstanding > 0) return true;
+  if (batch_replay == 0 || batch_replay == 4 || --r.outstanding > 0) return true;
   // Every replayed Query sent so far has answered.
   if (r.conflict_again) {
     r.conflict_again = false;
@@ -418,7 +444,10 @@ void Proxy::Loop::SendReplay(Client* c, Backend* b) {
 void Proxy::Loop::SendReplayLast(Client* c, Backend* b) {
   ReplayLog& r = c->replay;
   if (r.extended()) {
-    ReplayForward(c, b, r.split(), r.queries().size(), 2);
+    ReplayForward(c, b, r.split(), r.later_from(), 2);
+    // The units behind it: answered as the server answers them, once the
+    // failed unit's replay succeeded (ReplayOnReady; swallowed otherwise).
+    if (r.behind() > 0) ReplayForward(c, b, r.later_from(), r.queries().size(), 4);
   } else {
     SendReplayRaw(b, r.queries().back(), 2);
   }
@@ -480,6 +509,9 @@ void Proxy::Loop::ReplayGiveUp(Client* c, Backend* b) {
     SendInternal(b, r.begin().empty() ? "BEGIN" : r.begin());
     SendInternal(b, "DO $$BEGIN RAISE EXCEPTION 'corral: the replayed transaction differed'; END$$");
     ClientReady(c, 'E');
+    // Units behind the failed one not re-sent this round: the server
+    // answers them in the failed block, as it did the first time.
+    if (!r.last_sent && r.behind() > 0) ReplayForward(c, b, r.later_from(), r.queries().size(), 0);
     MarkDirty(c);
     Pump(c);
     return;
@@ -502,13 +534,24 @@ void Proxy::Loop::ReplayHolderEnded(Backend* b) {
 bool Proxy::Loop::ReplayBackendLost(Client* c, Backend* b, char* status) {
   ReplayLog& r = c->replay;
   const Phase p = r.phase();
-  const bool answer = (p == Phase::kWaiting || p == Phase::kReplaying || p == Phase::kFailing) && !r.last_sent;
+  // The failed unit's answer was kept (and those of the units behind it
+  // absorbed so far, all of them past kAbsorbing), nothing of it re-sent:
+  // answered here; the batches still outstanding by FailBackend.
+  const bool answer =
+      (p == Phase::kWaiting || p == Phase::kReplaying || p == Phase::kFailing || (p == Phase::kAbsorbing && r.absorbed > 0)) &&
+      !r.last_sent;
   r.set_phase(Phase::kOff);
   if (!answer) return false;  // the request's own batch is answered by FailBackend
   *status = r.original_status == 'I' ? 'I' : 'E';
   c->out.append(r.original_error);
   c->sess.OnError();
   ClientReady(c, *status);
+  const int later = (p == Phase::kAbsorbing ? r.absorbed : r.behind() + 1) - 1;
+  for (int i = 0; i < later; ++i) {
+    ClientError(c, "08006", "server connection lost: the transaction was rolled back");
+    ClientReady(c, 'I');
+    *status = 'I';
+  }
   MarkDirty(c);
   (void)b;
   return true;

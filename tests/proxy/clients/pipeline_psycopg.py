@@ -25,6 +25,8 @@ Usage: pipeline_psycopg.py PORT SERVER_PORT TABLE MODE ROW_A ROW_B
                Syncs in flight) -> "libpq: 1 1 1 committed" or
                "libpq: 40001 25P02" (the third unit ran in the failed
                transaction, as PostgreSQL answers it).
+  MODE libpqread: as libpq, b first reads ROW_B (0) -> "libpqread: 40001 25P02"
+               (the re-read would differ).
   MODE libpqlast: as libpq, the UPDATE of ROW_B last (nothing in flight
                behind the failed unit) -> "libpqlast: 1 1 1 committed" or
                "libpqlast: 40001".
@@ -100,6 +102,8 @@ def conflict(port, b, direct, table, mode, row_a, row_b):
             return libpq_pipeline(port, table, (row_a, row_b, row_a + 1), out)
         if mode == "libpqlast":
             return libpq_pipeline(port, table, (row_a, row_a + 1, row_b), out)
+        if mode == "libpqread":
+            return libpq_pipeline(port, table, (row_a, row_b, row_a + 1), out, read=row_b)
         try:
             if mode == "returning":
                 cur = b.cursor()
@@ -147,7 +151,7 @@ def conflict(port, b, direct, table, mode, row_a, row_b):
         fail("b hangs")
     a.close()
     if "error" in out:
-        if out["error"] != ("40001 25P02" if mode == "libpq" else "40001"):
+        if out["error"] != ("40001 25P02" if mode in ("libpq", "libpqread") else "40001"):
             fail(out["error"])
         b.rollback()
         print(f"{mode}: {out['error']}")
@@ -158,7 +162,7 @@ def conflict(port, b, direct, table, mode, row_a, row_b):
         b.commit()
         want = {row_a: 0, row_b: 1, row_a + 1: 0, row_a + 2: 1}
     else:
-        if mode == "read":
+        if mode in ("read", "libpqread"):
             fail("the read transaction went on")
         print(f"{mode}: {' '.join(map(str, out['counts']))} committed")
         want = {row_a: 1, row_b: 2, row_a + 1: 1, row_a + 2: 0}
@@ -175,9 +179,10 @@ def conflict(port, b, direct, table, mode, row_a, row_b):
     return 0
 
 
-def libpq_pipeline(port, table, rows, out):
-    """libpq pipeline mode: BEGIN, then one UPDATE per unit, each with its
-    Sync, all sent before reading; then COMMIT (or, after an error, ROLLBACK)."""
+def libpq_pipeline(port, table, rows, out, read=None):
+    """libpq pipeline mode: BEGIN (and a read of row `read`, which must be
+    0), then one UPDATE per unit, each with its Sync, all sent before
+    reading; then COMMIT (or, after an error, ROLLBACK)."""
     pg = pq.PGconn.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres".encode())
     if pg.status != pq.ConnStatus.OK:
         out["error"] = "connect: %r" % pg.error_message
@@ -186,6 +191,11 @@ def libpq_pipeline(port, table, rows, out):
         if pg.exec_(b"BEGIN ISOLATION LEVEL SERIALIZABLE").status != pq.ExecStatus.COMMAND_OK:
             out["error"] = "BEGIN failed"
             return
+        if read is not None:
+            r = pg.exec_params(f"SELECT v FROM {table} WHERE k = $1".encode(), [str(read).encode()])
+            if r.status != pq.ExecStatus.TUPLES_OK or r.get_value(0, 0) != b"0":
+                out["error"] = "read failed"
+                return
         pg.enter_pipeline_mode()
         for k in rows:
             pg.send_query_params(f"UPDATE {table} SET v = v + 1 WHERE k = $1".encode(), [str(k).encode()])
