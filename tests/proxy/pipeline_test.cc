@@ -26,23 +26,8 @@ namespace corral {
 namespace proxy {
 namespace {
 
-class PipelineTest : public ScratchClientsTest {
+class PipelineTest : public ReplayClientsTest {
  protected:
-  void StartProxy(bool replay) {
-    Options o;
-    o.pool_size = 4;
-    o.replay = replay;
-    ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
-  }
-  bool Have(const std::string& probe) {
-    std::string out;
-    return Shell(probe, &out) == 0;
-  }
-  std::pair<int, std::string> Run(const std::string& cmd) {
-    std::string out;
-    const int rc = Shell(cmd, &out);
-    return {rc, out};
-  }
   // A client script with the proxy's and the server's ports, the table,
   // then `args` (mode, rows).
   std::string Python(const std::string& script, const std::string& args) {
@@ -72,9 +57,6 @@ class PipelineTest : public ScratchClientsTest {
     EXPECT_EQ(stats().replay_mismatches.load(), 0) << out;
     EXPECT_EQ(stats().replay_unreplayable.load(), 0) << out;
     EXPECT_EQ(stats().aborts_40001.load(), 0) << out;
-  }
-  std::string Value(int k) {
-    return ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k));
   }
 };
 

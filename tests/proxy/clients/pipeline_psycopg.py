@@ -51,6 +51,17 @@ import psycopg
 from psycopg import errors, pq
 
 
+def wait_for_lock(direct, table):
+    """Until a session waits for a lock on `table` (b on a's row)."""
+    for _ in range(500):
+        n = direct.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s USING (pid) "
+                           "WHERE NOT l.granted AND s.query LIKE %s", ("%" + table + "%",)).fetchone()[0]
+        if n > 0:
+            return
+        time.sleep(0.02)
+    raise RuntimeError("b never waited for a's row lock")
+
+
 def fail(*what):
     print("FAIL:", *what)
     sys.exit(1)
@@ -137,14 +148,7 @@ def conflict(port, b, direct, table, mode, row_a, row_b):
 
     t = threading.Thread(target=work)
     t.start()
-    for _ in range(500):
-        n = direct.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s USING (pid) "
-                           "WHERE NOT l.granted AND s.query LIKE %s", ("%" + table + "%",)).fetchone()[0]
-        if n > 0:
-            break
-        time.sleep(0.02)
-    else:
-        fail("b never waited for a's row lock")
+    wait_for_lock(direct, table)
     a.commit()
     t.join(60)
     if t.is_alive():
@@ -243,4 +247,5 @@ def main(port, server_port, table, mode, row_a, row_b):
     return conflict(port, b, direct, table, mode, row_a, row_b)
 
 
-sys.exit(main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])))
+if __name__ == "__main__":  # (replay_psycopg.py imports wait_for_lock)
+    sys.exit(main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])))
