@@ -39,8 +39,12 @@
 // failed transaction (kept from the client too), are re-sent after the
 // failed unit's Sync (later_from()) and answered as the server answers
 // them then: once the failed unit's ReadyForQuery went to the client, they
-// are the client's ordinary traffic. (A simple Query among them is a shape
-// not replayed: its message restarted the count of the current results.)
+// are the client's ordinary traffic. Shapes not replayed: a simple Query
+// among them (its message restarted the count of the current results),
+// and, decided by the loop, a statement among them that may end the failed
+// block (COMMIT, ROLLBACK, savepoints: what follows it would have run for
+// real) or a failed unit that ended the transaction itself (its COMMIT
+// failed: the units behind it ran after it, outside it).
 //
 // Implicit transactions (no block open at the error: autocommit; a unit
 // of Parse / Bind / Execute ... / Sync, or one simple Query, which the

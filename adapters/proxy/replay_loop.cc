@@ -84,17 +84,51 @@ namespace {
 // (it refuses every string of several), and in a string of several,
 // transaction control (a BEGIN there turns the rest into an explicit block,
 // which a replay's COMMIT would end).
+// A statement that may end (or, in a failed block, revive) the transaction
+// block: transaction control, savepoints, PREPARE TRANSACTION. A leading
+// comment or the like is not looked into (true).
+bool MayControlTransaction(absl::string_view text) {
+  text = absl::StripLeadingAsciiWhitespace(text);
+  size_t j = 0;
+  while (j < text.size() && absl::ascii_isalpha(text[j])) ++j;
+  const absl::string_view w = text.substr(0, j);
+  if (w.empty()) return true;
+  for (absl::string_view k :
+       {"begin", "start", "commit", "end", "rollback", "abort", "prepare", "savepoint", "release"}) {
+    if (absl::EqualsIgnoreCase(w, k)) return true;
+  }
+  return false;
+}
+
 bool QueryMayChangeSession(absl::string_view sql) {
   const std::vector<StatementSpan> spans = SplitStatements(sql);
   if (spans.size() <= 1) return StatementMayChangeSession(sql);
   for (const StatementSpan& s : spans) {
-    if (StatementMayChangeSession(s.text)) return true;
-    size_t j = 0;
-    while (j < s.text.size() && absl::ascii_isalpha(s.text[j])) ++j;
-    const absl::string_view w = s.text.substr(0, j);
-    if (w.empty()) return true;  // a leading comment or the like: not looked into
-    for (absl::string_view k : {"begin", "start", "commit", "end", "rollback", "abort"}) {
-      if (absl::EqualsIgnoreCase(w, k)) return true;
+    if (StatementMayChangeSession(s.text) || MayControlTransaction(s.text)) return true;
+  }
+  return false;
+}
+
+// The units in flight behind the failed one, messages [from, end) of c's
+// log: one may end the failed block (a COMMIT ends it, and what follows it
+// then runs for real, its answers absorbed: it must not run again).
+bool LaterUnitsMayEndTheBlock(const Client& c, size_t from) {
+  const ReplayLog& r = c.replay;
+  const auto& qs = r.queries();
+  for (size_t i = from; i < qs.size(); ++i) {
+    wire::Reader m(absl::string_view(qs[i]).substr(5));
+    if (qs[i][0] == 'P') {
+      m.CString();  // the name
+      if (MayControlTransaction(m.CString())) return true;
+    } else if (qs[i][0] == 'B') {
+      m.CString();  // the portal
+      const std::string stmt(m.CString());
+      const PreparedDef* d = stmt.empty() ? r.unnamed_at(i) : nullptr;
+      if (!stmt.empty()) {
+        auto it = c.stmts.find(stmt);
+        if (it != c.stmts.end()) d = &it->second;
+      }
+      if (d == nullptr || MayControlTransaction(d->query)) return true;
     }
   }
   return false;
@@ -180,7 +214,7 @@ bool Proxy::Loop::ReplayOnConflict(Client* c, Backend* b, absl::string_view raw,
     ok = r.SplitImplicitUnit();
     if (!ok) stats_.replay_unreplayable_shape++;
   } else if (ok && r.extended()) {
-    ok = r.SplitFailedUnit(/*in_block=*/true, behind);
+    ok = r.SplitFailedUnit(/*in_block=*/true, behind) && (behind == 0 || !LaterUnitsMayEndTheBlock(*c, r.later_from()));
     if (!ok) stats_.replay_unreplayable_shape++;
   } else if (ok) {
     ok = r.results_in_current() == 0;
@@ -296,7 +330,19 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
     case Phase::kAbsorbing:
       // The failed unit's ReadyForQuery, then those of the units behind it:
       // the failed attempt is over at the last.
-      if (r.absorbed++ == 0) r.original_status = b->status;
+      if (r.absorbed++ == 0) {
+        r.original_status = b->status;
+        if (b->status == 'I' && r.behind() > 0) {
+          // The failed unit ended the transaction (its COMMIT failed): the
+          // units behind it run after it, outside it, for real; they must
+          // not run again. Not replayed: the client gets the error, then
+          // their answers as the server gives them.
+          stats_.replay_unreplayable++;
+          stats_.replay_unreplayable_shape++;
+          ReplayGiveUp(c, b);
+          return true;
+        }
+      }
       if (r.absorbed > r.behind()) ReplayRound(c, b);
       return true;
     case Phase::kWaiting:

@@ -164,6 +164,42 @@ TEST_F(PsycopgPipelineTest, SeveralSyncsInFlightAfterAChangedReadGetTheOriginalE
   EXPECT_EQ(stats().replay_mismatches.load(), 1) << out;
 }
 
+// A COMMIT among the units in flight would end the failed block, and what
+// follows it would run for real while its answers are kept: a shape not
+// replayed; the client gets what the server answered (the failed block's
+// COMMIT rolls back).
+TEST_F(PsycopgPipelineTest, SeveralSyncsInFlightWithACommitGetTheOriginalError) {
+  StartProxy(true);
+  auto [rc, out] = Run(Python("pipeline_psycopg.py", "libpqcommitlast 1 5"));
+  ASSERT_EQ(rc, 0) << out;
+  ExpectPassedThrough(out, "libpqcommitlast: 40001 25P02 ROLLBACK");
+  EXPECT_EQ(stats().replays.load(), 0) << out;
+  EXPECT_EQ(stats().replay_unreplayable_shape.load(), 1) << out;
+}
+
+// The failed unit is a COMMIT (write skew, found at commit): it ends the
+// transaction, and the UPDATE in flight behind it runs on its own,
+// autocommitted. Not replayed (it must not run twice): the client gets the
+// 40001, then the UPDATE's count; the script checks it ran once.
+TEST_F(PsycopgPipelineTest, UnitsBehindAFailedCommitRunOnce) {
+  StartProxy(true);
+  auto [rc, out] = Run(Python("pipeline_psycopg.py", "libpqcommit 1 5"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(Has(out, "libpqcommit: 40001 1")) << out;
+  EXPECT_EQ(stats().aborts_40001.load(), 1) << out;
+  EXPECT_EQ(stats().replays.load(), 0) << out;
+  EXPECT_EQ(stats().replay_unreplayable_shape.load(), 1) << out;
+  EXPECT_EQ(Value(2), "1");
+}
+
+TEST_F(PsycopgPipelineTest, UnitsBehindAFailedCommitWithoutReplay) {
+  StartProxy(false);
+  auto [rc, out] = Run(Python("pipeline_psycopg.py", "libpqcommit 1 5"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(Has(out, "libpqcommit: 40001 1")) << out;
+  EXPECT_EQ(Value(2), "1");
+}
+
 // The same with the conflict in the last unit: nothing in flight behind it,
 // the units before it answered (their ReadyForQuery 'T' received).
 TEST_F(PsycopgPipelineTest, SeveralSyncsFailingInTheLastUnitAreReplayed) {

@@ -27,6 +27,15 @@ Usage: pipeline_psycopg.py PORT SERVER_PORT TABLE MODE ROW_A ROW_B
                transaction, as PostgreSQL answers it).
   MODE libpqread: as libpq, b first reads ROW_B (0) -> "libpqread: 40001 25P02"
                (the re-read would differ).
+  MODE libpqcommitlast: as libpq with a COMMIT unit last (in flight too) ->
+               "libpqcommitlast: 40001 25P02 ROLLBACK" (the COMMIT of the
+               failed block rolls back).
+  MODE libpqcommit: write skew (a reads ROW_A, b reads ROW_B, a updates
+               ROW_B, b updates ROW_A, a commits); b's libpq pipeline sends
+               COMMIT and, behind it, an UPDATE of ROW_A + 1, each with its
+               Sync: the COMMIT fails with 40001 and ends the transaction,
+               the UPDATE runs after it on its own (autocommit) ->
+               "libpqcommit: 40001 1" (its count), ROW_A + 1 updated once.
   MODE libpqlast: as libpq, the UPDATE of ROW_B last (nothing in flight
                behind the failed unit) -> "libpqlast: 1 1 1 committed" or
                "libpqlast: 40001".
@@ -113,6 +122,8 @@ def conflict(port, b, direct, table, mode, row_a, row_b):
             return libpq_pipeline(port, table, (row_a, row_b, row_a + 1), out)
         if mode == "libpqlast":
             return libpq_pipeline(port, table, (row_a, row_a + 1, row_b), out)
+        if mode == "libpqcommitlast":
+            return libpq_pipeline(port, table, (row_a, row_b, row_a + 1), out, commit=True)
         if mode == "libpqread":
             return libpq_pipeline(port, table, (row_a, row_b, row_a + 1), out, read=row_b)
         try:
@@ -155,7 +166,8 @@ def conflict(port, b, direct, table, mode, row_a, row_b):
         fail("b hangs")
     a.close()
     if "error" in out:
-        if out["error"] != ("40001 25P02" if mode in ("libpq", "libpqread") else "40001"):
+        want_error = {"libpq": "40001 25P02", "libpqread": "40001 25P02", "libpqcommitlast": "40001 25P02 ROLLBACK"}
+        if out["error"] != want_error.get(mode, "40001"):
             fail(out["error"])
         b.rollback()
         print(f"{mode}: {out['error']}")
@@ -183,10 +195,13 @@ def conflict(port, b, direct, table, mode, row_a, row_b):
     return 0
 
 
-def libpq_pipeline(port, table, rows, out, read=None):
+def libpq_pipeline(port, table, rows, out, read=None, commit=False):
     """libpq pipeline mode: BEGIN (and a read of row `read`, which must be
-    0), then one UPDATE per unit, each with its Sync, all sent before
-    reading; then COMMIT (or, after an error, ROLLBACK)."""
+    0), then one UPDATE per unit, each with its Sync, and with `commit` a
+    COMMIT unit, all sent before reading; then COMMIT (or, after an error,
+    ROLLBACK). out["counts"]: each unit's row count (and the COMMIT's tag);
+    after an error out["error"]: what the units after the first answered
+    (SQLSTATEs, the COMMIT's tag)."""
     pg = pq.PGconn.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres".encode())
     if pg.status != pq.ConnStatus.OK:
         out["error"] = "connect: %r" % pg.error_message
@@ -204,13 +219,17 @@ def libpq_pipeline(port, table, rows, out, read=None):
         for k in rows:
             pg.send_query_params(f"UPDATE {table} SET v = v + 1 WHERE k = $1".encode(), [str(k).encode()])
             pg.pipeline_sync()
-        counts, errs = [], []
-        for _ in rows:
+        if commit:
+            pg.send_query_params(b"COMMIT", None)
+            pg.pipeline_sync()
+        got, errs = [], []
+        for _ in range(len(rows) + commit):
             r = pg.get_result()
             if r.status == pq.ExecStatus.COMMAND_OK:
-                counts.append(r.command_tuples)
+                got.append(str(r.command_tuples) if r.command_tuples is not None else r.command_status.decode())
             elif r.status == pq.ExecStatus.FATAL_ERROR:
-                errs.append(r.error_field(pq.DiagnosticField.SQLSTATE).decode())
+                got.append(r.error_field(pq.DiagnosticField.SQLSTATE).decode())
+                errs.append(got[-1])
             else:
                 errs.append("status %s" % r.status)
             if pg.get_result() is not None:
@@ -219,20 +238,68 @@ def libpq_pipeline(port, table, rows, out, read=None):
             if s is None or s.status != pq.ExecStatus.PIPELINE_SYNC:
                 errs.append("no Sync result")
         pg.exit_pipeline_mode()
-        end = pg.exec_(b"ROLLBACK" if errs else b"COMMIT")
+        end = pg.exec_(b"ROLLBACK" if errs or commit else b"COMMIT")
         if end.status != pq.ExecStatus.COMMAND_OK:
             errs.append("end failed")
         # The session goes on: one more statement on it.
         if pg.exec_(b"SELECT 1").get_value(0, 0) != b"1":
             errs.append("session lost")
         if errs:
-            out["error"] = " ".join(errs)
-            if len(counts) + len(errs) != len(rows) or any(n != 1 for n in counts):
-                out["error"] += " counts %s" % counts
+            # What came after the first error (and 1s before it only).
+            first = next(i for i, g in enumerate(got) if g == errs[0]) if errs[0] in got else len(got)
+            out["error"] = " ".join(got[first:]) if errs[0] in got else " ".join(errs)
+            if any(g != "1" for g in got[:first]):
+                out["error"] += " before: %s" % got[:first]
         else:
-            out["counts"] = counts
+            out["counts"] = got
     finally:
         pg.finish()
+
+
+def commit_behind(port, direct, table, row_a, row_b):
+    a = psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres")
+    a.isolation_level = psycopg.IsolationLevel.SERIALIZABLE
+    pg = pq.PGconn.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres".encode())
+    sel = f"SELECT v FROM {table} WHERE k = $1".encode()
+    upd = f"UPDATE {table} SET v = v + 1 WHERE k = $1".encode()
+    if a.execute(f"SELECT v FROM {table} WHERE k = %s", (row_a,)).fetchone()[0] != 0:
+        fail("a's read")
+    if pg.exec_(b"BEGIN ISOLATION LEVEL SERIALIZABLE").status != pq.ExecStatus.COMMAND_OK:
+        fail("b's BEGIN")
+    if pg.exec_params(sel, [str(row_b).encode()]).get_value(0, 0) != b"0":
+        fail("b's read")
+    a.execute(f"UPDATE {table} SET v = v + 1 WHERE k = %s", (row_b,))
+    if pg.exec_params(upd, [str(row_a).encode()]).command_tuples != 1:
+        fail("b's update")
+    a.commit()
+    pg.enter_pipeline_mode()
+    pg.send_query_params(b"COMMIT", None)
+    pg.pipeline_sync()
+    pg.send_query_params(upd, [str(row_a + 1).encode()])
+    pg.pipeline_sync()
+    got = []
+    for _ in range(2):
+        r = pg.get_result()
+        if r.status == pq.ExecStatus.FATAL_ERROR:
+            got.append(r.error_field(pq.DiagnosticField.SQLSTATE).decode())
+        else:
+            got.append(str(r.command_tuples if r.command_tuples is not None else r.status))
+        if pg.get_result() is not None:
+            fail("no end of results")
+        s = pg.get_result()
+        if s is None or s.status != pq.ExecStatus.PIPELINE_SYNC:
+            fail("no Sync result")
+    pg.exit_pipeline_mode()
+    if pg.exec_(b"SELECT 1").get_value(0, 0) != b"1":
+        fail("session lost")
+    pg.finish()
+    a.close()
+    print("libpqcommit:", " ".join(got))
+    for k, v in ((row_a, 0), (row_b, 1), (row_a + 1, 1)):
+        n = direct.execute(f"SELECT v FROM {table} WHERE k = %s", (k,)).fetchone()[0]
+        if n != v:
+            fail("row", k, "is", n, "not", v)
+    return 0
 
 
 def main(port, server_port, table, mode, row_a, row_b):
@@ -244,6 +311,8 @@ def main(port, server_port, table, mode, row_a, row_b):
         b.isolation_level = psycopg.IsolationLevel.SERIALIZABLE
     if mode == "values":
         return values(b, direct, table, row_a, row_b)
+    if mode == "libpqcommit":
+        return commit_behind(port, direct, table, row_a, row_b)
     return conflict(port, b, direct, table, mode, row_a, row_b)
 
 
