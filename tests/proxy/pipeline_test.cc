@@ -3,7 +3,7 @@
 // each driver's cases without it): psycopg 3 pipeline mode (one Sync, a
 // Sync read back at a time, executemany), libpq's own pipeline mode through
 // psycopg.pq (several Syncs in flight), pgjdbc executeBatch (BEGIN in the
-// first statement's unit, one Sync; reWriteBatchedInserts) and
+// first statement's unit, one Sync per chunk; reWriteBatchedInserts) and
 // asyncpg executemany (Bind/Execute per row, one Sync). The client scripts
 // in tests/proxy/clients/ check every value and row count they read back
 // and the table after (each row written exactly once, or not at all after
@@ -249,8 +249,8 @@ class JdbcBatchTest : public PipelineTest {
   }
 };
 
-// Batches of 3 (one of a missing row) and of 600 (one unit), a rewritten
-// INSERT batch; every count and row checked.
+// Batches of 3 (one of a missing row) and of 600 (pgjdbc syncs it in
+// chunks), a rewritten INSERT batch; every count and row checked.
 TEST_F(JdbcBatchTest, ValuesReadBackWithoutReplay) {
   StartProxy(false);
   auto [rc, out] = Run(Java("values 1 5"));

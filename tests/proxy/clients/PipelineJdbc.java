@@ -1,11 +1,13 @@
 // pgjdbc batches through `corral proxy` (tests/proxy/pipeline_test.cc):
 // PreparedStatement.addBatch()/executeBatch() pipelines Bind/Execute pairs
-// (with BEGIN in the first statement's unit) up to one Sync (a batch of 600
-// UPDATEs too, as the proxy's trace shows);
+// (with BEGIN in the first statement's unit) and sends one Sync per chunk
+// (pgjdbc syncs and reads back a chunk when its replies could fill the
+// socket buffers: a batch of 600 UPDATEs is three units of at most
+// 256, one at a time);
 // reWriteBatchedInserts=true turns an INSERT batch into multi-row INSERTs.
 //   java -cp /usr/share/java/postgresql.jar PipelineJdbc.java PORT SERVER_PORT TABLE MODE ROW_A ROW_B
 // MODE values: no conflict, SERIALIZABLE: a batch of 3 UPDATEs (one of a
-//   missing row: count 0), a batch of 600, a rewritten
+//   missing row: count 0), a batch of 600 (several chunks), a rewritten
 //   INSERT batch of 5 new rows; every update count and the rows are checked
 //   -> "values: ok".
 // MODE blind: client a updates ROW_B and stays open; b's batch of UPDATEs of
@@ -68,7 +70,7 @@ public class PipelineJdbc {
       PreparedStatement upd = b.prepareStatement("UPDATE " + table + " SET v = v + 1 WHERE k = ?");
       int[] n = batch(upd, rowA, 1000000, rowB);
       if (!Arrays.equals(n, new int[] {1, 0, 1})) fail("batch counts " + Arrays.toString(n));
-      // 600 statements in one pipelined unit.
+      // 600 statements: pgjdbc syncs and reads back in chunks.
       int[] many = new int[600];
       for (int i = 0; i < many.length; i++) many[i] = i % 2 == 0 ? rowA : rowB;
       n = batch(upd, many);
