@@ -274,6 +274,16 @@ TEST_F(JdbcBatchTest, BatchIsReplayedInvisibly) {
   EXPECT_EQ(Value(5), "2");
 }
 
+// 600 UPDATEs, synced by pgjdbc in units of at most 256: the conflict in
+// the second unit, the first one's results already received (compared).
+TEST_F(JdbcBatchTest, LargeBatchIsReplayedInvisibly) {
+  StartProxy(true);
+  auto [rc, out] = Run(Java("bigblind 1 5"));
+  ASSERT_EQ(rc, 0) << out;
+  ExpectReplayed(out, "bigblind: 600 committed");
+  EXPECT_EQ(Value(2), "599");
+}
+
 // reWriteBatchedInserts: the three upserts become a two-row INSERT and a
 // one-row INSERT (pgjdbc's counts -2 -2 1); the two-row one waits and fails.
 TEST_F(JdbcBatchTest, RewrittenBatchIsReplayedInvisibly) {
