@@ -47,9 +47,12 @@
 // of replay kind 4, swallowed until the failed unit's ReadyForQuery ends
 // the replay, after which they are the client's ordinary traffic; a replay
 // given up before step 4 re-sends them behind the failed block it leaves,
-// so the server answers them as it did the first time. A COMMIT the server failed with
-// 40001 is replayed; one whose outcome is unknown (the server connection
-// lost) never is (FailBackend).
+// so the server answers them as it did the first time; units behind a
+// failed COMMIT (it ended the transaction: they ran after it, for real),
+// or among which one may end the failed block (MayControlTransaction),
+// are not replayed. A COMMIT the server failed with 40001 is replayed; one
+// whose outcome is unknown (the server connection lost) never is
+// (FailBackend).
 // Implicit transactions (no block open at the error; replays_implicit;
 // ReplayLog::SplitImplicitUnit): steps 3 and 4 are one, the failed unit
 // alone (simple Query or extended unit) in a batch of replay kind 2, its
@@ -583,9 +586,9 @@ bool Proxy::Loop::ReplayBackendLost(Client* c, Backend* b, char* status) {
   // The failed unit's answer was kept (and those of the units behind it
   // absorbed so far, all of them past kAbsorbing), nothing of it re-sent:
   // answered here; the batches still outstanding by FailBackend.
-  const bool answer =
-      (p == Phase::kWaiting || p == Phase::kReplaying || p == Phase::kFailing || (p == Phase::kAbsorbing && r.absorbed > 0)) &&
-      !r.last_sent;
+  const bool answer = (p == Phase::kWaiting || p == Phase::kReplaying || p == Phase::kFailing ||
+                       (p == Phase::kAbsorbing && r.absorbed > 0)) &&
+                      !r.last_sent;
   r.set_phase(Phase::kOff);
   if (!answer) return false;  // the request's own batch is answered by FailBackend
   *status = r.original_status == 'I' ? 'I' : 'E';
