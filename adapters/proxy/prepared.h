@@ -175,7 +175,9 @@ struct Batch {
   // Transparent replay (replay.h): 1 a re-run statement whose results are
   // compared with what the client got (swallowed), 2 the failed statement
   // run again (its results go to the client), 3 the COMMIT of a replayed
-  // implicit unit the proxy ran in a block (its error goes to the client).
+  // implicit unit the proxy ran in a block (its error goes to the client),
+  // 4 a unit the client had in flight behind the failed one, re-sent after
+  // it (swallowed until the failed unit's replay succeeded).
   int replay = 0;
 };
 

@@ -55,6 +55,8 @@ void ReplayLog::Clear() {
   completions_ = 0;
   trailing_rows_ = 0;
   split_ = 0;
+  later_from_ = 0;
+  behind_ = 0;
   sync_before_split_ = false;
   implicit_ = false;
   wrapped_ = false;
@@ -66,6 +68,7 @@ void ReplayLog::Clear() {
   original_status = 'E';
   attempts = 0;
   outstanding = 0;
+  absorbed = 0;
   last_sent = false;
   conflict_again = false;
   commit_sent = false;
@@ -125,30 +128,45 @@ const PreparedDef* ReplayLog::unnamed_at(size_t i) const {
   return nullptr;
 }
 
-bool ReplayLog::SplitFailedUnit(bool in_block) {
+bool ReplayLog::SplitFailedUnit(bool in_block, int behind) {
   const size_t n = queries_.size();
   if (n == 0 || trailing_rows_ > 0) return false;
-  const char last = queries_.back()[0];
-  if (last != 'S' && last != 'Q') return false;  // the unit must be whole (its Sync sent)
-  size_t unit = n - 1;                            // its first message
-  while (unit > 0 && queries_[unit - 1][0] != 'S' && queries_[unit - 1][0] != 'Q') --unit;
-  if (last == 'Q') {
+  auto ends_unit = [this](size_t i) { return queries_[i][0] == 'S' || queries_[i][0] == 'Q'; };
+  if (!ends_unit(n - 1)) return false;  // the unit must be whole (its Sync sent)
+  // The failed unit's Sync / Query: `behind` units before the log's last.
+  size_t end = n - 1;
+  for (int k = 0; k < behind; ++k) {
+    do {
+      if (end == 0) return false;
+      --end;
+    } while (!ends_unit(end));
+  }
+  // A simple Query behind it (sent before the failed unit answered) reset
+  // the count of the failed unit's results (OnClientMessage): not replayed.
+  for (size_t i = end + 1; i < n; ++i) {
+    if (queries_[i][0] == 'Q') return false;
+  }
+  size_t unit = end;  // its first message
+  while (unit > 0 && !ends_unit(unit - 1)) --unit;
+  later_from_ = end + 1;
+  behind_ = behind;
+  if (queries_[end][0] == 'Q') {
     // A simple Query after extended-protocol messages: it is the unit.
-    if (unit != n - 1 || results_in_current() > 0) return false;
+    if (unit != end || results_in_current() > 0) return false;
     split_ = unit;
     sync_before_split_ = false;
     return in_block;
   }
   // The (completions_ + 1)-th Execute of the unit failed.
   int executes = 0;
-  size_t at = n;
-  for (size_t i = unit; i < n; ++i) {
+  size_t at = end;
+  for (size_t i = unit; i < end; ++i) {
     if (queries_[i][0] == 'E' && executes++ == completions_) {
       at = i;
       break;
     }
   }
-  if (at == n) return false;
+  if (at == end) return false;
   split_ = at;
   sync_before_split_ = at > unit;
   // Without a transaction block the proxy's Sync would end (commit) an
@@ -169,6 +187,8 @@ bool ReplayLog::SplitImplicitUnit() {
     while (unit > 0 && queries_[unit - 1][0] != 'S' && queries_[unit - 1][0] != 'Q') --unit;
   }
   split_ = unit;
+  later_from_ = n;
+  behind_ = 0;
   sync_before_split_ = false;
   implicit_ = true;
   compare_from_ = current_start_;

@@ -33,7 +33,18 @@
 // an explicit transaction block only), compared; then, all matched, the
 // failed Execute and the rest of the unit, whose results the client did not
 // see, forwarded. Unreplayable shapes: rows of the failed Execute already
-// sent, no (k+1)-th Execute (the error was not an Execute's).
+// sent, no (k+1)-th Execute (the error was not an Execute's). Units the
+// client sent behind the failed one (libpq's pipeline mode: several Syncs
+// in flight; SplitFailedUnit's `behind`), which the server answered in the
+// failed transaction (kept from the client too), are re-sent after the
+// failed unit's Sync (later_from()) and answered as the server answers
+// them then: once the failed unit's ReadyForQuery went to the client, they
+// are the client's ordinary traffic. Shapes not replayed: a simple Query
+// among them (its message restarted the count of the current results),
+// and, decided by the loop, a statement among them that may end the failed
+// block (COMMIT, ROLLBACK, savepoints: what follows it would have run for
+// real) or a failed unit that ended the transaction itself (its COMMIT
+// failed: the units behind it ran after it, outside it).
 //
 // Implicit transactions (no block open at the error: autocommit; a unit
 // of Parse / Bind / Execute ... / Sync, or one simple Query, which the
@@ -136,10 +147,13 @@ class ReplayLog {
   // The log has extended-protocol messages (replayed through the loop's
   // forwarding, SplitFailedUnit).
   bool extended() const { return extended_; }
-  // At the error of the client's last unit, extended log: where its replay
-  // splits (see the file comment): sets split(); false when the shape is
-  // not replayable. `in_block`: the server had a transaction block open.
-  bool SplitFailedUnit(bool in_block);
+  // At the error of a client's unit, extended log: where its replay splits
+  // (see the file comment): sets split(); false when the shape is not
+  // replayable. `in_block`: the server had a transaction block open.
+  // `behind`: the client's units (each up to its Sync or Query) sent after
+  // the failed one, in flight (libpq's pipeline mode): the failed unit is
+  // the one before them, and they are re-sent after it (later_from()).
+  bool SplitFailedUnit(bool in_block, int behind = 0);
   // At the error of an implicit transaction (no block open): the log's last
   // unit is replayed, split() its first message (see the file comment);
   // false when the unit is not whole (its Sync not sent).
@@ -153,6 +167,10 @@ class ReplayLog {
   // Index in queries() of the first message re-sent after everything before
   // it matched; whether a Sync of the proxy ends the part before it.
   size_t split() const { return split_; }
+  // Index in queries() just past the failed unit: the units in flight
+  // behind it start there (queries().size() when none); their number.
+  size_t later_from() const { return later_from_; }
+  int behind() const { return behind_; }
   bool sync_before_split() const { return sync_before_split_; }
   // The error was kept from the client: results forwarded from now on are
   // new (a second conflict after one went out cannot be replayed).
@@ -183,6 +201,7 @@ class ReplayLog {
   char original_status = 'E';  // the ReadyForQuery status that came with it
   int attempts = 0;            // replays run for this error
   int outstanding = 0;         // replayed Queries not answered yet
+  int absorbed = 0;            // ReadyForQuerys of the failed attempt kept (its unit's, then behind()'s)
   bool last_sent = false;      // the failed Query was sent again
   bool conflict_again = false; // a replayed Query failed with 40001 / 40P01
   bool commit_sent = false;    // wrapped implicit replay: the proxy's COMMIT is out
@@ -210,6 +229,8 @@ class ReplayLog {
   int completions_ = 0;       // C / I / s results since current_start_
   int trailing_rows_ = 0;     // DataRows since the last other result
   size_t split_ = 0;
+  size_t later_from_ = 0;
+  int behind_ = 0;
   bool sync_before_split_ = false;
   bool implicit_ = false;
   bool wrapped_ = false;

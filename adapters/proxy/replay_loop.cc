@@ -35,12 +35,24 @@
 // savepoints, SET and other session changes (also prepared), COPY, a
 // FunctionCall, a Close of a named statement or a name parsed anew, a
 // transaction past replay_buffer_bytes, a Query whose results the client
-// had started to receive, a client with more Queries or units in flight
-// behind the failed one; extended-protocol shapes SplitFailedUnit refuses
-// (replay_unreplayable_shape: a unit without its Sync, rows of the failed
-// Execute sent, an error not an Execute's). A COMMIT the server failed with
-// 40001 is replayed; one whose outcome is unknown (the server connection
-// lost) never is (FailBackend).
+// had started to receive; shapes not replayed (replay_unreplayable_shape):
+// more of the client's in flight behind an implicit transaction's unit or
+// a simple Query, a next unit sent in part, and those SplitFailedUnit
+// refuses (a unit without its Sync, rows of the failed Execute sent, an
+// error not an Execute's, a simple Query among the units behind).
+// Extended-protocol units in flight behind the failed one in a block
+// (libpq's pipeline mode, several Syncs outstanding): their answers in the
+// failed transaction are absorbed too (kAbsorbing ends at the last one's
+// ReadyForQuery); step 4 re-sends them after the failed unit, in batches
+// of replay kind 4, swallowed until the failed unit's ReadyForQuery ends
+// the replay, after which they are the client's ordinary traffic; a replay
+// given up before step 4 re-sends them behind the failed block it leaves,
+// so the server answers them as it did the first time; units behind a
+// failed COMMIT (it ended the transaction: they ran after it, for real),
+// or among which one may end the failed block (MayControlTransaction),
+// are not replayed. A COMMIT the server failed with 40001 is replayed; one
+// whose outcome is unknown (the server connection lost) never is
+// (FailBackend).
 // Implicit transactions (no block open at the error; replays_implicit;
 // ReplayLog::SplitImplicitUnit): steps 3 and 4 are one, the failed unit
 // alone (simple Query or extended unit) in a batch of replay kind 2, its
@@ -75,17 +87,51 @@ namespace {
 // (it refuses every string of several), and in a string of several,
 // transaction control (a BEGIN there turns the rest into an explicit block,
 // which a replay's COMMIT would end).
+// A statement that may end (or, in a failed block, revive) the transaction
+// block: transaction control, savepoints, PREPARE TRANSACTION. A leading
+// comment or the like is not looked into (true).
+bool MayControlTransaction(absl::string_view text) {
+  text = absl::StripLeadingAsciiWhitespace(text);
+  size_t j = 0;
+  while (j < text.size() && absl::ascii_isalpha(text[j])) ++j;
+  const absl::string_view w = text.substr(0, j);
+  if (w.empty()) return true;
+  for (absl::string_view k :
+       {"begin", "start", "commit", "end", "rollback", "abort", "prepare", "savepoint", "release"}) {
+    if (absl::EqualsIgnoreCase(w, k)) return true;
+  }
+  return false;
+}
+
 bool QueryMayChangeSession(absl::string_view sql) {
   const std::vector<StatementSpan> spans = SplitStatements(sql);
   if (spans.size() <= 1) return StatementMayChangeSession(sql);
   for (const StatementSpan& s : spans) {
-    if (StatementMayChangeSession(s.text)) return true;
-    size_t j = 0;
-    while (j < s.text.size() && absl::ascii_isalpha(s.text[j])) ++j;
-    const absl::string_view w = s.text.substr(0, j);
-    if (w.empty()) return true;  // a leading comment or the like: not looked into
-    for (absl::string_view k : {"begin", "start", "commit", "end", "rollback", "abort"}) {
-      if (absl::EqualsIgnoreCase(w, k)) return true;
+    if (StatementMayChangeSession(s.text) || MayControlTransaction(s.text)) return true;
+  }
+  return false;
+}
+
+// The units in flight behind the failed one, messages [from, end) of c's
+// log: one may end the failed block (a COMMIT ends it, and what follows it
+// then runs for real, its answers absorbed: it must not run again).
+bool LaterUnitsMayEndTheBlock(const Client& c, size_t from) {
+  const ReplayLog& r = c.replay;
+  const auto& qs = r.queries();
+  for (size_t i = from; i < qs.size(); ++i) {
+    wire::Reader m(absl::string_view(qs[i]).substr(5));
+    if (qs[i][0] == 'P') {
+      m.CString();  // the name
+      if (MayControlTransaction(m.CString())) return true;
+    } else if (qs[i][0] == 'B') {
+      m.CString();  // the portal
+      const std::string stmt(m.CString());
+      const PreparedDef* d = stmt.empty() ? r.unnamed_at(i) : nullptr;
+      if (!stmt.empty()) {
+        auto it = c.stmts.find(stmt);
+        if (it != c.stmts.end()) d = &it->second;
+      }
+      if (d == nullptr || MayControlTransaction(d->query)) return true;
     }
   }
   return false;
@@ -148,13 +194,30 @@ bool Proxy::Loop::ReplayOnConflict(Client* c, Backend* b, absl::string_view raw,
   // the client in flight behind the failed batch. Simple Queries: no result
   // of the failed Query went out. Extended protocol: the failed unit has a
   // shape SplitFailedUnit replays.
-  bool ok = r.replayable() && b->batches.size() == 2 && b->batches.back().msgs == 0;
-  if (ok && b->block == 'I') {
+  bool ok = r.replayable();
+  // The client's units in flight behind the failed one (libpq's pipeline
+  // mode: several Syncs outstanding), which the server answers in the
+  // failed transaction: kept from the client too, re-sent after the failed
+  // unit (ReplayLog::SplitFailedUnit). Replayed in a transaction block of
+  // extended-protocol units; a unit sent in part (no Sync yet), or units
+  // behind an implicit transaction's (each its own transaction) or a simple
+  // Query's, are shapes not replayed.
+  int behind = 0;
+  bool internal_behind = false;
+  for (size_t i = 1; i + 1 < b->batches.size(); ++i) {
+    ++behind;
+    internal_behind = internal_behind || b->batches[i].swallow || b->batches[i].replay != 0;
+  }
+  if (ok && (b->batches.back().msgs != 0 || internal_behind ||
+             (behind > 0 && (b->block == 'I' || !r.extended())))) {
+    ok = false;
+    stats_.replay_unreplayable_shape++;
+  } else if (ok && b->block == 'I') {
     // No block open: an implicit transaction, its last unit replayed alone.
     ok = r.SplitImplicitUnit();
     if (!ok) stats_.replay_unreplayable_shape++;
   } else if (ok && r.extended()) {
-    ok = r.SplitFailedUnit(/*in_block=*/true);
+    ok = r.SplitFailedUnit(/*in_block=*/true, behind) && (behind == 0 || !LaterUnitsMayEndTheBlock(*c, r.later_from()));
     if (!ok) stats_.replay_unreplayable_shape++;
   } else if (ok) {
     ok = r.results_in_current() == 0;
@@ -169,6 +232,7 @@ bool Proxy::Loop::ReplayOnConflict(Client* c, Backend* b, absl::string_view raw,
   r.original_error = std::string(raw);
   r.original_state = std::string(state);
   r.attempts = 0;
+  r.absorbed = 0;
   r.set_phase(Phase::kAbsorbing);
   return true;
 }
@@ -199,8 +263,12 @@ static bool CompareReplayed(ReplayLog& r, bool last, char type, absl::string_vie
 bool Proxy::Loop::ReplayMessage(Client* c, Backend* b, int batch_replay, char type, absl::string_view raw) {
   ReplayLog& r = c->replay;
   // The failed attempt's rest, proxy-internal statements, a replay being
-  // drained after a difference or a new conflict: nothing goes out.
-  if (r.phase() != Phase::kReplaying || batch_replay == 0 || r.conflict_again || type == 'Z') return false;
+  // drained after a difference or a new conflict, the units behind the
+  // failed one before its replay succeeded: nothing goes out.
+  if (r.phase() != Phase::kReplaying || batch_replay == 0 || batch_replay == 4 || r.conflict_again ||
+      type == 'Z') {
+    return false;
+  }
   // The last part's results go out once past what the client received.
   const bool last = batch_replay >= 2 && r.compared_all();
   if (batch_replay == 3) {
@@ -262,9 +330,23 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
     case Phase::kRecording:
       r.OnReady();  // the next results are the client's next batch's
       return false;
-    case Phase::kAbsorbing:  // the failed attempt is over
-      r.original_status = b->status;
-      ReplayRound(c, b);
+    case Phase::kAbsorbing:
+      // The failed unit's ReadyForQuery, then those of the units behind it:
+      // the failed attempt is over at the last.
+      if (r.absorbed++ == 0) {
+        r.original_status = b->status;
+        if (b->status == 'I' && r.behind() > 0) {
+          // The failed unit ended the transaction (its COMMIT failed): the
+          // units behind it run after it, outside it, for real; they must
+          // not run again. Not replayed: the client gets the error, then
+          // their answers as the server gives them.
+          stats_.replay_unreplayable++;
+          stats_.replay_unreplayable_shape++;
+          ReplayGiveUp(c, b);
+          return true;
+        }
+      }
+      if (r.absorbed > r.behind()) ReplayRound(c, b);
       return true;
     case Phase::kWaiting:
       return true;
@@ -272,7 +354,7 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
     case Phase::kFailing:
       break;
   }
-  if (batch_replay == 0 || --r.outstanding > 0) return true;
+  if (batch_replay == 0 || batch_replay == 4 || --r.outstanding > 0) return true;
   // Every replayed Query sent so far has answered.
   if (r.conflict_again) {
     r.conflict_again = false;
@@ -411,7 +493,10 @@ void Proxy::Loop::SendReplay(Client* c, Backend* b) {
 void Proxy::Loop::SendReplayLast(Client* c, Backend* b) {
   ReplayLog& r = c->replay;
   if (r.extended()) {
-    ReplayForward(c, b, r.split(), r.queries().size(), 2);
+    ReplayForward(c, b, r.split(), r.later_from(), 2);
+    // The units behind it: answered as the server answers them, once the
+    // failed unit's replay succeeded (ReplayOnReady; swallowed otherwise).
+    if (r.behind() > 0) ReplayForward(c, b, r.later_from(), r.queries().size(), 4);
   } else {
     SendReplayRaw(b, r.queries().back(), 2);
   }
@@ -473,6 +558,9 @@ void Proxy::Loop::ReplayGiveUp(Client* c, Backend* b) {
     SendInternal(b, r.begin().empty() ? "BEGIN" : r.begin());
     SendInternal(b, "DO $$BEGIN RAISE EXCEPTION 'corral: the replayed transaction differed'; END$$");
     ClientReady(c, 'E');
+    // Units behind the failed one not re-sent this round: the server
+    // answers them in the failed block, as it did the first time.
+    if (!r.last_sent && r.behind() > 0) ReplayForward(c, b, r.later_from(), r.queries().size(), 0);
     MarkDirty(c);
     Pump(c);
     return;
@@ -495,13 +583,24 @@ void Proxy::Loop::ReplayHolderEnded(Backend* b) {
 bool Proxy::Loop::ReplayBackendLost(Client* c, Backend* b, char* status) {
   ReplayLog& r = c->replay;
   const Phase p = r.phase();
-  const bool answer = (p == Phase::kWaiting || p == Phase::kReplaying || p == Phase::kFailing) && !r.last_sent;
+  // The failed unit's answer was kept (and those of the units behind it
+  // absorbed so far, all of them past kAbsorbing), nothing of it re-sent:
+  // answered here; the batches still outstanding by FailBackend.
+  const bool answer = (p == Phase::kWaiting || p == Phase::kReplaying || p == Phase::kFailing ||
+                       (p == Phase::kAbsorbing && r.absorbed > 0)) &&
+                      !r.last_sent;
   r.set_phase(Phase::kOff);
   if (!answer) return false;  // the request's own batch is answered by FailBackend
   *status = r.original_status == 'I' ? 'I' : 'E';
   c->out.append(r.original_error);
   c->sess.OnError();
   ClientReady(c, *status);
+  const int later = (p == Phase::kAbsorbing ? r.absorbed : r.behind() + 1) - 1;
+  for (int i = 0; i < later; ++i) {
+    ClientError(c, "08006", "server connection lost: the transaction was rolled back");
+    ClientReady(c, 'I');
+    *status = 'I';
+  }
   MarkDirty(c);
   (void)b;
   return true;

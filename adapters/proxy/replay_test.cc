@@ -242,6 +242,41 @@ TEST(ReplayLogTest, TheFailedUnitSplitsBeforeTheFailedExecute) {
   EXPECT_FALSE(open.SplitFailedUnit(true));
 }
 
+// libpq's pipeline mode: units sent behind the failed one before any of
+// their results (several Syncs in flight). The failed unit is the one before
+// them; they start past its Sync.
+TEST(ReplayLogTest, UnitsInFlightBehindTheFailedOneComeAfterIt) {
+  ReplayLog log = Pipelined(1);  // messages 4..10: the failed unit (Sync at 10)
+  log.OnClientMessage('B', Bind("s1"), false);
+  log.OnClientMessage('E', Execute(), false);
+  log.OnClientMessage('S', Msg('S'), false);  // 13
+  log.OnClientMessage('B', Bind("s1"), false);
+  log.OnClientMessage('S', Msg('S'), false);  // 15
+  ASSERT_TRUE(log.SplitFailedUnit(/*in_block=*/true, /*behind=*/2));
+  EXPECT_EQ(log.split(), 7u);  // as without the units behind
+  EXPECT_TRUE(log.sync_before_split());
+  EXPECT_EQ(log.later_from(), 11u);
+  EXPECT_EQ(log.behind(), 2);
+  // A simple Query among them (its message restarts the count of the
+  // current results): not replayed.
+  ReplayLog query = Pipelined(1);
+  query.OnClientMessage('Q', Query("COMMIT"), false);
+  EXPECT_FALSE(query.SplitFailedUnit(true, 1));
+  // None behind: the last unit failed, nothing comes after it.
+  ReplayLog alone = Pipelined(1);
+  ASSERT_TRUE(alone.SplitFailedUnit(true, 0));
+  EXPECT_EQ(alone.later_from(), alone.queries().size());
+  EXPECT_EQ(alone.behind(), 0);
+  // More units behind than the log holds: not replayed.
+  EXPECT_FALSE(Pipelined(1).SplitFailedUnit(true, 3));
+  // The last unit behind without its Sync: not whole.
+  ReplayLog open = Pipelined(1);
+  open.OnClientMessage('B', Bind("s1"), false);
+  open.OnClientMessage('S', Msg('S'), false);
+  open.OnClientMessage('B', Bind("s1"), false);
+  EXPECT_FALSE(open.SplitFailedUnit(true, 1));
+}
+
 TEST(ReplayLogTest, AFailedSimpleQueryAfterExtendedMessagesIsTheLastPart) {
   ReplayLog log = Pipelined(3);
   log.OnReady();

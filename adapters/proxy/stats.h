@@ -104,7 +104,8 @@ struct Stats {
   std::atomic<int64_t> replay_waits{0};
   // Of the replays: of transactions that used the extended protocol; of
   // the unreplayable: extended-protocol units of a shape not replayed
-  // (replay.h: rows of the failed Execute sent, a unit without its Sync, ...).
+  // (replay.h: rows of the failed Execute sent, a unit without its Sync,
+  // more of the client's in flight behind the failed unit, ...).
   std::atomic<int64_t> replays_extended{0};
   // Of the replays: implicit (autocommit) transactions, the failed unit alone.
   std::atomic<int64_t> replays_implicit{0};

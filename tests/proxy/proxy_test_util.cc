@@ -13,6 +13,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -249,6 +250,23 @@ PGconn* ScratchClientsTest::Direct() {
 
 std::string ScratchClientsTest::Update(int k) const {
   return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k);
+}
+
+void ReplayClientsTest::StartProxy(bool replay) {
+  Options o;
+  o.pool_size = 4;
+  o.replay = replay;
+  ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
+}
+
+std::string ReplayClientsTest::Value(int k) {
+  return ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k));
+}
+
+std::pair<int, std::string> ReplayClientsTest::Run(const std::string& cmd) {
+  std::string out;
+  const int rc = Shell(cmd, &out);
+  return {rc, out};
 }
 
 RawClient::~RawClient() {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -120,6 +121,18 @@ class ScratchClientsTest : public ScratchTableTest {
   // UPDATE <table> SET v = v + 1 WHERE k = <k>
   std::string Update(int k) const;
   std::vector<PGconn*> conns_;
+};
+// ScratchClientsTest for transparent replay and the driver scripts under
+// clients/: a proxy of 4 backends with replay on or off, the scratch
+// table's values, shell commands.
+class ReplayClientsTest : public ScratchClientsTest {
+ protected:
+  void StartProxy(bool replay);
+  // v of row k, read straight from the server.
+  std::string Value(int k);
+  // A shell command's exit status and output; whether a probe succeeds.
+  static std::pair<int, std::string> Run(const std::string& cmd);
+  static bool Have(const std::string& probe) { return Run(probe).first == 0; }
 };
 // The proxy at `proxy_conninfo` learns a serialization failure on row k of
 // `table` (k int primary key, v int, v = 0): a SERIALIZABLE transaction

@@ -22,26 +22,9 @@ namespace corral {
 namespace proxy {
 namespace {
 
-class ReplayExtendedTest : public ScratchClientsTest {
+class ReplayExtendedTest : public ReplayClientsTest {
  protected:
-  void StartProxy() {
-    Options o;
-    o.pool_size = 4;
-    o.replay = true;
-    ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
-  }
-  bool Have(const std::string& probe) {
-    std::string out;
-    return Shell(probe, &out) == 0;
-  }
-  std::pair<int, std::string> Run(const std::string& cmd) {
-    std::string out;
-    const int rc = Shell(cmd, &out);
-    return {rc, out};
-  }
-  std::string Value(int k) {
-    return ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k));
-  }
+  void StartProxy() { ReplayClientsTest::StartProxy(/*replay=*/true); }
   std::string Python(const std::string& script, const std::string& args) {
     return absl::StrCat("/usr/bin/python3 ", ClientPath(script), " ", proxy_.port(), " ", server_.port, " ", table_,
                         " ", args);

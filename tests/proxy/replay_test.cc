@@ -23,17 +23,8 @@ namespace corral {
 namespace proxy {
 namespace {
 
-class ReplayTest : public ScratchClientsTest {
+class ReplayTest : public ReplayClientsTest {
  protected:
-  void StartProxy(bool replay) {
-    Options o;
-    o.pool_size = 4;
-    o.replay = replay;
-    ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
-  }
-  std::string Value(int k) {
-    return ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k));
-  }
   // Client a updates row 1; client b's SERIALIZABLE transaction runs
   // `before` (its snapshot is taken there, a's update not committed), then
   // updates row 1 (sent, not answered), which waits for a.

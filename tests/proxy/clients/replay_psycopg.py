@@ -6,10 +6,11 @@ Usage: replay_psycopg.py PORT SERVER_PORT TABLE MODE ROW_A ROW_B
 Exits non-zero on any other outcome."""
 import sys
 import threading
-import time
 
 import psycopg
 from psycopg import errors
+
+from pipeline_psycopg import wait_for_lock
 
 
 def main(port, server_port, table, mode, row_a, row_b):
@@ -51,12 +52,7 @@ def main(port, server_port, table, mode, row_a, row_b):
 
     t = threading.Thread(target=second)
     t.start()
-    for _ in range(500):
-        n = direct.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-                           "WHERE NOT l.granted AND a.query LIKE %s", ("%" + table + "%",)).fetchone()[0]
-        if n > 0:
-            break
-        time.sleep(0.02)
+    wait_for_lock(direct, table)
     a.commit()
     t.join()
     if mode == "read":
