@@ -84,6 +84,7 @@ Schedule::Schedule(const history::History* history, state::State* state, const P
       state_scoring_only_(options.state_scoring_only),
       lead_seeds_rows_(options.lead_seeds_rows),
       ref_multiplicity_(options.ref_multiplicity),
+      established_lead_share_(options.established_lead_share),
       hot_spots_(options.hot_spots),
       instance_(next_instance.fetch_add(1)),
       state_(state),
@@ -278,6 +279,29 @@ Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefI
   return ws;
 }
 
+Schedule::WeightSummary Schedule::Established(absl::Span<const RefId> refs, const double* w,
+                                              WeightSummary ws) const {
+  const double floor = ws.best * established_lead_share_;
+  uint64_t* row = tls_scratch.row.data();
+  size_t top = ws.lead;
+  uint64_t top_placed = 0;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (w[i] <= 0 || w[i] < floor || !state_->ReadRow(refs[i], row)) continue;
+    uint64_t placed = 0;
+    for (int q = 0; q < num_queues_; ++q) placed += row[q];
+    if (placed > top_placed || (placed == top_placed && placed > 0 && w[i] > w[top])) {
+      top_placed = placed;
+      top = i;
+    }
+  }
+  if (top_placed > 0 && (top != ws.lead || ws.tied > 1)) {
+    ws.lead = top;
+    ws.best = w[top];
+    ws.tied = 1;
+  }
+  return ws;
+}
+
 bool Schedule::Seeds(const Policy& p, absl::Span<const RefId> refs, const WeightSummary& ws) const {
   return lead_seeds_rows_ && p.aggregation == Aggregation::kMax && ws.tied <= 1 && ws.best > 0 &&
          ws.lead < refs.size() && !state_->Contains(refs[ws.lead]);
@@ -321,7 +345,10 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
   Scratch& s = tls_scratch;
   s.Fit(n);
   double* w = s.Weights(refs.size());
-  const WeightSummary ws = Weights(p, refs, txn.ref_mult, w, txn.refs_distinct);
+  WeightSummary ws = Weights(p, refs, txn.ref_mult, w, txn.refs_distinct);
+  if (established_lead_share_ > 0 && lead_seeds_rows_ && p.aggregation == Aggregation::kMax && ws.best > 0) {
+    ws = Established(refs, w, ws);
+  }
   const RefId lead = ws.best > 0 && ws.lead < refs.size() ? refs[ws.lead] : RefId(0);
 
   // What the State records: every reference, or (scoring-only) those with a

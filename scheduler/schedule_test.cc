@@ -503,6 +503,31 @@ TEST(ScheduleTest, LeadSeededRowsDoNotInheritAHeavierReferencesQueue) {
 }
 
 
+// Online TPC-C under canonical single naming: d_id=3 names district 3 of
+// every warehouse and can outweigh a warehouse a little. With an
+// established-lead share, the warehouse whose row has placed most of its
+// transactions keeps them; a rival twice as heavy still takes over.
+TEST(ScheduleEstablishedLead, TheReferenceThatLedAllAlongKeepsItsTransactions) {
+  for (double share : {0.0, 0.5}) {
+    history::History h;
+    h.Add(RefId::Of("w_id=5"), 100, 1000);
+    h.Add(RefId::Of("d_id=3"), 120, 1000);
+    auto st = MakeState(4);
+    st->Set(RefId::Of("w_id=5"), {0, 0, 400, 0});
+    st->Set(RefId::Of("d_id=3"), {0, 30, 0, 0});
+    ScheduleOptions o = Rules(true, true);
+    o.established_lead_share = share;
+    Schedule s(&h, st.get(), P("count-max-canonical-single"), 1, o);
+    Txn t;
+    t.refs = {RefId::Of("w_id=5"), RefId::Of("d_id=3")};
+    EXPECT_EQ(s.Place(t), share > 0 ? QueueId(2) : QueueId(1)) << "share=" << share;
+    h.Add(RefId::Of("d_id=3"), 200, 0);  // now 320 against 100: clearly heavier
+    Txn u;
+    u.refs = t.refs;
+    EXPECT_EQ(s.Place(u), QueueId(1)) << "share=" << share;
+  }
+}
+
 // Deciders that read the same totals (here: placements that add nothing to
 // them, as concurrent first transactions all read zeros) go to different
 // queues rather than all to queue 0.

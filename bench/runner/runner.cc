@@ -387,6 +387,10 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
                      (auto_policy || spec.sched_policy.kind == PolicyKind::kLearned);
   so.split.rule.max_k = split_k;
   so.split.rebalance = c.rebalance;
+  // Online, weights move with every burst of aborts (aging): the reference
+  // that has led a transaction's kind keeps it unless a rival is 2x heavier
+  // (scheduler/schedule.h, "Established lead").
+  if (c.mode == RunMode::kOnline) so.schedule.established_lead_share = 0.5;
   so.autopolicy.enabled = auto_policy;
   std::mutex log_mu;
   std::vector<std::string> switch_log;
