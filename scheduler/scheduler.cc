@@ -338,7 +338,7 @@ void Scheduler::SplitStep(int64_t now) {
     const RefId lead = hot_spots_->DominantLead(q, &weight);
     bool known = false;
     for (const SplitEntry& e : split_) known |= e.ref == lead;
-    if (lead.value() == 0 || weight < 4 || known) {
+    if (lead.value() == 0 || weight < 4 || known || !WorthSplitting(lead, d)) {
       taken[q] = false;
       continue;
     }
@@ -363,7 +363,14 @@ void Scheduler::SplitStep(int64_t now) {
     const int64_t led = static_cast<int64_t>(static_cast<uint32_t>(routed - e.routed));
     e.routed = routed;
     e.unled_windows = led >= options_.split.min_started ? 0 : e.unled_windows + 1;
-    if (e.unled_windows >= kUnledWindowsToDrop) e.state.k = 1;
+    // Nor is one that fits in one queue again (the hot spot cooled): its
+    // load here is the decisions it led this window (its State rate counts
+    // only the placements on its row's own queue once it is split).
+    e.fits_windows = options_.split.rule.Candidate(static_cast<double>(led), WindowCommits(d), num_queues_)
+                         ? 0
+                         : e.fits_windows + 1;
+    const bool dropped = e.unled_windows >= kUnledWindowsToDrop || e.fits_windows >= kUnledWindowsToDrop;
+    if (dropped) e.state.k = 1;
     const int next = e.state.k;
     if (next > k) {
       const std::vector<int> free = free_queues();
@@ -382,7 +389,9 @@ void Scheduler::SplitStep(int64_t now) {
                           "retries/commit %.3f%s)",
                           e.ref.value(), k, static_cast<int>(e.queues.size()), s.wait_ns / 1e3,
                           s.attempt_ns / 1e3, s.aborts_per_commit,
-                          e.unled_windows >= kUnledWindowsToDrop ? "; its decisions stopped" : ""));
+                          e.unled_windows >= kUnledWindowsToDrop ? "; its decisions stopped"
+                          : e.fits_windows >= kUnledWindowsToDrop ? "; it fits in one queue"
+                                                                  : ""));
     }
     hot_spots_->Set(e.ref, e.queues);
     if (e.queues.size() <= 1) {
@@ -391,6 +400,22 @@ void Scheduler::SplitStep(int64_t now) {
     }
     ++i;
   }
+}
+
+int64_t Scheduler::WindowCommits(const std::vector<QueueLoad>& d) {
+  // Commits, not starts: under a hot spot every retry is a start, and the
+  // retries would raise the fair share a reference is held to.
+  int64_t sum = 0;
+  for (const QueueLoad& l : d) sum += static_cast<int64_t>(l.commits);
+  return sum;
+}
+
+bool Scheduler::WorthSplitting(RefId lead, const std::vector<QueueLoad>& d) const {
+  const int64_t sum = WindowCommits(d);
+  state::State::Info info;
+  if (sum <= 0 || !state_->Get(lead, &info)) return false;
+  const double lead_load = info.rate_per_s * static_cast<double>(options_.split.window_ns) / 1e9;
+  return options_.split.rule.Candidate(lead_load, sum, num_queues_);
 }
 
 bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {

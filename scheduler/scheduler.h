@@ -197,6 +197,10 @@ class Scheduler {
   // Rebalancing (Options::split.rebalance), on SplitStep's window `d`:
   // whether a lead reference moved.
   bool Rebalance(const std::vector<QueueLoad>& d, int64_t now);
+  // SplitRule::Candidate for a reference not split yet: its State arrival
+  // rate against the window `d`'s commits.
+  bool WorthSplitting(RefId lead, const std::vector<QueueLoad>& d) const;
+  static int64_t WindowCommits(const std::vector<QueueLoad>& d);
   void AutoStep(int64_t now);
   uint64_t CommitsSoFar() const;
   void Log(const std::string& line) const;
@@ -240,6 +244,7 @@ class Scheduler {
     SplitState state;
     uint32_t routed = 0;    // HotSpots::Routed at the last window
     int unled_windows = 0;  // windows in a row with fewer than min_started of its decisions
+    int fits_windows = 0;   // windows in a row in which it fit in one queue (WorthSplitting false)
   };
   std::vector<SplitEntry> split_;
   std::vector<SplitState> split_probe_;  // per queue outside every set: its own k=1 rule state
