@@ -71,6 +71,31 @@ def wait_for_lock(direct, table):
     raise RuntimeError("b never waited for a's row lock")
 
 
+def behind(a, direct, table, work, key, timeout=60):
+    """Runs work() (b's transaction, which writes into out[key] what it got)
+    in a thread, waits until b waits on a's row lock, commits a, and joins;
+    a 40001 or any other exception of work() becomes out[key]. Returns out,
+    or fails when b still hangs after `timeout` seconds."""
+    out = {}
+
+    def run():
+        try:
+            work(out)
+        except errors.SerializationFailure:
+            out[key] = "40001"
+        except Exception as e:  # noqa: BLE001
+            out[key] = "other: %r" % e
+
+    t = threading.Thread(target=run)
+    t.start()
+    wait_for_lock(direct, table)
+    a.commit()
+    t.join(timeout)
+    if t.is_alive():
+        fail("b hangs")
+    return out
+
+
 def fail(*what):
     print("FAIL:", *what)
     sys.exit(1)
@@ -115,9 +140,8 @@ def conflict(port, b, direct, table, mode, row_a, row_b):
     if mode == "read":
         if b.execute(sel, (row_b,)).fetchone()[0] != 0:
             fail("b's read")
-    out = {}
 
-    def work():
+    def work(out):
         if mode == "libpq":
             return libpq_pipeline(port, table, (row_a, row_b, row_a + 1), out)
         if mode == "libpqlast":
@@ -126,44 +150,33 @@ def conflict(port, b, direct, table, mode, row_a, row_b):
             return libpq_pipeline(port, table, (row_a, row_b, row_a + 1), out, commit=True)
         if mode == "libpqread":
             return libpq_pipeline(port, table, (row_a, row_b, row_a + 1), out, read=row_b)
-        try:
-            if mode == "returning":
-                cur = b.cursor()
-                cur.executemany(upd + " RETURNING v", [(row_a,), (row_b,), (row_a + 1,)], returning=True)
-                got = []
-                while True:
-                    got.append(cur.fetchone()[0])
-                    if not cur.nextset():
-                        break
-                out["counts"] = got
-                b.commit()
-                return
-            if mode == "many":
-                cur = b.cursor()
-                cur.executemany(upd, [(row_a,), (row_b,), (row_a + 1,)])
-                out["counts"] = [cur.rowcount]
-                b.commit()
-                return
-            with b.pipeline() as p:
-                cs = []
-                for k in ((row_b,) if mode == "read" else (row_a, row_b, row_a + 1)):
-                    cs.append(b.execute(upd, (k,)))
-                    if mode == "syncs":
-                        p.sync()
-            out["counts"] = [c.rowcount for c in cs]
+        if mode == "returning":
+            cur = b.cursor()
+            cur.executemany(upd + " RETURNING v", [(row_a,), (row_b,), (row_a + 1,)], returning=True)
+            got = []
+            while True:
+                got.append(cur.fetchone()[0])
+                if not cur.nextset():
+                    break
+            out["counts"] = got
             b.commit()
-        except errors.SerializationFailure:
-            out["error"] = "40001"
-        except Exception as e:  # noqa: BLE001
-            out["error"] = "other: %r" % e
+            return
+        if mode == "many":
+            cur = b.cursor()
+            cur.executemany(upd, [(row_a,), (row_b,), (row_a + 1,)])
+            out["counts"] = [cur.rowcount]
+            b.commit()
+            return
+        with b.pipeline() as p:
+            cs = []
+            for k in ((row_b,) if mode == "read" else (row_a, row_b, row_a + 1)):
+                cs.append(b.execute(upd, (k,)))
+                if mode == "syncs":
+                    p.sync()
+        out["counts"] = [c.rowcount for c in cs]
+        b.commit()
 
-    t = threading.Thread(target=work)
-    t.start()
-    wait_for_lock(direct, table)
-    a.commit()
-    t.join(60)
-    if t.is_alive():
-        fail("b hangs")
+    out = behind(a, direct, table, work, "error")
     a.close()
     if "error" in out:
         want_error = {"libpq": "40001 25P02", "libpqread": "40001 25P02", "libpqcommitlast": "40001 25P02 ROLLBACK"}

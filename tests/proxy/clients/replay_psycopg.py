@@ -5,12 +5,10 @@ Usage: replay_psycopg.py PORT SERVER_PORT TABLE MODE ROW_A ROW_B
   MODE blind -> "blind: UPDATE 1 UPDATE 1 committed"; MODE read -> "read: 40001".
 Exits non-zero on any other outcome."""
 import sys
-import threading
 
 import psycopg
-from psycopg import errors
 
-from pipeline_psycopg import wait_for_lock
+from pipeline_psycopg import behind
 
 
 def main(port, server_port, table, mode, row_a, row_b):
@@ -40,21 +38,10 @@ def main(port, server_port, table, mode, row_a, row_b):
         if first != 0:
             print("FAIL: b read", first)
             return 1
-    out = {}
+    def second(out):
+        out["tag"] = "UPDATE %d" % b.execute(upd, (row_b,), prepare=True).rowcount
 
-    def second():
-        try:
-            out["tag"] = "UPDATE %d" % b.execute(upd, (row_b,), prepare=True).rowcount
-        except errors.SerializationFailure:
-            out["tag"] = "40001"
-        except Exception as e:  # noqa: BLE001
-            out["tag"] = "other: %r" % e
-
-    t = threading.Thread(target=second)
-    t.start()
-    wait_for_lock(direct, table)
-    a.commit()
-    t.join()
+    out = behind(a, direct, table, second, "tag")
     if mode == "read":
         b.rollback()
         print("read:", out["tag"])
