@@ -325,7 +325,9 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
     // the original cell with every transaction extracted).
     constexpr int64_t kAutoBaselineSample = 4;
     const Policy auto_now = auto_policy ? sched->policy() : Policy();
-    if (extractor && (auto_now.kind == PolicyKind::kLearned || g.generated % kAutoBaselineSample == 0)) {
+    const bool extract = extractor != nullptr && (!auto_policy || auto_now.kind == PolicyKind::kLearned ||
+                                                  g.generated % kAutoBaselineSample == 0);
+    if (extract) {
       // The engine's work on this thread evicted the extraction's per-thread
       // buffers: load them in one burst (timed here, with the extraction),
       // overlapped with the binding.
