@@ -312,6 +312,7 @@ void Scheduler::SplitStep(int64_t now) {
                                         : (t.conflict_aborts > 0 ? 1.0 : 0.0);
     return std::make_pair(s, static_cast<int64_t>(t.started));
   };
+  const int64_t window_commits = WindowCommits(d);
   // Rebalancing first: a queue that waits because it runs two busy leads
   // while another queue idles is evened by a move, which costs no conflicts;
   // a split of it would. A window with a move starts no split.
@@ -338,7 +339,7 @@ void Scheduler::SplitStep(int64_t now) {
     const RefId lead = hot_spots_->DominantLead(q, &weight);
     bool known = false;
     for (const SplitEntry& e : split_) known |= e.ref == lead;
-    if (lead.value() == 0 || weight < 4 || known || !WorthSplitting(lead, d)) {
+    if (lead.value() == 0 || weight < 4 || known || !WorthSplitting(lead, window_commits)) {
       taken[q] = false;
       continue;
     }
@@ -366,7 +367,7 @@ void Scheduler::SplitStep(int64_t now) {
     // Nor is one that fits in one queue again (the hot spot cooled): its
     // load here is the decisions it led this window (its State rate counts
     // only the placements on its row's own queue once it is split).
-    e.fits_windows = options_.split.rule.Candidate(static_cast<double>(led), WindowCommits(d), num_queues_)
+    e.fits_windows = options_.split.rule.Candidate(static_cast<double>(led), window_commits, num_queues_)
                          ? 0
                          : e.fits_windows + 1;
     const bool dropped = e.unled_windows >= kUnledWindowsToDrop || e.fits_windows >= kUnledWindowsToDrop;
@@ -410,12 +411,11 @@ int64_t Scheduler::WindowCommits(const std::vector<QueueLoad>& d) {
   return sum;
 }
 
-bool Scheduler::WorthSplitting(RefId lead, const std::vector<QueueLoad>& d) const {
-  const int64_t sum = WindowCommits(d);
+bool Scheduler::WorthSplitting(RefId lead, int64_t window_commits) const {
   state::State::Info info;
-  if (sum <= 0 || !state_->Get(lead, &info)) return false;
+  if (window_commits <= 0 || !state_->Get(lead, &info)) return false;
   const double lead_load = info.rate_per_s * static_cast<double>(options_.split.window_ns) / 1e9;
-  return options_.split.rule.Candidate(lead_load, sum, num_queues_);
+  return options_.split.rule.Candidate(lead_load, window_commits, num_queues_);
 }
 
 bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {

@@ -198,8 +198,8 @@ class Scheduler {
   // whether a lead reference moved.
   bool Rebalance(const std::vector<QueueLoad>& d, int64_t now);
   // SplitRule::Candidate for a reference not split yet: its State arrival
-  // rate against the window `d`'s commits.
-  bool WorthSplitting(RefId lead, const std::vector<QueueLoad>& d) const;
+  // rate against the window's commits (WindowCommits of its loads).
+  bool WorthSplitting(RefId lead, int64_t window_commits) const;
   static int64_t WindowCommits(const std::vector<QueueLoad>& d);
   void AutoStep(int64_t now);
   uint64_t CommitsSoFar() const;
