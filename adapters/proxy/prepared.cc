@@ -50,9 +50,8 @@ bool StatementMayChangeCatalog(absl::string_view sql) {
         break;
       }
     }
-    size_t j = i;
-    while (j < sql.size() && absl::ascii_isalpha(static_cast<unsigned char>(sql[j]))) ++j;
-    const absl::string_view word = sql.substr(i, j - i);
+    const absl::string_view word = LeadingWord(sql.substr(i));
+    const size_t j = i + word.size();
     for (absl::string_view w : kWords) {
       if (absl::EqualsIgnoreCase(word, w)) return true;
     }

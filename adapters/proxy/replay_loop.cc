@@ -91,10 +91,7 @@ namespace {
 // block: transaction control, savepoints, PREPARE TRANSACTION. A leading
 // comment or the like is not looked into (true).
 bool MayControlTransaction(absl::string_view text) {
-  text = absl::StripLeadingAsciiWhitespace(text);
-  size_t j = 0;
-  while (j < text.size() && absl::ascii_isalpha(text[j])) ++j;
-  const absl::string_view w = text.substr(0, j);
+  const absl::string_view w = LeadingWord(absl::StripLeadingAsciiWhitespace(text));
   if (w.empty()) return true;
   for (absl::string_view k :
        {"begin", "start", "commit", "end", "rollback", "abort", "prepare", "savepoint", "release"}) {

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "adapters/proxy/session_params.h"
 #include "adapters/proxy/wire.h"
 
 namespace corral {
@@ -14,8 +15,7 @@ TxnControl ClassifyTxnControl(absl::string_view sql) {
   absl::string_view s = absl::StripAsciiWhitespace(sql);
   while (!s.empty() && (s.back() == ';' || absl::ascii_isspace(s.back()))) s.remove_suffix(1);
   if (s.empty() || s.find(';') != absl::string_view::npos) return TxnControl::kOther;
-  size_t i = 0;
-  while (i < s.size() && absl::ascii_isalpha(s[i])) ++i;
+  const size_t i = LeadingWord(s).size();
   const std::string w = absl::AsciiStrToLower(s.substr(0, i));
   const std::string rest = absl::AsciiStrToLower(absl::StripAsciiWhitespace(s.substr(i)));
   if (w == "begin") return TxnControl::kBegin;

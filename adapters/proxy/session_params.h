@@ -99,6 +99,10 @@ bool ParamValuesEqual(absl::string_view name, absl::string_view a, absl::string_
 // call. Never allocates; may say true for statements that change nothing.
 bool StatementMayChangeSession(absl::string_view sql);
 
+// The letters at the start of `sql` (none skipped: the caller has skipped
+// the whitespace and comments before a statement's first keyword).
+absl::string_view LeadingWord(absl::string_view sql);
+
 class ClientSession;
 
 // What one backend connection has now: the values set on it since it

@@ -292,6 +292,12 @@ absl::optional<Refusal> StatementEffectsOf(absl::string_view sql, bool in_block,
 
 using namespace session_detail;  // NOLINT: the module's own helpers
 
+absl::string_view LeadingWord(absl::string_view sql) {
+  size_t j = 0;
+  while (j < sql.size() && absl::ascii_isalpha(static_cast<unsigned char>(sql[j]))) ++j;
+  return sql.substr(0, j);
+}
+
 bool StatementMayChangeSession(absl::string_view sql) {
   size_t i = 0;
   while (i < sql.size()) {
@@ -307,9 +313,7 @@ bool StatementMayChangeSession(absl::string_view sql) {
       break;
     }
   }
-  size_t j = i;
-  while (j < sql.size() && absl::ascii_isalpha(sql[j])) ++j;
-  const absl::string_view w = sql.substr(i, j - i);
+  const absl::string_view w = LeadingWord(sql.substr(i));
   for (absl::string_view k : {"set", "reset", "discard", "savepoint", "rollback", "release", "listen",
                               "prepare", "declare"}) {
     if (absl::EqualsIgnoreCase(w, k)) return true;
