@@ -29,6 +29,18 @@ std::pair<int, int> RebalanceRule::Pick(const std::vector<int64_t>& started,
   return {hi, lo};
 }
 
+std::vector<std::pair<int, int>> RebalanceRule::PickAll(const std::vector<int64_t>& started,
+                                                         std::vector<bool> movable) const {
+  std::vector<std::pair<int, int>> pairs;
+  for (;;) {
+    const std::pair<int, int> p = Pick(started, movable);
+    if (p.first < 0) return pairs;
+    pairs.push_back(p);
+    movable[p.first] = false;
+    movable[p.second] = false;
+  }
+}
+
 int SplitRule::Step(SplitState* st, const SplitSample& s) const {
   const int cap = std::max(1, std::min(max_k, HotSpots::kMaxSet));
   st->k = std::max(1, std::min(st->k, cap));

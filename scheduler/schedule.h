@@ -150,8 +150,11 @@ struct ScheduleOptions {
   // online, 8 warehouses on 8 queues, no splitting: one queue at 1.6-1.8x
   // the mean commits, led by d_id references, and 4% aborts). The
   // reference that has led its transactions all along keeps them unless a
-  // rival is clearly heavier. The runner turns it on in online mode.
+  // rival is clearly heavier. Between two established rows the top weight
+  // keeps the lead unless the other has placed kEstablishedMargin times as
+  // many transactions. The runner turns it on in online mode.
   double established_lead_share = 0;
+  static constexpr double kEstablishedMargin = 1.5;
 
   // The three rules above on, no read cache: scheduler::Scheduler's default.
   static ScheduleOptions WithRules() {

@@ -422,7 +422,7 @@ bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
   (void)now;
   ++rebalance_since_;
   const RebalanceRule& rule = options_.split.rebalance_rule;
-  if (rebalance_since_ <= rule.cooldown_windows) return false;  // the last move is measured first
+  if (rebalance_since_ <= rule.cooldown_windows) return false;  // the last moves are measured first
   const int n = num_queues_;
   std::vector<int64_t> started(n);
   std::vector<bool> movable(n, true);
@@ -435,29 +435,35 @@ bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
   for (const SplitEntry& e : split_) {
     for (int q : e.queues) movable[q] = false;
   }
-  const auto [hi, lo] = rule.Pick(started, movable);
-  if (hi < 0) return false;
-  int64_t weight = 0;
-  const RefId lead = hot_spots_->DominantLead(hi, &weight);
-  if (lead.value() == 0 || weight < 4) return false;
-  state::State::Info info;
-  if (!state_->Get(lead, &info) || info.total == 0) return false;
-  // Its transactions a window, from its smoothed arrival rate.
-  const double lead_load = info.rate_per_s * static_cast<double>(options_.split.window_ns) / 1e9;
-  if (!rule.Worth(started[hi], started[lo], lead_load)) return false;
-  // The reference moved last, to be moved again soon: the loads shift under
-  // it (a hot spot forming); splitting, not moving, answers that.
-  if (lead == rebalance_last_ && rebalance_since_ < 5 * rule.cooldown_windows) return false;
-  std::vector<uint64_t> row(static_cast<size_t>(n), 0);
-  row[static_cast<size_t>(lo)] = info.total;
-  state_->Set(lead, row);
-  rebalance_last_ = lead;
+  std::vector<RefId> moved;
+  for (const auto& [hi, lo] : rule.PickAll(started, movable)) {
+    int64_t weight = 0;
+    const RefId lead = hot_spots_->DominantLead(hi, &weight);
+    if (lead.value() == 0 || weight < 4) continue;
+    state::State::Info info;
+    if (!state_->Get(lead, &info) || info.total == 0) continue;
+    // Its transactions a window, from its smoothed arrival rate.
+    const double lead_load = info.rate_per_s * static_cast<double>(options_.split.window_ns) / 1e9;
+    if (!rule.Worth(started[hi], started[lo], lead_load)) continue;
+    // A reference moved last, to be moved again soon: the loads shift under
+    // it (a hot spot forming); splitting, not moving, answers that.
+    if (rebalance_since_ < 5 * rule.cooldown_windows &&
+        std::find(rebalance_last_.begin(), rebalance_last_.end(), lead) != rebalance_last_.end()) {
+      continue;
+    }
+    std::vector<uint64_t> row(static_cast<size_t>(n), 0);
+    row[static_cast<size_t>(lo)] = info.total;
+    state_->Set(lead, row);
+    moved.push_back(lead);
+    rebalance_moves_.fetch_add(1, std::memory_order_relaxed);
+    Log(absl::StrFormat("rebalance: ref %016x queue %d -> %d (window: %lld vs %lld transactions started, "
+                        "mean %.0f; the reference ~%.0f)",
+                        lead.value(), hi, lo, static_cast<long long>(started[hi]),
+                        static_cast<long long>(started[lo]), static_cast<double>(sum) / n, lead_load));
+  }
+  if (moved.empty()) return false;
+  rebalance_last_ = std::move(moved);
   rebalance_since_ = 0;
-  rebalance_moves_.fetch_add(1, std::memory_order_relaxed);
-  Log(absl::StrFormat("rebalance: ref %016x queue %d -> %d (window: %lld vs %lld transactions started, "
-                      "mean %.0f; the reference ~%.0f)",
-                      lead.value(), hi, lo, static_cast<long long>(started[hi]), static_cast<long long>(started[lo]),
-                      static_cast<double>(sum) / n, lead_load));
   return true;
 }
 

@@ -248,8 +248,8 @@ class Scheduler {
   };
   std::vector<SplitEntry> split_;
   std::vector<SplitState> split_probe_;  // per queue outside every set: its own k=1 rule state
-  RefId rebalance_last_;                 // the reference moved last
-  int rebalance_since_ = 1 << 20;        // windows since that move (none yet: many)
+  std::vector<RefId> rebalance_last_;    // the references moved in the last window with moves
+  int rebalance_since_ = 1 << 20;        // windows since it (none yet: many)
   std::atomic<int64_t> rebalance_moves_{0};
 };
 

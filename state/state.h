@@ -93,7 +93,10 @@ class State {
     int protect_per_queue = 4;
     double hot_rate_per_s = 0;
     // R smoothing: arrivals are counted per window; at each window boundary
-    // R = (1 - alpha) * R + alpha * (window count / window seconds).
+    // R = (1 - alpha) * R + alpha * (window count / window seconds), or the
+    // window's count alone while R is 0 (a new reference). A read returns
+    // the larger of R and the current window's pace (its count over the
+    // part gone, once a quarter has gone).
     int64_t rate_window_ns = 1000000000;
     double rate_alpha = 0.5;
     // Reinforce only: a held row that is not RecordChosen's lead is counted
@@ -252,7 +255,7 @@ class State {
   void InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* inserted);
   // Smoothing of R: folds completed windows into rate (values, not atomics).
   void Fold(double* rate, uint32_t* cur, int64_t* win, int64_t window) const;
-  double RateAt(const Node& n, int64_t window) const;  // per second
+  double RateAt(const Node& n, int64_t now_ns) const;  // per second
   void MaybeEvict();
   int64_t EvictPass(int64_t target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(evict_mu_);
 

@@ -121,6 +121,36 @@ TEST(StateTest, ArrivalRateIsSmoothedAndDecays) {
   EXPECT_GT(info.rate_per_s, 0.0);
 }
 
+TEST(StateTest, ANewReferenceReadsAtItsPaceNotAFractionOfIt) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 2;
+  o.rate_alpha = 0.5;
+  auto s = Make(o, &clock);
+  RefId r = RefId::Of("w_id=3");
+  // 1,000 arrivals a second, read 0.4 s into the first window: the pace
+  // (400 / 0.4 s), not the 400 counted so far.
+  for (int i = 0; i < 400; ++i) {
+    s->Record({r}, QueueId(0));
+    clock.Advance(1000000);
+  }
+  State::Info info;
+  ASSERT_TRUE(s->Get(r, &info));
+  EXPECT_NEAR(info.rate_per_s, 1000.0, 10.0);
+  // Early in a window (less than a quarter gone) the count alone: 5 arrivals
+  // 10 ms in do not read as 500/s.
+  RefId young = RefId::Of("w_id=4");
+  clock.Advance(600000000);  // t = 1.0 s: a new window
+  clock.Advance(10000000);
+  for (int i = 0; i < 5; ++i) s->Record({young}, QueueId(1));
+  ASSERT_TRUE(s->Get(young, &info));
+  EXPECT_NEAR(info.rate_per_s, 5.0, 0.01);
+  // The first completed window is R itself: at 1.01 s, r's R is its first
+  // window's 400 arrivals, not alpha x 400 (it saw none since).
+  ASSERT_TRUE(s->Get(r, &info));
+  EXPECT_NEAR(info.rate_per_s, 400.0, 0.01);
+}
+
 TEST(StateTest, MaxBytesBoundsEntries) {
   FakeClock clock;
   State::Options o;
