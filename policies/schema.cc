@@ -147,6 +147,12 @@ TypeClass Schema::ColumnType(absl::string_view table, absl::string_view column) 
 }
 
 std::string Schema::LiteralName(absl::string_view table, absl::string_view column) const {
+  if (qualify_all_) {
+    if (!table.empty()) return Key(table, column);
+    auto ct = column_tables_.find(column);
+    if (ct != column_tables_.end() && ct->second.size() == 1) return Key(ct->second[0], column);
+    return std::string(column);
+  }
   if (!table.empty() && TablesWithColumn(column) > 1) return Key(table, column);
   return std::string(column);
 }
@@ -427,13 +433,14 @@ absl::StatusOr<std::shared_ptr<const Schema>> SchemaBuilder::Build() const {
     if (root.empty()) root = m.second.front();
     size_t dot = root.find('.');
     std::string rt = root.substr(0, dot), rc = root.substr(dot + 1);
-    std::string name = s->TablesWithColumn(rc) > 1 ? root : rc;
+    std::string name = qualify_all_ || s->TablesWithColumn(rc) > 1 ? root : rc;
     for (const std::string& k : m.second) s->class_of_[k] = name;
   }
   for (const auto& mp : mappings_) s->mapping_[mp.first] = mp.second;
   for (const FunctionDef& f : functions_) s->functions_[f.name] = f;
   for (const auto& kv : s->class_of_) s->table_has_classes_[kv.first.substr(0, kv.first.find('.'))] = true;
   s->insert_refs_ = insert_refs_;
+  s->qualify_all_ = qualify_all_;
   return std::shared_ptr<const Schema>(std::move(s));
 }
 

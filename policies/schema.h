@@ -81,8 +81,12 @@ class Schema {
   TypeClass ColumnType(absl::string_view table, absl::string_view column) const;
 
   // `column`, or `table.column` when the column name is held by several tables
-  // and `table` is known (non-empty).
+  // and `table` is known (non-empty). With qualify_all(), `table.column`
+  // whenever the table is known (with table "": the column's one table).
   std::string LiteralName(absl::string_view table, absl::string_view column) const;
+  // Names never depend on what other tables exist (SchemaBuilder::
+  // SetQualifyAll): every literal name and FK class name is table-qualified.
+  bool qualify_all() const { return qualify_all_; }
   // Mapping override (table.column, then column), else the FK class name,
   // else the literal name. With table "", the column's unique table is used.
   std::string CanonicalName(absl::string_view table, absl::string_view column) const;
@@ -109,6 +113,7 @@ class Schema {
   absl::flat_hash_map<std::string, FunctionDef> functions_;
   absl::flat_hash_map<std::string, bool> table_has_classes_;  // table -> has FK-class columns
   InsertRefs insert_refs_ = InsertRefs::kAll;
+  bool qualify_all_ = false;
 };
 
 class SchemaBuilder {
@@ -141,11 +146,18 @@ class SchemaBuilder {
   // every Amalgamate, which outranked the accounts under Count and sent all
   // Amalgamates to one queue of their own (bench/RESULTS.md, issue 7).
   void SetInsertRefs(InsertRefs mode) { insert_refs_ = mode; }
+  // Qualify every name with its table (Schema::qualify_all): `t.k=1`, not
+  // `k=1` while `k` is a column of one table only. Without it a table
+  // created later with a column of the same name renames the reference
+  // (to `t.k=1`) for whoever reads the catalog after it; proxies of one
+  // cluster, which must agree on names, read it at different times.
+  void SetQualifyAll(bool on) { qualify_all_ = on; }
 
   absl::StatusOr<std::shared_ptr<const Schema>> Build() const;
 
  private:
   InsertRefs insert_refs_ = InsertRefs::kAll;
+  bool qualify_all_ = false;
   struct Fk {
     std::string table;
     std::vector<std::string> columns;

@@ -115,6 +115,37 @@ TEST(Schema, BuilderApiAndNameCollisions) {
   EXPECT_FALSE(bad.AddTable("a", {{"x"}}).ok());
 }
 
+// qualify_all: names do not change when an unrelated table with a column
+// of the same name appears (a proxy fleet reads the catalog at different
+// times and must agree on names).
+TEST(Schema, QualifyAllNamesDoNotDependOnOtherTables) {
+  auto build = [](bool qualify, bool other) {
+    SchemaBuilder b;
+    b.SetQualifyAll(qualify);
+    EXPECT_TRUE(b.AddTable("accounts", {{"k", TypeClass::kNumeric}, {"v", TypeClass::kNumeric}}).ok());
+    EXPECT_TRUE(b.AddTable("branches", {{"bid", TypeClass::kNumeric}}).ok());
+    EXPECT_TRUE(b.AddTable("tellers", {{"tid", TypeClass::kNumeric}, {"branch", TypeClass::kNumeric}}).ok());
+    EXPECT_TRUE(b.AddPrimaryKey("branches", {"bid"}).ok());
+    EXPECT_TRUE(b.AddForeignKey("tellers", {"branch"}, "branches", {}).ok());
+    if (other) EXPECT_TRUE(b.AddTable("audit", {{"k", TypeClass::kNumeric}}).ok());
+    absl::StatusOr<std::shared_ptr<const Schema>> s = b.Build();
+    EXPECT_TRUE(s.ok()) << s.status();
+    return *s;
+  };
+  // Without it the name follows the rest of the catalog.
+  EXPECT_EQ(build(false, false)->LiteralName("accounts", "k"), "k");
+  EXPECT_EQ(build(false, true)->LiteralName("accounts", "k"), "accounts.k");
+  EXPECT_EQ(build(false, false)->CanonicalName("tellers", "branch"), "bid");
+  for (bool other : {false, true}) {
+    auto s = build(true, other);
+    EXPECT_TRUE(s->qualify_all());
+    EXPECT_EQ(s->LiteralName("accounts", "k"), "accounts.k") << other;
+    EXPECT_EQ(s->CanonicalName("accounts", "k"), "accounts.k") << other;
+    EXPECT_EQ(s->CanonicalName("tellers", "branch"), "branches.bid") << other;  // the class root, qualified
+    EXPECT_EQ(s->CanonicalName("", "tid"), "tellers.tid") << other;  // the column's one table
+  }
+}
+
 TEST(Schema, MappingOverridesAndFillsIn) {
   auto s = Load("schemas/tpcc.sql",
                 "# comment line\n"

@@ -22,11 +22,12 @@ std::vector<std::string> SplitList(const std::string& s) {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const Schema>> LoadCatalogSchema(const std::string& conninfo) {
+absl::StatusOr<std::shared_ptr<const Schema>> LoadCatalogSchema(const std::string& conninfo, bool qualify_all) {
   auto conn_or = adapters::ConnectLibpq(conninfo);
   if (!conn_or.ok()) return conn_or.status();
   adapters::PgConnection& conn = **conn_or;
   SchemaBuilder b;
+  b.SetQualifyAll(qualify_all);
   // One snapshot for the three reads: a table created or dropped between
   // them (another application's DDL) must not leave a key without its
   // table. The connection is closed at the end, which ends the transaction.

@@ -57,7 +57,7 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
     // A "*" database's catalog once its first pool connected (PoolOf: the
     // name may be one the server does not know).
     if (!fallback) {
-      auto read = LoadCatalogSchema(CatalogConninfo(opt_, e));
+      auto read = LoadCatalogSchema(CatalogConninfo(opt_, e), !opt_.cluster_name.empty());
       if (read.ok()) {
         schema = *read;
       } else {  // routing still works on the statements' own text
@@ -183,7 +183,7 @@ absl::StatusOr<Pool*> Proxy::Loop::PoolOf(const DatabaseEntry& e, const Pool& cr
     p->backends.push_back(std::move(b));
   }
   if ((*db)->pools++ == 0 && (*db)->fallback) {
-    auto schema = LoadCatalogSchema(CatalogConninfo(opt_, e));
+    auto schema = LoadCatalogSchema(CatalogConninfo(opt_, e), !opt_.cluster_name.empty());
     if (schema.ok()) (*db)->router->SetSchema(*schema);
   }
   Pool* raw = p.get();

@@ -125,7 +125,7 @@ absl::Status Proxy::Start() {
   if (options_.schema == nullptr) {
     auto def = FindDatabase(options_, DefaultDatabase(options_));
     if (!def.ok()) return def.status();
-    auto schema = LoadCatalogSchema(CatalogConninfo(options_, *def));
+    auto schema = LoadCatalogSchema(CatalogConninfo(options_, *def), !options_.cluster_name.empty());
     if (!schema.ok()) {
       return absl::Status(schema.status().code(),
                           absl::StrCat("reading the catalog schema: ", schema.status().message()));

@@ -280,8 +280,12 @@ class Proxy {
 
 // Reads tables, columns, primary and foreign keys (pg_constraint /
 // pg_attribute) and function parameter names (pg_proc) of the non-system
-// schemas into a Schema.
-absl::StatusOr<std::shared_ptr<const Schema>> LoadCatalogSchema(const std::string& conninfo);
+// schemas into a Schema. `qualify_all` (SchemaBuilder::SetQualifyAll): every
+// name table-qualified, so names do not depend on which other tables exist
+// when it is read; the proxy asks for it with cluster_name set (proxies of
+// one cluster read the catalog at different times and must agree).
+absl::StatusOr<std::shared_ptr<const Schema>> LoadCatalogSchema(const std::string& conninfo,
+                                                                bool qualify_all = false);
 
 }  // namespace proxy
 }  // namespace corral

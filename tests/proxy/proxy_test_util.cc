@@ -211,9 +211,9 @@ void ScratchTableTest::SetUp() {
   // `table.k=1` once two tables have it (policies/schema.h), decided when a
   // proxy reads the catalog. Tests running at once create and drop scratch
   // tables, so two proxies of one test could read catalogs a moment apart
-  // and name the same row differently (a multi-proxy test then saw the
-  // reference hot on B and B's transaction carry another name: no lock).
-  // A table that is never dropped keeps `k` shared, so every read agrees.
+  // and name the same row differently. Proxies with cluster_name qualify
+  // every name (LoadCatalogSchema's qualify_all); for the others, a table
+  // that is never dropped keeps `k` shared, so every read agrees.
   // (Two tests creating it at once: one gets an error, which is harmless.)
   ExecValue(server_conn_, "CREATE TABLE IF NOT EXISTS corral_test_k_anchor (k int PRIMARY KEY)");
   ExecValue(server_conn_, absl::StrCat("CREATE TABLE ", table_, " (k int PRIMARY KEY, v int NOT NULL)"));
