@@ -75,6 +75,24 @@ absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, cons
   return hot;
 }
 
+const char* CatalogFingerprintSql() {
+  return "SELECT md5(coalesce(string_agg(x, E'\\n' ORDER BY x), '')) FROM ("
+         "SELECT 'c ' || n.nspname || '.' || c.relname || '.' || a.attname || ' ' || a.atttypid::text "
+         "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+         "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
+         "WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'corral') "
+         "AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%' "
+         "UNION ALL SELECT 'k ' || co.conrelid::regclass::text || ' ' || co.contype::text || ' ' || "
+         "pg_get_constraintdef(co.oid) FROM pg_constraint co JOIN pg_namespace n ON n.oid = co.connamespace "
+         "WHERE co.contype IN ('p', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'corral') "
+         "AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%' "
+         "UNION ALL SELECT 'f ' || n.nspname || '.' || p.proname || '(' || "
+         "coalesce(array_to_string(p.proargnames, ','), '') || ')' FROM pg_proc p "
+         "JOIN pg_namespace n ON n.oid = p.pronamespace "
+         "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'corral') "
+         "AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%') s(x)";
+}
+
 const char* ClusterStatementSql(bool lock) {
   return lock ? "SELECT CASE WHEN pg_try_advisory_lock($1) THEN 0 ELSE (SELECT 1 FROM pg_advisory_lock($1)) END"
               : "SELECT pg_advisory_unlock($1)";
@@ -174,14 +192,19 @@ absl::Status ClusterSync::Round() {
     }
     table_ready_ = true;
   }
+  if (load_schema_) {
+    absl::Status st = WatchCatalog();
+    if (!st.ok()) return st;
+  }
   const std::vector<SharedRef> local = local_top_(o_.top_k);
   const std::string cluster = Literal(o_.cluster_name);
   const std::string me = Literal(o_.proxy_id);
-  // Publish: the heartbeat and every reference with aborts, one implicit
-  // transaction (now() is the round's), then this proxy's older rows go.
+  // Publish: the heartbeat (its text: the catalog fingerprint) and every
+  // reference with aborts, one implicit transaction (now() is the round's),
+  // then this proxy's older rows go.
   std::string sql = absl::StrCat(
       "INSERT INTO corral.hot_refs (cluster_name, proxy_id, ref_hash, aborts, ref_text, updated_at) VALUES (",
-      cluster, ", ", me, ", 0, 0, '', now())");
+      cluster, ", ", me, ", 0, 0, ", Literal(catalog_fp_), ", now())");
   for (const SharedRef& r : local) {
     if (r.hash == 0 || r.aborts <= 0) continue;
     absl::StrAppend(&sql, ", (", cluster, ", ", me, ", ", static_cast<int64_t>(r.hash), ", ", r.aborts, ", ",
@@ -223,12 +246,60 @@ absl::Status ClusterSync::Round() {
   }
   int peer_count = 0, shared = 0;
   absl::flat_hash_set<uint64_t> hot = MergeHot(local, peers, o_.hot_threshold, &peer_count, &shared);
+  int differs = 0;
+  if (!catalog_fp_.empty()) {
+    for (const PeerRow& p : peers) differs += p.ref.hash == 0 && !p.ref.text.empty() && p.ref.text != catalog_fp_;
+  }
   TsanVisibleMutexLock l(&mu_);
   hot_ = std::move(hot);
   view_.peers = peer_count;
   view_.shared_refs = shared;
   view_.hot_refs = static_cast<int>(hot_.size());
+  view_.catalog_differs = differs;
   return absl::OkStatus();
+}
+
+absl::Status ClusterSync::WatchCatalog() {
+  adapters::PgResult fp = conn_->Exec(CatalogFingerprintSql());
+  if (!fp.ok() && Transient(fp.sqlstate())) return fp.ToStatus("reading the catalog fingerprint");
+  if (!fp.ok()) {
+    // A server that cannot answer it (a catalog function it lacks): names
+    // stay as read at start (RELOAD re-reads them); sharing goes on.
+    std::fprintf(stderr, "corral proxy: cluster \"%s\": %s; the catalog is not watched\n", o_.cluster_name.c_str(),
+                 std::string(fp.ToStatus("reading the catalog fingerprint").message()).c_str());
+    load_schema_ = nullptr;
+    return absl::OkStatus();
+  }
+  if (fp.num_rows() != 1 || fp.Get(0, 0).empty()) return absl::OkStatus();  // nothing to compare
+  const std::string now = fp.Get(0, 0);
+  if (now == catalog_fp_) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<const Schema>> schema = load_schema_();
+  if (!schema.ok()) {
+    // The names stay as they are; the round goes on (sharing and locks do
+    // not depend on it) and the re-read is tried again next round.
+    std::fprintf(stderr, "corral proxy: cluster \"%s\": re-reading the catalog schema: %s\n",
+                 o_.cluster_name.c_str(), std::string(schema.status().message()).c_str());
+    return absl::OkStatus();
+  }
+  const bool first = catalog_fp_.empty();
+  catalog_fp_ = now;
+  {
+    TsanVisibleMutexLock l(&mu_);
+    schema_ = std::move(*schema);
+    view_.catalog = now.substr(0, 8);
+    if (!first) ++view_.catalog_reloads;
+  }
+  schema_version_.fetch_add(1, std::memory_order_release);
+  if (!first) {
+    std::fprintf(stderr, "corral proxy: cluster \"%s\": the catalog changed; references renamed from now on\n",
+                 o_.cluster_name.c_str());
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const Schema> ClusterSync::schema() const {
+  TsanVisibleMutexLock l(&mu_);
+  return schema_;
 }
 
 absl::Status ClusterSync::CheckLocks() {

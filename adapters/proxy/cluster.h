@@ -16,6 +16,14 @@
 // proxies still share what they learn but take no lock ("sharing-only" in
 // SHOW CLUSTER, logged once): a lock that does not exclude would only cost
 // round trips.
+// With a catalog watch (SetCatalogWatch), each round also reads a
+// fingerprint of the catalog's tables, columns, keys and functions
+// (CatalogFingerprintSql); when it changes (and in the first round) the
+// sync thread re-reads the catalog schema through the watch and the event
+// loops adopt it (schema_version / schema), so DDL (a foreign key added, a
+// column renamed) renames references on every proxy within a round or two
+// without a RELOAD. The fingerprint rides in this proxy's heartbeat row;
+// SHOW CLUSTER shows it and how many live peers publish another one.
 // The event loop asks KeysFor(refs) per transaction: the advisory-lock keys
 // (the references' 64-bit RefId hashes, sorted, deduplicated) that the
 // transaction takes on its backend with session-level pg_advisory_lock
@@ -39,6 +47,7 @@
 #ifndef CORRAL_ADAPTERS_PROXY_CLUSTER_H_
 #define CORRAL_ADAPTERS_PROXY_CLUSTER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -54,6 +63,7 @@
 #include "adapters/proxy/stats.h"
 #include "common/ids.h"
 #include "common/tsan_visible_mutex.h"
+#include "policies/schema.h"
 
 namespace corral {
 namespace proxy {
@@ -81,7 +91,15 @@ struct ClusterView {
   int hot_refs = 0;             // references that take a lock now
   int64_t last_publish_ms = -1;  // ms since the last successful publish; -1 never
   std::string last_error;
+  std::string catalog;          // the catalog fingerprint's first 8 hex digits ("" unwatched)
+  int catalog_reloads = 0;      // schema re-reads after the first (the catalog changed)
+  int catalog_differs = 0;      // live peers whose heartbeat carries another fingerprint
 };
+
+// One row, one column: an md5 of the catalog's user tables and columns
+// (with types), primary and foreign keys and function signatures, in a
+// fixed order; the same catalog gives the same text on every connection.
+const char* CatalogFingerprintSql();
 
 // The merge: per reference, the local count plus every live peer's; the
 // references at or over `threshold` are hot, none when there is no peer.
@@ -108,12 +126,20 @@ class ClusterSync {
   };
   using Connect = std::function<absl::StatusOr<std::unique_ptr<adapters::PgConnection>>()>;
   using LocalTop = std::function<std::vector<SharedRef>(size_t k)>;
+  using LoadSchema = std::function<absl::StatusOr<std::shared_ptr<const Schema>>()>;
 
   // `connect` opens the sync connection; `local_top` gives this proxy's
   // hottest references (the History's, thread-safe); `stats` gets the
   // cluster_* counters.
   ClusterSync(Options o, Connect connect, LocalTop local_top, Stats* stats);
   ~ClusterSync();
+
+  // Before Start: watch the catalog, re-reading the schema with `load` (on
+  // the sync thread) when its fingerprint changes.
+  void SetCatalogWatch(LoadSchema load) { load_schema_ = std::move(load); }
+  // Bumped each time the watch read a schema; 0 before the first.
+  uint64_t schema_version() const { return schema_version_.load(std::memory_order_acquire); }
+  std::shared_ptr<const Schema> schema() const;
 
   void Start();
   void Stop();
@@ -132,6 +158,10 @@ class ClusterSync {
   // The advisory-lock check (see above): OK with locks_ok_ set, or an error
   // when the server could not be asked (checked again next round).
   absl::Status CheckLocks();
+  // The catalog watch's part of a round: the fingerprint (an error: the
+  // round fails), and the schema re-read when it changed (a failed re-read
+  // is logged and tried again next round).
+  absl::Status WatchCatalog();
 
   const Options o_;
   Connect connect_;
@@ -140,11 +170,15 @@ class ClusterSync {
   std::unique_ptr<adapters::PgConnection> conn_;  // the sync thread's
   bool table_ready_ = false;
   bool locks_checked_ = false;
+  LoadSchema load_schema_;    // set before Start
+  std::string catalog_fp_;    // sync thread: the fingerprint of the schema read last
+  std::atomic<uint64_t> schema_version_{0};
 
   // TsanVisibleMutex, not absl::Mutex: the TSan pass must see the hand-over.
   mutable TsanVisibleMutex mu_;
   TsanVisibleCondVar stop_cv_;
   absl::flat_hash_set<uint64_t> hot_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const Schema> schema_ ABSL_GUARDED_BY(mu_);
   ClusterView view_ ABSL_GUARDED_BY(mu_);
   int64_t last_publish_nanos_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

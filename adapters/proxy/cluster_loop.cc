@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "adapters/libpq_connection.h"
+#include "adapters/proxy/config.h"
 #include "adapters/proxy/proxy_internal.h"
 #include "adapters/proxy/wire.h"
 
@@ -66,6 +67,12 @@ void Proxy::Loop::StartCluster(Database* db) {
           return out;
         },
         &stats_);
+    // Names follow DDL (cluster.h "catalog watch"): a schema given by the
+    // configuration instead of the catalog is kept as it is.
+    if (db->entry.name != DefaultDatabase(opt_) || opt_.schema_from_catalog) {
+      const std::string catalog = CatalogConninfo(opt_, db->entry);
+      sync->SetCatalogWatch([catalog] { return LoadCatalogSchema(catalog, /*qualify_all=*/true); });
+    }
     sync->Start();
     return sync;
   };
@@ -93,6 +100,19 @@ void Proxy::Loop::StartCluster(Database* db) {
     slot = sync;
   }
   db->cluster = std::move(sync);
+}
+
+void Proxy::Loop::AdoptClusterSchemas() {
+  for (auto& [name, db] : dbs_) {
+    if (db->cluster == nullptr) continue;
+    const uint64_t v = db->cluster->schema_version();
+    if (v == db->cluster_schema_version) continue;
+    db->cluster_schema_version = v;
+    std::shared_ptr<const Schema> schema = db->cluster->schema();
+    if (schema == nullptr) continue;
+    if (db->sched == &sched_) opt_.schema = schema;  // as RELOAD does
+    db->router->SetSchema(std::move(schema));
+  }
 }
 
 void Proxy::Loop::ReloadCluster(const Options& fresh) {
@@ -228,7 +248,7 @@ AdminTable Proxy::Loop::Cluster() const {
   AdminTable t;
   t.columns = {"database", "cluster_name", "proxy_id",     "state",      "peers",        "shared_refs",
                "hot_refs", "last_publish_ms", "locks_held", "locks_taken", "lock_waits", "sync_failures",
-               "last_error"};
+               "catalog", "catalog_reloads", "catalog_differs", "last_error"};
   for (const auto& [name, db] : dbs_) {
     if (db->cluster == nullptr) continue;
     const ClusterView v = db->cluster->View();
@@ -237,7 +257,8 @@ AdminTable Proxy::Loop::Cluster() const {
                       std::to_string(v.last_publish_ms), std::to_string(stats_.cluster_locks_held.load()),
                       std::to_string(stats_.cluster_locks_taken.load()),
                       std::to_string(stats_.cluster_lock_waits.load()),
-                      std::to_string(stats_.cluster_sync_failures.load()), v.last_error});
+                      std::to_string(stats_.cluster_sync_failures.load()), v.catalog,
+                      std::to_string(v.catalog_reloads), std::to_string(v.catalog_differs), v.last_error});
   }
   return t;
 }

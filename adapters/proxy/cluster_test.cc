@@ -65,6 +65,7 @@ struct FakeServer {
   std::string locks = "exclude";
   std::map<std::string, int> held;  // key -> holding connection
   int connections = 0;
+  std::string catalog_fp;  // the catalog fingerprint query's answer ("" = no row)
   ClusterSync::Connect Connect() {
     return [this]() -> absl::StatusOr<std::unique_ptr<PgConnection>> {
       if (refuse) return absl::UnavailableError("connection refused");
@@ -74,6 +75,10 @@ struct FakeServer {
       c->SetResponder([this, id, self](absl::string_view sql, auto) {
         if (absl::StartsWith(sql, "SELECT proxy_id")) {
           return PgResult::Rows({"proxy_id", "ref_hash", "aborts", "ref_text"}, peer_rows);
+        }
+        if (sql == CatalogFingerprintSql()) {
+          if (catalog_fp.empty()) return PgResult::Rows({"md5"}, {});
+          return PgResult::Rows({"md5"}, {{catalog_fp}});
         }
         if (absl::StrContains(sql, "INSERT INTO corral.hot_refs")) conn = self;
         for (const char* fn : {"pg_try_advisory_lock(", "pg_advisory_unlock("}) {
@@ -139,6 +144,61 @@ TEST(ClusterSyncTest, PublishesReadsAndLocksSortedKeys) {
   std::vector<int64_t> keys;
   sync.KeysFor(refs, &keys);
   EXPECT_EQ(keys, (std::vector<int64_t>{-9, 5}));
+}
+
+// The catalog watch: the schema is read in the first round and again only
+// when the fingerprint changes; the heartbeat carries the fingerprint and
+// peers publishing another one are counted; a failed re-read keeps the
+// old schema and is tried again, the round itself succeeds.
+TEST(ClusterSyncTest, CatalogWatchReReadsTheSchemaWhenTheFingerprintChanges) {
+  FakeServer server;
+  server.catalog_fp = "aaaaaaaa11112222";
+  Stats stats;
+  ClusterSync sync(Opts(), server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
+  int loads = 0;
+  bool fail_load = false;
+  sync.SetCatalogWatch([&]() -> absl::StatusOr<std::shared_ptr<const Schema>> {
+    if (fail_load) return absl::UnavailableError("catalog unreachable");
+    ++loads;
+    SchemaBuilder b;
+    EXPECT_TRUE(b.AddTable(absl::StrCat("t", loads), {{"k", TypeClass::kNumeric}}).ok());
+    return b.Build();
+  });
+  EXPECT_EQ(sync.schema_version(), 0u);
+  ASSERT_TRUE(sync.SyncOnce().ok());
+  EXPECT_EQ(loads, 1);
+  EXPECT_EQ(sync.schema_version(), 1u);
+  ASSERT_NE(sync.schema(), nullptr);
+  EXPECT_TRUE(sync.schema()->HasTable("t1"));
+  bool heartbeat = false;
+  for (const std::string& s : server.conn->log()) {
+    heartbeat |= absl::StrContains(s, "INSERT INTO corral.hot_refs") && absl::StrContains(s, "0, 0, E'aaaaaaaa11112222'");
+  }
+  EXPECT_TRUE(heartbeat);
+  EXPECT_EQ(sync.View().catalog, "aaaaaaaa");
+  EXPECT_EQ(sync.View().catalog_reloads, 0);
+  // Unchanged: no re-read.
+  ASSERT_TRUE(sync.SyncOnce().ok());
+  EXPECT_EQ(loads, 1);
+  EXPECT_EQ(sync.schema_version(), 1u);
+  // A peer still on the old catalog, after DDL: counted; the re-read fails
+  // first (old schema kept, the round goes on), then succeeds.
+  server.catalog_fp = "bbbbbbbb33334444";
+  server.peer_rows = {{std::string("peer"), std::string("0"), std::string("0"), std::string("aaaaaaaa11112222")}};
+  fail_load = true;
+  ASSERT_TRUE(sync.SyncOnce().ok());
+  EXPECT_EQ(sync.schema_version(), 1u);
+  EXPECT_TRUE(sync.schema()->HasTable("t1"));
+  EXPECT_EQ(sync.View().catalog_differs, 0);  // compared against the fingerprint of the schema in use
+  fail_load = false;
+  ASSERT_TRUE(sync.SyncOnce().ok());
+  EXPECT_EQ(loads, 2);
+  EXPECT_EQ(sync.schema_version(), 2u);
+  EXPECT_TRUE(sync.schema()->HasTable("t2"));
+  const ClusterView v = sync.View();
+  EXPECT_EQ(v.catalog, "bbbbbbbb");
+  EXPECT_EQ(v.catalog_reloads, 1);
+  EXPECT_EQ(v.catalog_differs, 1);
 }
 
 TEST(ClusterSyncTest, UnreachableFallsBackToLocalOnlyAndCounts) {

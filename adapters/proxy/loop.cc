@@ -327,6 +327,7 @@ void Proxy::Loop::Timers() {
   if (now - timers_at_ < 1000000) return;
   timers_at_ = now;
   PublishWorker(now);  // workers > 1: SHOW views' rows for the other loops
+  AdoptClusterSchemas();  // cluster_name: a schema the catalog watch re-read
   for (auto& [k, p] : pools_) {
     for (auto& b : p->backends) {
       if (!b->alive && b->reconnect_at != 0 && now >= b->reconnect_at) {

@@ -131,6 +131,7 @@ absl::Status Proxy::Start() {
                           absl::StrCat("reading the catalog schema: ", schema.status().message()));
     }
     options_.schema = *schema;
+    options_.schema_from_catalog = true;
   }
   const int n = options_.workers;
   if (n > 1) group_ = std::make_unique<WorkerGroup>(n);

@@ -177,6 +177,9 @@ struct Options {
   int metrics_port = -1;                   // -1 off, 0 ephemeral
   // Schema for canonical references; null: read from the server's catalog.
   std::shared_ptr<const Schema> schema;
+  // Set by Start: `schema` was read from the catalog (with cluster_name the
+  // catalog is then watched for DDL, cluster.h).
+  bool schema_from_catalog = false;
   // TLS (tls.h), PgBouncer's keys and sslmode values: towards the clients
   // (client_tls_*) and towards the server (server_tls_*; the catalog reads
   // through libpq get the same sslmode and files).

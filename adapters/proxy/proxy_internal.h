@@ -303,6 +303,7 @@ struct Database {
   // for the process, shared by the loops' Databases of this name (the last
   // to drop it stops it; it holds the shared Scheduler it reads).
   std::shared_ptr<ClusterSync> cluster;
+  uint64_t cluster_schema_version = 0;  // the cluster's catalog watch's schema adopted last
 };
 
 // workers > 1 (Options::workers, workers_loop.cc): what the event loops
@@ -705,6 +706,9 @@ class Proxy::Loop : private AdminSource {
   // (cluster_name "" turns sharing off). Keys that backends hold now are
   // released as before (they are the backends').
   void ReloadCluster(const Options& fresh);
+  // Timers: each clustered database adopts the schema its catalog watch
+  // re-read (a pointer swap in its Router; cluster_loop.cc).
+  void AdoptClusterSchemas();
   // Attach: locks the keys of c's shared-hot references on b first.
   void TakeClusterLocks(Client* c, Backend* b);
   // The transaction on b ended (or was rolled back): unlock its keys

@@ -285,6 +285,61 @@ TEST_F(ClusterTest, NamesAgreeWhenATableSharingTheKeyColumnAppearsBetweenCatalog
   ExecValue(server_conn_, absl::StrCat("DROP TABLE IF EXISTS ", hot, ", ", other));
 }
 
+// DDL after a proxy started renames references (a foreign key makes
+// child.pid a member of parent.id's class): the catalog watch re-reads the
+// schema, so A, started before the DDL, names child row 1 as B, started
+// after it, does, without a RELOAD; B then takes the key of A's hot
+// reference.
+TEST_F(ClusterTest, ForeignKeyAddedAfterStartRenamesReferencesOnEveryProxy) {
+  const std::string cluster = PgUniqueName("cf");
+  const std::string parent = PgUniqueName("fparent"), child = PgUniqueName("fchild");
+  ExecValue(server_conn_, absl::StrCat("CREATE TABLE ", parent, " (id int PRIMARY KEY)"));
+  ExecValue(server_conn_, absl::StrCat("CREATE TABLE ", child, " (pid int PRIMARY KEY, v int NOT NULL)"));
+  ExecValue(server_conn_, absl::StrCat("INSERT INTO ", parent, " SELECT g FROM generate_series(0, 10) g"));
+  ExecValue(server_conn_, absl::StrCat("INSERT INTO ", child, " SELECT g, 0 FROM generate_series(0, 10) g"));
+  ProxyUnderTest a, b;
+  ASSERT_TRUE(IsOk(a.Start(server_, ClusterOptions(cluster, cluster + "_a"))));
+  ASSERT_TRUE(Eventually([&] { return !ClusterValue(a, "catalog").empty(); }));
+  const std::string before = ClusterValue(a, "catalog");
+  EXPECT_EQ(ClusterValue(a, "catalog_reloads"), "0");
+  ExecValue(server_conn_, absl::StrCat("ALTER TABLE ", child, " ADD FOREIGN KEY (pid) REFERENCES ", parent, " (id)"));
+  ASSERT_TRUE(IsOk(b.Start(server_, ClusterOptions(cluster, cluster + "_b"))));
+  // A saw the change and re-read its schema; both publish one fingerprint.
+  ASSERT_TRUE(Eventually([&] { return ClusterValue(a, "catalog_reloads") == "1"; }));
+  const std::string after = ClusterValue(a, "catalog");
+  EXPECT_NE(after, before);
+  ASSERT_TRUE(Eventually([&] {
+    return ClusterValue(b, "catalog") == after && ClusterValue(a, "catalog_differs") == "0" &&
+           ClusterValue(b, "catalog_differs") == "0";
+  }));
+  const std::string update = absl::StrCat("UPDATE ", child, " SET v = v + 1 WHERE pid = 1");
+  {  // A learns row 1's serialization failure, named as B names it.
+    PGconn* x = PQconnectdb(a.ClientConninfo().c_str());
+    ASSERT_EQ(ExecValue(x, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+    ASSERT_EQ(ExecValue(x, absl::StrCat("SELECT v FROM ", child, " WHERE pid = 1")), "0");
+    ASSERT_EQ(ExecValue(server_conn_, update), "UPDATE 1");
+    ASSERT_EQ(ExecValue(x, update), "ERROR 40001");
+    ExecValue(x, "ROLLBACK");
+    PQfinish(x);
+  }
+  int64_t key = 0;
+  ASSERT_TRUE(Eventually([&] { return (key = PublishedKey(cluster, cluster + "_a")) != 0; }));
+  PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
+  bool locked = false;
+  for (int attempt = 0; attempt < 20 && !locked; ++attempt) {  // as in the test above
+    ASSERT_TRUE(Eventually([&] { return ClusterValue(b, "hot_refs") == "1"; }));
+    ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
+    ASSERT_EQ(ExecValue(y, update), "UPDATE 1");
+    locked = Locks(key, true) == 1;
+    ASSERT_EQ(ExecValue(y, "ROLLBACK"), "ROLLBACK");
+  }
+  EXPECT_TRUE(locked) << "B's transaction on child row 1 never took the key A published for it";
+  PQfinish(y);
+  a.Stop();
+  b.Stop();
+  ExecValue(server_conn_, absl::StrCat("DROP TABLE IF EXISTS ", child, ", ", parent));
+}
+
 // workers = 2 with cluster_name: the two loops share one ClusterSync (one
 // proxy id publishes for the process); a hot reference the 2-loop proxy
 // learned is serialized against a second proxy, whichever loop runs it.
