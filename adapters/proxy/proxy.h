@@ -226,6 +226,9 @@ struct Options {
   // saw) and only then gets the statement; a difference is a 40001 for
   // that statement. Simple-protocol statements.
   bool restart_on_hot_key = false;
+  // Off: a later hot key that is free is taken even when a holder released
+  // it after this transaction's snapshot (restart only when it is held).
+  bool restart_after_release = true;
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
 };
 

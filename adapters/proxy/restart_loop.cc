@@ -88,7 +88,9 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
   std::vector<uint64_t> need;
   for (uint64_t k : hot) {
     if (locks()->Has(ticket, k)) continue;
-    if (locks()->TakeIfFree(worker_, ticket, k, c->key_snap) == KeyLocks::Take::kTaken) {
+    // restart_after_release off: any release counts as before the snapshot.
+    const uint64_t since = opt_.restart_after_release ? c->key_snap : UINT64_MAX;
+    if (locks()->TakeIfFree(worker_, ticket, k, since) == KeyLocks::Take::kTaken) {
       stats_.restart_keys_taken++;
       c->keys = Client::Keys::kHeld;
     } else {
