@@ -74,16 +74,20 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
   // A block the proxy began (its BEGIN held, sent, logged), replayable as a
   // simple-protocol log, nothing of the client's outstanding.
   if (!r.replayable() || r.extended() || r.begin().empty() || !c->held_begin.empty()) return false;
+  // (routed_ahead: a held statement going on after its restart.)
   if (!b->Idle() || b->status != 'T' || c->routed_ahead != 0) return false;
-  if (!SnapshotIsolation(r.begin(), c->sess)) return false;
   wire::Reader rd(c->pending.front().body());
   const absl::string_view sql = rd.CString();
   if (ClassifyTxnControl(sql) != TxnControl::kOther) return false;
-  RefVec refs;
-  RouterOf(c).QueryRefs(sql, &refs);
+  // Its references join the transaction's now (Forward does not extract
+  // them again: routed_ahead); those new to it are looked at.
+  const size_t from = c->route.txn.refs.size();
+  RouterOf(c).AddQuery(sql, &c->route);
+  c->routed_ahead = 1;
+  const RefVec refs(c->route.txn.refs.begin() + static_cast<std::ptrdiff_t>(from), c->route.txn.refs.end());
   std::vector<uint64_t> hot;
   HotKeys(c, refs, &hot);
-  if (hot.empty()) return false;
+  if (hot.empty() || !SnapshotIsolation(r.begin(), c->sess)) return false;
   const uint64_t ticket = KeyTicket(c);
   std::vector<uint64_t> need;
   for (uint64_t k : hot) {

@@ -182,11 +182,6 @@ size_t Router::PredictRefs(RoutedTxn* t) {
   return t->predicted.size();
 }
 
-void Router::QueryRefs(absl::string_view sql, RefVec* refs) {
-  refs->clear();
-  (void)extractor_->Extract(sql, sched_.policy().extraction, refs);
-}
-
 void Router::RecordConflict(const RoutedTxn& t) {
   const std::vector<std::string>& texts = t.ref_texts;
   history::History::TextProvider provider = [&texts](size_t i) { return i < texts.size() ? texts[i] : std::string(); };

@@ -133,9 +133,6 @@ class Router {
   // first (those naming an unpredictable parameter dropped), into
   // t->predicted (replaced); how many.
   size_t PredictRefs(RoutedTxn* t);
-  // The references of a simple query, into *refs (cleared first); nothing
-  // else changes (restart on a hot key looks at a statement before it runs).
-  void QueryRefs(absl::string_view sql, RefVec* refs);
   // The History learns a conflict of t's references so far, as at a
   // 40001 (the transaction goes on: a restart the proxy made instead).
   void RecordConflict(const RoutedTxn& t);
