@@ -145,6 +145,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("restart_matches", s.restart_matches);
     row("restart_mismatches", s.restart_mismatches);
     row("restart_key_waits", s.restart_key_waits);
+    row("restart_requeues", s.restart_requeues);
     row("restart_wait_ms", s.restart_wait_ns / 1000000);
     const AdminSource::LearnedSizes l = source_.Learned();
     row("history_entries", l.history_entries);

@@ -153,7 +153,8 @@ bool KeyLocks::InCycle(uint64_t ticket) const {
   return false;
 }
 
-bool KeyLocks::AcquireMore(int worker, uint64_t ticket, std::vector<uint64_t> more, Wake wake) {
+bool KeyLocks::AcquireMore(int worker, uint64_t ticket, std::vector<uint64_t> more, Wake wake, bool* requeued) {
+  if (requeued != nullptr) *requeued = false;
   std::sort(more.begin(), more.end());
   more.erase(std::unique(more.begin(), more.end()), more.end());
   std::vector<std::pair<Wake, uint64_t>> woken;
@@ -180,6 +181,7 @@ bool KeyLocks::AcquireMore(int worker, uint64_t ticket, std::vector<uint64_t> mo
       // Waiting here could deadlock: free what it holds and queue for the
       // union at the back of every queue, where no one waits for it.
       requeues_++;
+      if (requeued != nullptr) *requeued = true;
       Leave(ticket, r, &woken, /*stamp=*/false);
       for (uint64_t k : r.keys) queues_[k].push_back(ticket);
     }

@@ -100,8 +100,9 @@ class KeyLocks {
   Take TakeIfFree(int worker, uint64_t ticket, uint64_t key, uint64_t since);
   // `ticket` keeps what it holds and waits for `more` too (see the file
   // comment: a wait cycle requeues it for the union). True: it holds all
-  // now. False: `wake(ticket)` runs once it does.
-  bool AcquireMore(int worker, uint64_t ticket, std::vector<uint64_t> more, Wake wake);
+  // now. False: `wake(ticket)` runs once it does. *requeued (when given):
+  // its wait would have closed a cycle, it gave up its keys.
+  bool AcquireMore(int worker, uint64_t ticket, std::vector<uint64_t> more, Wake wake, bool* requeued = nullptr);
   // Waits AcquireMore turned into an all-or-nothing request again.
   int64_t requeues() const;
 

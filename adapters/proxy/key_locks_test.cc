@@ -161,11 +161,14 @@ TEST(KeyLocksTest, AcquireMoreThatWouldDeadlockRequeuesForTheUnion) {
   auto wake = [&](uint64_t t) { woken.push_back(t); };
   EXPECT_TRUE(l.Acquire(0, 1, {1}, nullptr, wake));
   EXPECT_TRUE(l.Acquire(1, 2, {2}, nullptr, wake));
-  EXPECT_FALSE(l.AcquireMore(0, 1, {2}, wake));  // 1 waits for 2
+  bool requeued = true;
+  EXPECT_FALSE(l.AcquireMore(0, 1, {2}, wake, &requeued));  // 1 waits for 2
+  EXPECT_FALSE(requeued);
   EXPECT_EQ(l.requeues(), 0);
   // 2 now wants key 1: waiting there closes 2 -> 1 -> 2. 2 gives up key 2
   // (1 gets it, holding both) and queues for {1, 2} behind 1.
-  EXPECT_FALSE(l.AcquireMore(1, 2, {1}, wake));
+  EXPECT_FALSE(l.AcquireMore(1, 2, {1}, wake, &requeued));
+  EXPECT_TRUE(requeued);
   EXPECT_EQ(l.requeues(), 1);
   EXPECT_EQ(woken, std::vector<uint64_t>{1});
   EXPECT_TRUE(l.Holds(1));

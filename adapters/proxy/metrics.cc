@@ -127,6 +127,9 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_restart_mismatches_total", "Restarts whose re-run differed or failed again: the client got 40001.",
           stats.restart_mismatches);
   counter("corral_restart_key_waits_total", "Restarts that waited for their keys.", stats.restart_key_waits);
+  counter("corral_restart_requeues_total",
+          "Restart waits that would have closed a wait cycle: the keys held were given up and all requested again.",
+          stats.restart_requeues);
   counter("corral_restart_wait_ms_total", "Time restarted transactions waited for their keys (ms).",
           stats.restart_wait_ns.load() / 1000000);
   gauge("corral_clients", "Connected clients.", clients);

@@ -127,7 +127,12 @@ void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need) 
   Loop* self = this;
   const uint64_t id = c->id;
   c->keys = Client::Keys::kHeld;
-  if (locks()->AcquireMore(worker_, KeyTicket(c), std::move(need), [self, id](uint64_t) { self->KeysGranted(id); })) {
+  bool requeued = false;
+  const bool granted =
+      locks()->AcquireMore(worker_, KeyTicket(c), std::move(need), [self, id](uint64_t) { self->KeysGranted(id); },
+                           &requeued);
+  if (requeued) stats_.restart_requeues++;
+  if (granted) {
     SendReplay(c, b);  // granted at once: re-run here
     return;
   }

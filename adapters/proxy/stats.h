@@ -129,6 +129,7 @@ struct Stats {
   std::atomic<int64_t> restart_matches{0};
   std::atomic<int64_t> restart_mismatches{0};
   std::atomic<int64_t> restart_key_waits{0};
+  std::atomic<int64_t> restart_requeues{0};  // waits that would have closed a cycle: keys given up, all requested again
   std::atomic<int64_t> restart_wait_ns{0};
 };
 
