@@ -438,11 +438,13 @@ class Proxy::Loop : private AdminSource {
   void HotKeys(const Client* c, const RefVec& refs, std::vector<uint64_t>* keys) const;
 
   // --- restart on a hot key (restart_loop.cc)
-  // Attached, before forwarding the simple Query at the front of c's
-  // messages: true when it is held because its transaction restarts (a
-  // hot key it names is another's or was released since the snapshot);
-  // free hot keys are taken.
+  // Attached, before forwarding the simple Query or extended-protocol unit
+  // at the front of c's messages: true when it is held because its
+  // transaction restarts (a hot key it names is another's or was released
+  // since the snapshot); free hot keys are taken.
   bool RestartBeforeStatement(Client* c, Backend* b);
+  // The held Query / unit got the restart's error: dropped (it never ran).
+  static void DropHeld(Client* c);
   // Rolls c's transaction back and waits for `need` (keeping its keys): on
   // b when granted at once, else without a backend (b goes to others).
   void RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need);

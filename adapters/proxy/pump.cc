@@ -46,7 +46,7 @@ void Proxy::Loop::Pump(Client* c) {
       }
       Backend* b = c->backend;
       if (m.type == 'P' && AnswerAttachedFromCache(c, b)) continue;
-      if (m.type == 'Q' && RestartBeforeStatement(c, b)) return;  // held: its transaction restarts first
+      if (RestartBeforeStatement(c, b)) return;  // held: its transaction restarts first (restart_loop.cc)
       if (trace_) std::fprintf(stderr, "c%llu -> b%d %c\n", (unsigned long long)c->id, b->index, m.type);
       Forward(c, b, m.type, m.raw);
       c->pending.pop_front();

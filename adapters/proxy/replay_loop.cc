@@ -467,7 +467,11 @@ void Proxy::Loop::SendReplay(Client* c, Backend* b) {
   }
   if (!r.begin().empty()) SendInternal(b, r.begin());
   const auto& qs = r.queries();
-  if (r.extended()) {
+  if (r.extended() && r.restart) {
+    // A restart: every unit, whole, compared (its held unit never went).
+    b->unnamed_key.clear();
+    ReplayForward(c, b, 0, qs.size(), 1);
+  } else if (r.extended()) {
     b->unnamed_key.clear();  // (a Parse the server skipped after the error set it)
     // Everything before the failed Execute (SplitFailedUnit), through the
     // loop's forwarding; a Sync of the proxy's ends its last part.
@@ -577,7 +581,7 @@ void Proxy::Loop::ReplayGiveUp(Client* c, Backend* b) {
     // Units behind the failed one not re-sent this round: the server
     // answers them in the failed block, as it did the first time.
     if (!r.last_sent && r.behind() > 0) ReplayForward(c, b, r.later_from(), r.queries().size(), 0);
-    if (restart && !c->pending.empty()) c->pending.pop_front();
+    if (restart) DropHeld(c);
     MarkDirty(c);
     Pump(c);
     return;
@@ -608,7 +612,7 @@ bool Proxy::Loop::ReplayBackendLost(Client* c, Backend* b, char* status) {
                       !r.last_sent;
   r.set_phase(Phase::kOff);
   if (!answer) return false;  // the request's own batch is answered by FailBackend
-  if (r.restart && !c->pending.empty()) c->pending.pop_front();  // the held statement: answered here
+  if (r.restart) DropHeld(c);  // the held statement: answered here
   r.restart = false;
   *status = r.original_status == 'I' ? 'I' : 'E';
   c->out.append(r.original_error);

@@ -29,12 +29,16 @@
 // backend, and backends held by key waiters could otherwise all wait on it.
 // Granted (KeysGranted -> ApplyInbox -> RestartResume), it goes back to its
 // run queue; Attach re-runs the log instead of sending a BEGIN.
-// Covered: simple-protocol transactions whose BEGIN the proxy held
-// (pgbench, psql, most drivers' simple mode). Not restarted (they run as
-// without the feature): extended-protocol logs, a log replay cannot re-run
-// (session changes, savepoints, past replay_buffer_bytes, an error the
-// client saw), a statement sent while an earlier one is outstanding
-// (pipelined), READ COMMITTED blocks.
+// Covered: transactions whose BEGIN the proxy held (a simple Query, as
+// pgbench, psql, asyncpg and pgjdbc send it), with later statements as
+// simple Queries or extended-protocol units (Parse / Bind / Describe /
+// Execute up to a Sync, arrived whole; libpq's PQexecParams, asyncpg,
+// pgjdbc); the log is re-sent through the replay's forwarding
+// (ReplayForward), every result compared. Not restarted (they run as
+// without the feature): a log replay cannot re-run (session changes,
+// savepoints, past replay_buffer_bytes, an error the client saw), a
+// statement sent while an earlier one is outstanding (pipelined), a unit
+// still arriving (no Sync yet) or ended by a Flush, READ COMMITTED blocks.
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,19 +75,38 @@ constexpr absl::string_view kRestartError =
 bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
   if (!c->pool->db->restart) return false;
   const ReplayLog& r = c->replay;
-  // A block the proxy began (its BEGIN held, sent, logged), replayable as a
-  // simple-protocol log, nothing of the client's outstanding.
-  if (!r.replayable() || r.extended() || r.begin().empty() || !c->held_begin.empty()) return false;
+  // A block the proxy began (its BEGIN held, sent, logged), replayable,
+  // its log whole units (each up to its Sync or Query), nothing of the
+  // client's outstanding.
+  if (!r.replayable() || r.begin().empty() || !c->held_begin.empty()) return false;
+  if (!r.queries().empty() && r.queries().back()[0] != 'S' && r.queries().back()[0] != 'Q') return false;
   // (routed_ahead: a held statement going on after its restart.)
   if (!b->Idle() || b->status != 'T' || c->routed_ahead != 0) return false;
-  wire::Reader rd(c->pending.front().body());
-  const absl::string_view sql = rd.CString();
-  if (ClassifyTxnControl(sql) != TxnControl::kOther) return false;
   // Its references join the transaction's now (Forward does not extract
   // them again: routed_ahead); those new to it are looked at.
   const size_t from = c->route.txn.refs.size();
-  RouterOf(c).AddQuery(sql, &c->route);
-  c->routed_ahead = 1;
+  const Msg& m = c->pending.front();
+  if (m.type == 'Q') {
+    wire::Reader rd(m.body());
+    const absl::string_view sql = rd.CString();
+    if (ClassifyTxnControl(sql) != TxnControl::kOther) return false;
+    RouterOf(c).AddQuery(sql, &c->route);
+    c->routed_ahead = 1;
+  } else {
+    // An extended-protocol unit, whole (up to its Sync) and with a Bind.
+    if (m.type != 'P' && m.type != 'B') return false;
+    size_t end = 0;
+    bool binds = false;
+    for (; end < c->pending.size(); ++end) {
+      const char t = c->pending[end].type;
+      if (t == 'S') break;
+      if (t == 'Q' || t == 'H' || t == 'F' || t == 'X') return false;
+      binds = binds || t == 'B';
+    }
+    if (end == c->pending.size() || !binds) return false;
+    RouterOf(c).AddUnit(c->pending, end, c->stmts, &c->route);
+    c->routed_ahead = end + 1;
+  }
   const RefVec refs(c->route.txn.refs.begin() + static_cast<std::ptrdiff_t>(from), c->route.txn.refs.end());
   std::vector<uint64_t> hot;
   HotKeys(c, refs, &hot);
@@ -104,6 +127,20 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
   if (need.empty()) return false;
   RestartTxn(c, b, std::move(need));
   return true;
+}
+
+void Proxy::Loop::DropHeld(Client* c) {
+  c->routed_ahead = 0;
+  if (c->pending.empty()) return;
+  if (c->pending.front().type == 'Q') {
+    c->pending.pop_front();
+    return;
+  }
+  while (!c->pending.empty()) {  // the unit, through its Sync
+    const char t = c->pending.front().type;
+    c->pending.pop_front();
+    if (t == 'S') return;
+  }
 }
 
 void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need) {

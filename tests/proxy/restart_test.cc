@@ -33,6 +33,21 @@ class RestartTest : public ReplayClientsTest {
     for (int k : rows) LearnAbort(proxy_.ClientConninfo(), server_conn_, table_, k);
   }
   std::string Select(int k) const { return absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k); }
+  // One statement as ExecValue answers it, sent as a simple Query or, when
+  // `extended`, with PQexecParams (Parse / Bind / Describe / Execute / Sync).
+  static std::string Exec(PGconn* c, const std::string& sql, bool extended) {
+    if (!extended) return ExecValue(c, sql);
+    PGresult* r = PQexecParams(c, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0);
+    std::string v = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 ? PQgetvalue(r, 0, 0)
+                    : PQresultStatus(r) == PGRES_FATAL_ERROR ? absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE))
+                                                             : PQcmdStatus(r);
+    PQclear(r);
+    return v;
+  }
+  static bool Send(PGconn* c, const std::string& sql, bool extended) {
+    return (extended ? PQsendQueryParams(c, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0)
+                     : PQsendQuery(c, sql.c_str())) == 1;
+  }
   // A Query sent with PQsendQuery answered (not busy) within ~10 s.
   static bool Answered(PGconn* c) {
     return Eventually([c] { return PQconsumeInput(c) == 1 && PQisBusy(c) == 0; });
@@ -99,47 +114,81 @@ TEST_F(RestartTest, SecondStatementsCollidingOnAHotRowBothCommit) {
   }
 }
 
+// The same collision with b's statements in the extended protocol
+// (PQexecParams: Parse / Bind / Describe / Execute / Sync): b's UPDATE unit
+// is held whole, its log (the SELECT's unit) re-run through the proxy's
+// forwarding and compared, then the unit goes on.
+TEST_F(RestartTest, ExtendedProtocolUnitsRestartToo) {
+  StartRestart(true);
+  MakeHot({2, 3});
+  const int64_t aborts = stats().aborts_40001.load();
+  PGconn* a = Connect();
+  PGconn* b = Connect();
+  EXPECT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+  EXPECT_EQ(ExecValue(a, Update(2)), "UPDATE 1");
+  EXPECT_TRUE(ExecOk(b, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+  EXPECT_EQ(Exec(b, Select(3), true), "1");
+  ASSERT_TRUE(Send(b, Update(2), true));
+  ASSERT_TRUE(Eventually([&] { return stats().restart_key_waits.load() == 1; }));
+  EXPECT_TRUE(ExecOk(a, "COMMIT"));
+  EXPECT_EQ(Collect(b), "UPDATE 1");
+  EXPECT_EQ(Exec(b, Select(3), true), "1");
+  EXPECT_TRUE(ExecOk(b, "COMMIT"));
+  EXPECT_EQ(Value(2), "3");
+  EXPECT_EQ(stats().restarts.load(), 1);
+  EXPECT_EQ(stats().restart_matches.load(), 1);
+  EXPECT_EQ(stats().aborts_40001.load(), aborts);
+  EXPECT_TRUE(NothingLeftBehind());
+}
+
 // b read row 4 (not hot: no key) before a changed it; b's UPDATE of hot
 // row 2, which a holds, restarts b after a commits, and the re-run reads
 // another value of row 4: b gets 40001 for its UPDATE (the proxy's), its
 // transaction failed, nothing of it committed; the connection goes on.
 TEST_F(RestartTest, ARestartWhoseReadChangedGetsTheErrorAndCommitsNothing) {
-  StartRestart(true);
-  MakeHot({2});
-  PGconn* a = Connect();
-  PGconn* b = Connect();
-  EXPECT_TRUE(ExecOk(b, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
-  EXPECT_EQ(ExecValue(b, Select(4)), "0");
-  EXPECT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
-  EXPECT_EQ(ExecValue(a, Update(4)), "UPDATE 1");
-  EXPECT_EQ(ExecValue(a, Update(2)), "UPDATE 1");
-  ASSERT_EQ(PQsendQuery(b, Update(2).c_str()), 1);
-  EXPECT_TRUE(Eventually([&] { return stats().restart_key_waits.load() == 1; }));
-  EXPECT_TRUE(ExecOk(a, "COMMIT"));
-  // The proxy's 40001 for the held UPDATE, with its message.
-  bool restarted_error = false;
-  std::string got;
-  while (PGresult* r = PQgetResult(b)) {
-    if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
-      got = absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE));
-      restarted_error = absl::StrContains(PQresultErrorMessage(r), "restarted the transaction");
-    } else {
-      got = PQcmdStatus(r);
+  for (bool extended : {false, true}) {
+    SCOPED_TRACE(extended ? "extended protocol" : "simple protocol");
+    StartRestart(true);
+    MakeHot({2});
+    PGconn* a = Connect();
+    PGconn* b = Connect();
+    EXPECT_TRUE(ExecOk(b, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+    EXPECT_EQ(Exec(b, Select(4), extended), "0");
+    EXPECT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+    EXPECT_EQ(ExecValue(a, Update(4)), "UPDATE 1");
+    EXPECT_EQ(ExecValue(a, Update(2)), "UPDATE 1");
+    ASSERT_TRUE(Send(b, Update(2), extended));
+    EXPECT_TRUE(Eventually([&] { return stats().restart_key_waits.load() == 1; }));
+    EXPECT_TRUE(ExecOk(a, "COMMIT"));
+    // The proxy's 40001 for the held UPDATE, with its message.
+    bool restarted_error = false;
+    std::string got;
+    while (PGresult* r = PQgetResult(b)) {
+      if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
+        got = absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE));
+        restarted_error = absl::StrContains(PQresultErrorMessage(r), "restarted the transaction");
+      } else {
+        got = PQcmdStatus(r);
+      }
+      PQclear(r);
     }
-    PQclear(r);
+    EXPECT_EQ(got, "ERROR 40001");
+    EXPECT_TRUE(restarted_error);
+    EXPECT_EQ(PQtransactionStatus(b), PQTRANS_INERROR);
+    EXPECT_EQ(Exec(b, "SELECT 1", extended), "ERROR 25P02");  // a failed block, as after the server's 40001
+    EXPECT_EQ(ExecValue(b, "ROLLBACK"), "ROLLBACK");
+    EXPECT_EQ(Exec(b, Select(2), extended), "2");  // usable; only a's update of row 2
+    EXPECT_EQ(Value(2), "2");
+    EXPECT_EQ(Value(4), "1");
+    EXPECT_EQ(stats().restarts.load(), 1);
+    EXPECT_EQ(stats().restart_matches.load(), 0);
+    EXPECT_EQ(stats().restart_mismatches.load(), 1);
+    EXPECT_TRUE(NothingLeftBehind());
+    for (PGconn* c : conns_) PQfinish(c);
+    conns_.clear();
+    proxy_.Stop();
+    ExecValue(server_conn_, absl::StrCat("UPDATE ", table_, " SET v = 0"));
   }
-  EXPECT_EQ(got, "ERROR 40001");
-  EXPECT_TRUE(restarted_error);
-  EXPECT_EQ(PQtransactionStatus(b), PQTRANS_INERROR);
-  EXPECT_EQ(ExecValue(b, "SELECT 1"), "ERROR 25P02");  // a failed block, as after the server's 40001
-  EXPECT_EQ(ExecValue(b, "ROLLBACK"), "ROLLBACK");
-  EXPECT_EQ(ExecValue(b, Select(2)), "2");  // usable; only a's update of row 2
-  EXPECT_EQ(Value(2), "2");
-  EXPECT_EQ(Value(4), "1");
-  EXPECT_EQ(stats().restarts.load(), 1);
-  EXPECT_EQ(stats().restart_matches.load(), 0);
-  EXPECT_EQ(stats().restart_mismatches.load(), 1);
-  EXPECT_TRUE(NothingLeftBehind());
 }
 
 // b holds hot row 3's key (its first statement) and waits for row 2's,
