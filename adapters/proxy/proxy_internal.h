@@ -244,6 +244,7 @@ struct Client : Conn {
   // waits for that backend and is not stolen (as a blocked affine one).
   bool retry = false;
   bool retry_pinned = false;
+  bool predicted = false;  // route.predicted is this transaction's already (KeysAdmit)
   size_t routed_ahead = 0;  // pending messages whose references routing already took
   // Per-template concurrency cap (template_cap.h, tcap_loop.cc): its
   // transaction's template (first-statement shape), and whether it waits

@@ -189,7 +189,9 @@ void Proxy::Loop::StartTxn(Client* c) {
   c->retry_pinned = false;
   // Statement templates: the later references its first statement predicts.
   Router& router = *pool.db->router;
-  if (router.templates() != nullptr && router.PredictRefs(&c->route) > 0) {
+  const bool predicted = c->predicted;
+  c->predicted = false;
+  if (router.templates() != nullptr && (predicted ? c->route.predicted.size() : router.PredictRefs(&c->route)) > 0) {
     stats_.template_predictions++;
     stats_.template_predicted_refs += static_cast<int64_t>(c->route.predicted.size());
     for (RefId r : c->route.predicted) {

@@ -71,8 +71,9 @@ bool Proxy::Loop::KeysAdmit(Client* c) {
     HotKeys(c, c->route.txn.refs, &keys);
     // Restart on: what a reliable template predicts is taken before BEGIN too.
     Router& router = *c->pool->db->router;
-    if (restart && router.templates() != nullptr && router.PredictRefs(&c->route) > 0) {
-      HotKeys(c, c->route.predicted, &keys);
+    if (restart && router.templates() != nullptr) {
+      c->predicted = true;  // (StartTxn does not predict again)
+      if (router.PredictRefs(&c->route) > 0) HotKeys(c, c->route.predicted, &keys);
     }
     if (!keys.empty()) {
       (group_ != nullptr ? stats_.worker_key_txns : stats_.restart_key_txns)++;
