@@ -267,7 +267,9 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
   c->txns++;
   // (A restarted transaction keeps its log: it runs again here.)
   if (!c->replay.restart) {
-    c->replay.Start(c->pool->db->replay || c->pool->db->restart, opt_.replay_buffer_bytes, c->held_begin);
+    // Restart on a hot key needs the log of a block the proxy began.
+    const bool log = c->pool->db->replay || (c->pool->db->restart && !c->held_begin.empty());
+    c->replay.Start(log, opt_.replay_buffer_bytes, c->held_begin);
   }
   // The client's session parameters on this backend first; its messages
   // wait for the result (AttachDone), so a failure runs none of them.

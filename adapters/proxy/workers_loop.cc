@@ -63,7 +63,9 @@ void Proxy::Loop::HotKeys(const Client* c, const RefVec& refs, std::vector<uint6
 }
 
 bool Proxy::Loop::KeysAdmit(Client* c) {
-  const bool restart = c->pool->db->restart;
+  // Restart on a hot key concerns blocks whose BEGIN the proxy holds (an
+  // implicit transaction has no later statement to restart before).
+  const bool restart = c->pool->db->restart && !c->held_begin.empty();
   if (group_ == nullptr && !restart) return true;
   if (c->keys == Client::Keys::kWaiting) return false;
   if (c->keys != Client::Keys::kHeld) {
