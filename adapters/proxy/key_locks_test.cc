@@ -65,20 +65,18 @@ TEST(KeyLocksTest, AllOrNothingAndWithdrawnWaiter) {
   EXPECT_FALSE(l.Holds(6));
 }
 
-// Threads hammer two overlapping keys; at most one holder of a key at a
-// time, and every request is eventually granted.
-TEST(KeyLocksTest, ThreadsNeverShareAKey) {
-  KeyLocks l;
-  std::atomic<int> on_key[2] = {{0}, {0}};
+// Four threads run `take(w, i, ticket)` (which returns the keys it holds
+// once granted) `rounds` times each, occupy those keys, release: at most
+// one holder of a key at a time, and every request is eventually granted.
+template <typename Take>
+void Hammer(KeyLocks& l, int rounds, Take take) {
+  std::atomic<int> on_key[3] = {{0}, {0}, {0}};
   std::atomic<bool> overlap{false};
   std::atomic<int> done{0};
   auto worker = [&](int w) {
-    for (int i = 0; i < 2000; ++i) {
+    for (int i = 0; i < rounds; ++i) {
       const uint64_t ticket = (uint64_t(w) << 32) | uint64_t(i);
-      std::vector<uint64_t> keys = (i % 3 == 0) ? std::vector<uint64_t>{0, 1} : std::vector<uint64_t>{uint64_t(i % 2)};
-      std::atomic<bool> granted{false};
-      if (l.Acquire(w, ticket, keys, nullptr, [&granted](uint64_t) { granted.store(true); })) granted.store(true);
-      while (!granted.load()) std::this_thread::yield();
+      const std::vector<uint64_t> keys = take(w, i, ticket);
       for (uint64_t k : keys) {
         if (on_key[k].fetch_add(1) != 0) overlap.store(true);
       }
@@ -91,9 +89,21 @@ TEST(KeyLocksTest, ThreadsNeverShareAKey) {
   for (int w = 0; w < 4; ++w) ts.emplace_back(worker, w);
   for (auto& t : ts) t.join();
   EXPECT_FALSE(overlap.load());
-  EXPECT_EQ(done.load(), 8000);
+  EXPECT_EQ(done.load(), 4 * rounds);
   EXPECT_EQ(l.counters().held, 0);
   EXPECT_EQ(l.counters().waiting, 0);
+}
+
+// Threads hammer two overlapping keys.
+TEST(KeyLocksTest, ThreadsNeverShareAKey) {
+  KeyLocks l;
+  Hammer(l, 2000, [&l](int w, int i, uint64_t ticket) {
+    std::vector<uint64_t> keys = (i % 3 == 0) ? std::vector<uint64_t>{0, 1} : std::vector<uint64_t>{uint64_t(i % 2)};
+    std::atomic<bool> granted{false};
+    if (l.Acquire(w, ticket, keys, nullptr, [&granted](uint64_t) { granted.store(true); })) granted.store(true);
+    while (!granted.load()) std::this_thread::yield();
+    return keys;
+  });
 }
 
 TEST(KeyLocksTest, TakeIfFreeSeesHoldersAndReleasesSinceTheSnapshot) {
@@ -185,39 +195,17 @@ TEST(KeyLocksTest, AcquireMoreUnderThreadsNeverOverlapsNorHangs) {
   // Each thread: take key a, then (like a restart) ask for key b too;
   // cycles are broken by requeueing, so every thread finishes.
   KeyLocks l;
-  std::atomic<int> on_key[3] = {{0}, {0}, {0}};
-  std::atomic<bool> overlap{false};
-  std::atomic<int> done{0};
-  auto worker = [&](int w) {
-    for (int i = 0; i < 1000; ++i) {
-      const uint64_t ticket = (uint64_t(w) << 32) | uint64_t(i);
-      const uint64_t a = (w + i) % 3, b = (w + 2 * i + 1) % 3;
-      std::atomic<bool> granted{false};
-      auto wake = [&granted](uint64_t) { granted.store(true); };
-      if (l.Acquire(w, ticket, {a}, nullptr, wake)) granted.store(true);
-      while (!granted.load()) std::this_thread::yield();
-      granted.store(false);
-      if (l.AcquireMore(w, ticket, {b}, wake)) granted.store(true);
-      while (!granted.load()) std::this_thread::yield();
-      for (uint64_t k : {a, b}) {
-        if (a == b && k == b) break;
-        if (on_key[k].fetch_add(1) != 0) overlap.store(true);
-      }
-      for (uint64_t k : {a, b}) {
-        if (a == b && k == b) break;
-        on_key[k].fetch_sub(1);
-      }
-      l.Release(ticket);
-      done++;
-    }
-  };
-  std::vector<std::thread> ts;
-  for (int w = 0; w < 4; ++w) ts.emplace_back(worker, w);
-  for (auto& t : ts) t.join();
-  EXPECT_FALSE(overlap.load());
-  EXPECT_EQ(done.load(), 4000);
-  EXPECT_EQ(l.counters().held, 0);
-  EXPECT_EQ(l.counters().waiting, 0);
+  Hammer(l, 1000, [&l](int w, int i, uint64_t ticket) {
+    const uint64_t a = (w + i) % 3, b = (w + 2 * i + 1) % 3;
+    std::atomic<bool> granted{false};
+    auto wake = [&granted](uint64_t) { granted.store(true); };
+    if (l.Acquire(w, ticket, {a}, nullptr, wake)) granted.store(true);
+    while (!granted.load()) std::this_thread::yield();
+    granted.store(false);
+    if (l.AcquireMore(w, ticket, {b}, wake)) granted.store(true);
+    while (!granted.load()) std::this_thread::yield();
+    return a == b ? std::vector<uint64_t>{a} : std::vector<uint64_t>{a, b};
+  });
 }
 
 }  // namespace

@@ -52,6 +52,13 @@ class RestartTest : public ReplayClientsTest {
   static bool Answered(PGconn* c) {
     return Eventually([c] { return PQconsumeInput(c) == 1 && PQisBusy(c) == 0; });
   }
+  // Between a test's rounds: clients closed, proxy stopped, rows back to 0.
+  void Reset() {
+    for (PGconn* c : conns_) PQfinish(c);
+    conns_.clear();
+    proxy_.Stop();
+    ExecValue(server_conn_, absl::StrCat("UPDATE ", table_, " SET v = 0"));
+  }
   bool NothingLeftBehind() {
     return Eventually([&] {
       return ExecValue(server_conn_, absl::StrCat("SELECT count(*) FROM pg_locks WHERE pid <> pg_backend_pid() "
@@ -107,10 +114,7 @@ TEST_F(RestartTest, SecondStatementsCollidingOnAHotRowBothCommit) {
       EXPECT_EQ(stats().restarts.load(), 0);
     }
     EXPECT_TRUE(NothingLeftBehind());
-    for (PGconn* c : conns_) PQfinish(c);
-    conns_.clear();
-    proxy_.Stop();
-    ExecValue(server_conn_, absl::StrCat("UPDATE ", table_, " SET v = 0"));
+    Reset();
   }
 }
 
@@ -184,10 +188,7 @@ TEST_F(RestartTest, ARestartWhoseReadChangedGetsTheErrorAndCommitsNothing) {
     EXPECT_EQ(stats().restart_matches.load(), 0);
     EXPECT_EQ(stats().restart_mismatches.load(), 1);
     EXPECT_TRUE(NothingLeftBehind());
-    for (PGconn* c : conns_) PQfinish(c);
-    conns_.clear();
-    proxy_.Stop();
-    ExecValue(server_conn_, absl::StrCat("UPDATE ", table_, " SET v = 0"));
+    Reset();
   }
 }
 
