@@ -1,5 +1,6 @@
 // KeyLocks: the in-process keyed lock table the proxy's event loops share
-// when `workers` > 1 (proxy.h, README "Workers"). A transaction whose
+// when `workers` > 1 (proxy.h, README "Workers"), and one loop's own with
+// restart_on_hot_key (restart_loop.cc). A transaction whose
 // references are hot takes their keys before it is routed, so two loops
 // never run transactions on the same hot reference at once on different
 // backends. All-or-nothing and FIFO: a request queues on every one of its
