@@ -22,9 +22,10 @@ namespace {
 
 class RestartTest : public ReplayClientsTest {
  protected:
-  void StartRestart(bool on) {
+  void StartRestart(bool on, int workers = 1) {
     Options o;
     o.pool_size = 4;
+    o.workers = workers;  // > 1: the loops' shared key table
     o.restart_on_hot_key = on;
     ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
   }
@@ -73,11 +74,13 @@ class RestartTest : public ReplayClientsTest {
 // on the server and fails with 40001 when a commits. On: b's UPDATE is
 // held before it reaches the server, b's transaction is rolled back and
 // waits for the key; after a's COMMIT it runs again (its read of row 3
-// matches) and the UPDATE goes on: both commit.
+// matches) and the UPDATE goes on: both commit. Also with two event
+// loops (workers = 2: the group's key table, grants posted across loops).
 TEST_F(RestartTest, SecondStatementsCollidingOnAHotRowBothCommit) {
-  for (bool on : {false, true}) {
-    SCOPED_TRACE(on ? "restart on" : "restart off");
-    StartRestart(on);
+  for (int round : {0, 1, 2}) {
+    const bool on = round > 0;
+    SCOPED_TRACE(round == 0 ? "restart off" : round == 1 ? "restart on" : "restart on, workers = 2");
+    StartRestart(on, round == 2 ? 2 : 1);
     MakeHot({2, 3});
     const int64_t aborts = stats().aborts_40001.load();
     PGconn* a = Connect();
