@@ -139,6 +139,14 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("worker_key_txns", s.worker_key_txns);
     row("worker_key_waits", s.worker_key_waits);
     row("worker_key_cross_waits", s.worker_key_cross_waits);
+    row("restart_key_txns", s.restart_key_txns);
+    row("restart_keys_taken", s.restart_keys_taken);
+    row("restarts", s.restarts);
+    row("restart_matches", s.restart_matches);
+    row("restart_mismatches", s.restart_mismatches);
+    row("restart_key_waits", s.restart_key_waits);
+    row("restart_requeues", s.restart_requeues);
+    row("restart_wait_ms", s.restart_wait_ns / 1000000);
     const AdminSource::LearnedSizes l = source_.Learned();
     row("history_entries", l.history_entries);
     row("history_max_entries", l.history_max_entries);

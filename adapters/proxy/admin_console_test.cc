@@ -99,6 +99,8 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   src.stats_.replay_matches = 9;
   src.stats_.replays_implicit = 6;
   src.stats_.worker_key_cross_waits = 8;
+  src.stats_.restart_matches = 11;
+  src.stats_.restart_wait_ns = 3000000;
   AdminConsole console(&src);
   const std::string out = Query(console, "  show   STATS ; ");
   auto msgs = Messages(out);
@@ -110,7 +112,10 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 72"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 80"));
+  EXPECT_TRUE(absl::StrContains(out, std::string("restart_matches") + std::string("\0\0\0\x02", 4) + "11"));
+  EXPECT_TRUE(absl::StrContains(out, std::string("restart_wait_ms") + std::string("\0\0\0\x01", 4) + "3"));
+  EXPECT_TRUE(absl::StrContains(out, "restart_mismatches"));
   EXPECT_TRUE(absl::StrContains(out, std::string("worker_key_cross_waits") + std::string("\0\0\0\x01", 4) + "8"));
   EXPECT_TRUE(absl::StrContains(out, "template_cap_wait_ms"));
   EXPECT_TRUE(absl::StrContains(out, "replay_matches"));

@@ -99,8 +99,9 @@ void Proxy::Loop::OnClientInput(Client* c) {
       ProtocolError(c, "54000", "too many pipelined messages without Sync");
       return;
     }
+    // (restart_on_hot_key looks at a unit before it goes: Pump.)
     if (c->backend != nullptr && c->pending.empty() && !c->admin && !c->attaching && !ReplayHolds(c) &&
-        f.type != 'X') {
+        f.type != 'X' && !(c->pool->db->restart && (f.type == 'Q' || f.type == 'P' || f.type == 'B'))) {
       // Fast path: a transaction in progress, nothing queued: no copy.
       Forward(c, c->backend, f.type, f.raw);
       continue;

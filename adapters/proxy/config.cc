@@ -79,6 +79,10 @@ absl::Status ParseEntryFields(absl::string_view what, absl::string_view value, D
       bool on = false;
       if (auto st = OnOff("replay", v, &on); !st.ok()) return st;
       e->replay = on ? 1 : 0;
+    } else if (k == "restart_on_hot_key") {
+      bool on = false;
+      if (auto st = OnOff("restart_on_hot_key", v, &on); !st.ok()) return st;
+      e->restart_on_hot_key = on ? 1 : 0;
     }  // other libpq / PgBouncer keys (connect_timeout, pool_mode, ...) do not apply
   }
   return absl::OkStatus();
@@ -322,6 +326,10 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     o->template_max = static_cast<size_t>(n);
   } else if (key == "replay") {
     if (auto st = OnOff(key, value, &o->replay); !st.ok()) return st;
+  } else if (key == "restart_on_hot_key") {
+    if (auto st = OnOff(key, value, &o->restart_on_hot_key); !st.ok()) return st;
+  } else if (key == "restart_after_release") {
+    if (auto st = OnOff(key, value, &o->restart_after_release); !st.ok()) return st;
   } else if (key == "replay_buffer_bytes") {
     if (auto st = Int(key, value, 0, int64_t{1} << 30, &n); !st.ok()) return st;
     o->replay_buffer_bytes = static_cast<size_t>(n);

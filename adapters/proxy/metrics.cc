@@ -115,6 +115,23 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
           stats.worker_key_waits);
   counter("corral_worker_key_cross_waits_total",
           "Key waits behind a transaction of another event loop (workers > 1).", stats.worker_key_cross_waits);
+  counter("corral_restart_key_txns_total", "Transactions that took keys of hot references before BEGIN (restart_on_hot_key).",
+          stats.restart_key_txns);
+  counter("corral_restart_keys_taken_total", "Hot keys a later statement took free (restart_on_hot_key).",
+          stats.restart_keys_taken);
+  counter("corral_restarts_total",
+          "Transactions restarted before a later statement whose hot key was held or released since their snapshot.",
+          stats.restarts);
+  counter("corral_restart_matches_total", "Restarts whose re-run matched what the client saw: the statement went on.",
+          stats.restart_matches);
+  counter("corral_restart_mismatches_total", "Restarts whose re-run differed or failed again: the client got 40001.",
+          stats.restart_mismatches);
+  counter("corral_restart_key_waits_total", "Restarts that waited for their keys.", stats.restart_key_waits);
+  counter("corral_restart_requeues_total",
+          "Restart waits that would have closed a wait cycle: the keys held were given up and all requested again.",
+          stats.restart_requeues);
+  counter("corral_restart_wait_ms_total", "Time restarted transactions waited for their keys (ms).",
+          stats.restart_wait_ns.load() / 1000000);
   gauge("corral_clients", "Connected clients.", clients);
   return s;
 }

@@ -20,11 +20,16 @@ TEST(Metrics, TextCarriesCountersAndGauge) {
   s.replays = 8;
   s.replay_mismatches = 2;
   s.replays_implicit = 3;
+  s.restarts = 5;
+  s.restart_wait_ns = 2500000;
   const std::string t = MetricsText(s, 4);
   EXPECT_TRUE(absl::StrContains(t, "# TYPE corral_replays_total counter\ncorral_replays_total 8\n"));
   EXPECT_TRUE(absl::StrContains(t, "corral_replay_mismatches_total 2\n"));
   EXPECT_TRUE(absl::StrContains(t, "corral_replays_implicit_total 3\n"));
   EXPECT_TRUE(absl::StrContains(t, "corral_replay_matches_total 0\n"));
+  EXPECT_TRUE(absl::StrContains(t, "# TYPE corral_restarts_total counter\ncorral_restarts_total 5\n"));
+  EXPECT_TRUE(absl::StrContains(t, "corral_restart_wait_ms_total 2\n"));
+  EXPECT_TRUE(absl::StrContains(t, "corral_restart_mismatches_total 0\n"));
   EXPECT_TRUE(absl::StrContains(t, "# TYPE corral_retries_routed_total counter\ncorral_retries_routed_total 6\n"));
   EXPECT_TRUE(absl::StrContains(t, "corral_retries_clean_total 5\n"));
   EXPECT_TRUE(absl::StrContains(t, "# TYPE corral_undecodable_params_total counter\ncorral_undecodable_params_total 3\n"));

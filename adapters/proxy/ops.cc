@@ -104,7 +104,8 @@ void Proxy::Loop::OpsTurn() {
     if (c->dead) continue;
     if (c->pause_wait && (!paused_ || all_idle)) release.push_back(c.get());
     if (!draining_) continue;
-    const bool in_txn = c->backend != nullptr || !c->held_begin.empty();
+    // (A restart waiting for its keys without a backend is mid-transaction.)
+    const bool in_txn = c->backend != nullptr || !c->held_begin.empty() || c->replay.restart;
     if (!in_txn && c->out_off == c->out.size()) close.push_back(c.get());
   }
   for (Client* c : release) {

@@ -85,6 +85,7 @@ struct DatabaseEntry {
   int templates = -1;      // templates=on|off for this database; -1 = the global key
   int template_concurrency = -1;  // template_concurrency=on|off for this database; -1 = the global key
   int replay = -1;         // replay=on|off for this database; -1 = the global key
+  int restart_on_hot_key = -1;  // restart_on_hot_key=on|off for this database; -1 = the global key
 };
 
 struct Options {
@@ -217,6 +218,20 @@ struct Options {
   bool replay = false;
   size_t replay_buffer_bytes = 65536;
   int replay_max_attempts = 3;
+  // Restart on a hot key (replay.h, replay_loop.cc, key_locks.h): the
+  // hot references (worker_lock_threshold) of a transaction's first unit,
+  // and those a reliable template predicts, take in-process keys before its
+  // BEGIN goes to the server (also with one loop). A later statement of an
+  // open SERIALIZABLE / REPEATABLE READ block that names a hot reference
+  // whose key another transaction holds, or released since this one's
+  // snapshot, is held: the transaction is rolled back, waits for its keys,
+  // is re-run from its log (every result compared with what the client
+  // saw) and only then gets the statement; a difference is a 40001 for
+  // that statement. Simple-protocol statements.
+  bool restart_on_hot_key = false;
+  // Off: a later hot key that is free is taken even when a holder released
+  // it after this transaction's snapshot (restart only when it is held).
+  bool restart_after_release = true;
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
 };
 

@@ -22,6 +22,8 @@
 //   workers_loop.cc    workers > 1: the in-process keys of hot references
 //                      (key_locks.h), the inbox other loops post to, the
 //                      admin console's process-wide SHOW views, WORKERS
+//   restart_loop.cc    restart on a hot key: a later statement whose hot
+//                      key is taken restarts its transaction first
 // TLS: Conn::Recv / SendSome are the I/O seam (plain socket or tls.h's
 // Session); client_session.cc answers SSLRequest and drives the handshake
 // from epoll, backend.cc negotiates TLS with the server before startup;
@@ -242,6 +244,7 @@ struct Client : Conn {
   // waits for that backend and is not stolen (as a blocked affine one).
   bool retry = false;
   bool retry_pinned = false;
+  bool predicted = false;  // route.predicted is this transaction's already (KeysAdmit)
   size_t routed_ahead = 0;  // pending messages whose references routing already took
   // Per-template concurrency cap (template_cap.h, tcap_loop.cc): its
   // transaction's template (first-statement shape), and whether it waits
@@ -254,6 +257,13 @@ struct Client : Conn {
   // template cap's slot and routing, released when it ends or it leaves).
   enum class Keys { kNone, kWaiting, kHeld };
   Keys keys = Keys::kNone;
+  // Restart on a hot key (restart_loop.cc): the keys' release epoch
+  // (KeyLocks::Epoch) read before its transaction's snapshot; while its
+  // restart waits for keys without a backend, since when, and the run
+  // queue it goes back to.
+  uint64_t key_snap = 0;
+  int64_t restart_since = 0;
+  int restart_queue = 0;
   std::string cap_key;
   int64_t cap_since = 0;
   StatementMap stmts;
@@ -298,6 +308,7 @@ struct Database {
   // Per-template concurrency cap (template_cap.h); null when off.
   std::unique_ptr<TemplateCap> tcap;
   bool replay = false;  // transparent replay (replay.h) on for this database
+  bool restart = false;  // restart_on_hot_key on for this database (restart_loop.cc)
   // Multi-proxy mode (cluster.h); null when cluster_name is empty. Last:
   // stopped (joined) before the Scheduler it reads goes. workers > 1: one
   // for the process, shared by the loops' Databases of this name (the last
@@ -422,6 +433,28 @@ class Proxy::Loop : private AdminSource {
   bool KeysAdmit(Client* c);
   // c's transaction ended or c left: its keys (held or waited for) go.
   void KeysRelease(Client* c);
+  // The key table: the group's (workers > 1), else this loop's own.
+  KeyLocks* locks() { return group_ != nullptr ? &group_->locks : &own_locks_; }
+  // The keys of those of `refs` whose History abort count reaches
+  // worker_lock_threshold (hot), appended to *keys.
+  void HotKeys(const Client* c, const RefVec& refs, std::vector<uint64_t>* keys) const;
+
+  // --- restart on a hot key (restart_loop.cc)
+  // Attached, before forwarding the simple Query or extended-protocol unit
+  // at the front of c's messages: true when it is held because its
+  // transaction restarts (a hot key it names is another's or was released
+  // since the snapshot); free hot keys are taken.
+  bool RestartBeforeStatement(Client* c, Backend* b);
+  // The held Query / unit got the restart's error: dropped (it never ran).
+  static void DropHeld(Client* c);
+  // Rolls c's transaction back and waits for `need` (keeping its keys): on
+  // b when granted at once, else without a backend (b goes to others).
+  void RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need);
+  // Its keys granted while it waited without a backend: back to its run
+  // queue; Attach re-runs its log (SendReplay).
+  void RestartResume(Client* c);
+  // Every result of the re-run matched: the held statement goes on.
+  void RestartDone(Client* c, Backend* b);
   uint64_t KeyTicket(const Client* c) const { return (uint64_t(uint32_t(worker_)) << 48) | c->id; }
   // Grants and forwarded cancels (kInbox).
   void ApplyInbox();
@@ -784,6 +817,7 @@ class Proxy::Loop : private AdminSource {
   int worker_ = 0;
   WorkerGroup* group_ = nullptr;
   absl::flat_hash_map<uint64_t, Client*> key_waiters_;
+  KeyLocks own_locks_;  // one loop: restart_on_hot_key's key table
   int64_t published_at_ = 0;
   TsanVisibleMutex inbox_mu_;
   std::vector<uint64_t> inbox_grants_ ABSL_GUARDED_BY(inbox_mu_);

@@ -586,6 +586,23 @@ TEST(Config, Replay) {
   EXPECT_FALSE(ApplyDatabaseLine("x", "replay=maybe", &o).ok());
 }
 
+TEST(ProxyConfigTest, RestartOnHotKeyKeys) {
+  Options o;
+  EXPECT_FALSE(o.restart_on_hot_key);  // the defaults
+  EXPECT_TRUE(o.restart_after_release);
+  ASSERT_TRUE(ParseConfigText("restart_on_hot_key = on\nrestart_after_release = off\n"
+                              "[databases]\nshop = restart_on_hot_key=off\nhr =\n",
+                              "t.ini", &o)
+                  .ok());
+  EXPECT_TRUE(o.restart_on_hot_key);
+  EXPECT_FALSE(o.restart_after_release);
+  EXPECT_EQ(o.databases["shop"].restart_on_hot_key, 0);
+  EXPECT_EQ(o.databases["hr"].restart_on_hot_key, -1);  // the global key
+  EXPECT_FALSE(ApplyConfigLine("restart_on_hot_key", "sometimes", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("restart_after_release", "2", &o).ok());
+  EXPECT_FALSE(ApplyDatabaseLine("x", "restart_on_hot_key=maybe", &o).ok());
+}
+
 }  // namespace
 }  // namespace proxy
 }  // namespace corral

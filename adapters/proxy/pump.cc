@@ -46,6 +46,7 @@ void Proxy::Loop::Pump(Client* c) {
       }
       Backend* b = c->backend;
       if (m.type == 'P' && AnswerAttachedFromCache(c, b)) continue;
+      if (RestartBeforeStatement(c, b)) return;  // held: its transaction restarts first (restart_loop.cc)
       if (trace_) std::fprintf(stderr, "c%llu -> b%d %c\n", (unsigned long long)c->id, b->index, m.type);
       Forward(c, b, m.type, m.raw);
       c->pending.pop_front();
@@ -188,7 +189,9 @@ void Proxy::Loop::StartTxn(Client* c) {
   c->retry_pinned = false;
   // Statement templates: the later references its first statement predicts.
   Router& router = *pool.db->router;
-  if (router.templates() != nullptr && router.PredictRefs(&c->route) > 0) {
+  const bool predicted = c->predicted;
+  c->predicted = false;
+  if (router.templates() != nullptr && (predicted ? c->route.predicted.size() : router.PredictRefs(&c->route)) > 0) {
     stats_.template_predictions++;
     stats_.template_predicted_refs += static_cast<int64_t>(c->route.predicted.size());
     for (RefId r : c->route.predicted) {
@@ -262,7 +265,12 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
   TakeClusterLocks(c, b);  // before anything of the transaction
   b->txns++;
   c->txns++;
-  c->replay.Start(c->pool->db->replay, opt_.replay_buffer_bytes, c->held_begin);
+  // (A restarted transaction keeps its log: it runs again here.)
+  if (!c->replay.restart) {
+    // Restart on a hot key needs the log of a block the proxy began.
+    const bool log = c->pool->db->replay || (c->pool->db->restart && !c->held_begin.empty());
+    c->replay.Start(log, opt_.replay_buffer_bytes, c->held_begin);
+  }
   // The client's session parameters on this backend first; its messages
   // wait for the result (AttachDone), so a failure runs none of them.
   const std::string sql = AttachSql(&c->sess, &b->sess);
@@ -270,6 +278,10 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
     SendInternal(b, sql);
     b->batches[b->batches.size() - 2].attach = true;
     c->attaching = true;
+    return;
+  }
+  if (c->replay.restart) {
+    SendReplay(c, b);  // restart_loop.cc: its BEGIN and log again
     return;
   }
   if (!c->held_begin.empty()) {
@@ -288,7 +300,9 @@ void Proxy::Loop::AttachDone(Client* c, Backend* b, const std::string& error) {
     CloseWithFatal(c, fields['C'], fields['M']);
     return;
   }
-  if (!c->held_begin.empty()) {
+  if (c->replay.restart) {
+    SendReplay(c, b);  // restart_loop.cc: its BEGIN and log again
+  } else if (!c->held_begin.empty()) {
     SendInternal(b, c->held_begin);
     c->held_begin.clear();
   }

@@ -74,6 +74,7 @@ void ReplayLog::Clear() {
   commit_sent = false;
   wait_for = nullptr;
   holders_waited = 0;
+  restart = false;
 }
 
 void ReplayLog::Add(size_t n) {

@@ -206,6 +206,10 @@ class ReplayLog {
   bool conflict_again = false; // a replayed Query failed with 40001 / 40P01
   bool commit_sent = false;    // wrapped implicit replay: the proxy's COMMIT is out
   const void* wait_for = nullptr;  // kWaiting: the holder's backend
+  // Restart on a hot key (restart_loop.cc): the run is the proxy's own,
+  // before a held statement: every logged Query is compared (none is
+  // "last"), and a match lets the held statement go.
+  bool restart = false;
   int holders_waited = 0;          // this round (bounded: a replay is not starved)
 
   // The digest of one message (type byte and body).

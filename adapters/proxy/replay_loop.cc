@@ -186,7 +186,8 @@ void Proxy::Loop::NoteReplayMessage(Client* c, char type, absl::string_view raw)
 
 bool Proxy::Loop::ReplayOnConflict(Client* c, Backend* b, absl::string_view raw, absl::string_view state) {
   ReplayLog& r = c->replay;
-  if (!r.recording() || c->backend != b) return false;
+  // (The log may be kept for restart_on_hot_key alone.)
+  if (!r.recording() || c->backend != b || !c->pool->db->replay) return false;
   // Replay on, nothing unreplayable, within bounds; no later message of
   // the client in flight behind the failed batch. Simple Queries: no result
   // of the failed Query went out. Extended protocol: the failed unit has a
@@ -356,7 +357,7 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
   if (r.conflict_again) {
     r.conflict_again = false;
     if (++r.attempts >= opt_.replay_max_attempts || r.new_results() > 0) {
-      stats_.replay_exhausted++;
+      (r.restart ? stats_.restart_mismatches : stats_.replay_exhausted)++;
       ReplayGiveUp(c, b);
     } else {
       ReplayRound(c, b);
@@ -366,8 +367,12 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
   // (The last part of an implicit unit compares too: fewer results than
   // the client received is a difference.)
   if (r.phase() == Phase::kFailing || !r.compared_all()) {
-    stats_.replay_mismatches++;
+    (r.restart ? stats_.restart_mismatches : stats_.replay_mismatches)++;
     ReplayGiveUp(c, b);
+    return true;
+  }
+  if (r.restart) {
+    RestartDone(c, b);  // every logged Query matched: the held one goes on
     return true;
   }
   if (!r.last_sent) {
@@ -447,8 +452,11 @@ void Proxy::Loop::SendReplay(Client* c, Backend* b) {
   r.last_sent = false;
   r.conflict_again = false;
   r.commit_sent = false;
-  stats_.replays++;
-  if (r.extended()) stats_.replays_extended++;
+  if (c->pool->db->restart) c->key_snap = locks()->Epoch();  // before the new snapshot
+  if (!r.restart) {
+    stats_.replays++;
+    if (r.extended()) stats_.replays_extended++;
+  }
   if (r.implicit()) {
     // The failed unit alone (the units before it committed), in a block of
     // the proxy's when some of its results reached the client (replay.h).
@@ -459,7 +467,11 @@ void Proxy::Loop::SendReplay(Client* c, Backend* b) {
   }
   if (!r.begin().empty()) SendInternal(b, r.begin());
   const auto& qs = r.queries();
-  if (r.extended()) {
+  if (r.extended() && r.restart) {
+    // A restart: every unit, whole, compared (its held unit never went).
+    b->unnamed_key.clear();
+    ReplayForward(c, b, 0, qs.size(), 1);
+  } else if (r.extended()) {
     b->unnamed_key.clear();  // (a Parse the server skipped after the error set it)
     // Everything before the failed Execute (SplitFailedUnit), through the
     // loop's forwarding; a Sync of the proxy's ends its last part.
@@ -477,14 +489,22 @@ void Proxy::Loop::SendReplay(Client* c, Backend* b) {
     }
   } else {
     // The earlier Queries pipelined; the failed one only once they matched
-    // (it may be a COMMIT).
-    for (size_t i = 0; i + 1 < qs.size(); ++i) {
+    // (it may be a COMMIT). A restart compares them all: its held
+    // statement was never sent.
+    const size_t compared = r.restart ? qs.size() : (qs.empty() ? 0 : qs.size() - 1);
+    for (size_t i = 0; i < compared; ++i) {
       SendReplayRaw(b, qs[i], 1);
       b->batches[b->batches.size() - 2].swallow = true;  // answered by the last one, should the server fail
       r.outstanding++;
     }
   }
-  if (r.outstanding == 0) SendReplayLast(c, b);
+  if (r.outstanding == 0) {
+    if (r.restart) {
+      RestartDone(c, b);
+    } else {
+      SendReplayLast(c, b);
+    }
+  }
 }
 
 void Proxy::Loop::SendReplayLast(Client* c, Backend* b) {
@@ -546,6 +566,9 @@ void Proxy::Loop::ReplayForward(Client* c, Backend* b, size_t from, size_t to, i
 void Proxy::Loop::ReplayGiveUp(Client* c, Backend* b) {
   ReplayLog& r = c->replay;
   r.set_phase(Phase::kOff);  // the rest of the transaction runs as without replay
+  // A restart's error answers the statement it held (restart_loop.cc).
+  const bool restart = r.restart;
+  r.restart = false;
   c->out.append(r.original_error);
   c->sess.OnError();
   c->route.conflict_state = r.original_state;
@@ -558,6 +581,7 @@ void Proxy::Loop::ReplayGiveUp(Client* c, Backend* b) {
     // Units behind the failed one not re-sent this round: the server
     // answers them in the failed block, as it did the first time.
     if (!r.last_sent && r.behind() > 0) ReplayForward(c, b, r.later_from(), r.queries().size(), 0);
+    if (restart) DropHeld(c);
     MarkDirty(c);
     Pump(c);
     return;
@@ -588,6 +612,8 @@ bool Proxy::Loop::ReplayBackendLost(Client* c, Backend* b, char* status) {
                       !r.last_sent;
   r.set_phase(Phase::kOff);
   if (!answer) return false;  // the request's own batch is answered by FailBackend
+  if (r.restart) DropHeld(c);  // the held statement: answered here
+  r.restart = false;
   *status = r.original_status == 'I' ? 'I' : 'E';
   c->out.append(r.original_error);
   c->sess.OnError();

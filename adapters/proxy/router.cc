@@ -182,6 +182,12 @@ size_t Router::PredictRefs(RoutedTxn* t) {
   return t->predicted.size();
 }
 
+void Router::RecordConflict(const RoutedTxn& t) {
+  const std::vector<std::string>& texts = t.ref_texts;
+  history::History::TextProvider provider = [&texts](size_t i) { return i < texts.size() ? texts[i] : std::string(); };
+  sched_.history().Record(t.txn.refs, /*committed=*/false, &provider);
+}
+
 absl::Status Router::CheckSyntax(absl::string_view sql) {
   RefVec scratch;
   absl::Status st = extractor_->Extract(sql, sched_.policy().extraction, &scratch);

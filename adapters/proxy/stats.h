@@ -116,6 +116,21 @@ struct Stats {
   std::atomic<int64_t> worker_key_txns{0};
   std::atomic<int64_t> worker_key_waits{0};
   std::atomic<int64_t> worker_key_cross_waits{0};
+  // Restart on a hot key (restart_on_hot_key): transactions that took keys
+  // before their BEGIN (one loop; workers > 1 counts worker_key_txns);
+  // later hot keys taken free; restarts (a later statement's key held by
+  // another, or released since the snapshot), of them those whose re-run
+  // matched (the statement went on) and those that differed or failed
+  // again (the client got 40001); restarts that waited for their keys and
+  // the total wait (ns).
+  std::atomic<int64_t> restart_key_txns{0};
+  std::atomic<int64_t> restart_keys_taken{0};
+  std::atomic<int64_t> restarts{0};
+  std::atomic<int64_t> restart_matches{0};
+  std::atomic<int64_t> restart_mismatches{0};
+  std::atomic<int64_t> restart_key_waits{0};
+  std::atomic<int64_t> restart_requeues{0};  // waits that would have closed a cycle: keys given up, all requested again
+  std::atomic<int64_t> restart_wait_ns{0};
 };
 
 }  // namespace proxy

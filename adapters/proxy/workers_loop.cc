@@ -13,7 +13,10 @@
 //     not look at it) until KeyLocks' wake posts the grant to its loop
 //     (kInbox), and the keys go when the transaction ends (Detach) or the
 //     client leaves (CloseClient).
-// With one loop (group_ null) every hook here is a no-op.
+// With one loop (group_ null) every hook here is a no-op, unless the
+// client's database has restart_on_hot_key on: then the keys are taken in
+// the loop's own KeyLocks the same way (and the snapshot's release epoch
+// is noted, restart_loop.cc).
 #include <array>
 #include <functional>
 #include <string>
@@ -49,45 +52,63 @@ void Proxy::Loop::PostOthers(Request r) {
   }
 }
 
-bool Proxy::Loop::KeysAdmit(Client* c) {
-  if (group_ == nullptr || c->keys == Client::Keys::kHeld) return true;
-  if (c->keys == Client::Keys::kWaiting) return false;
+void Proxy::Loop::HotKeys(const Client* c, const RefVec& refs, std::vector<uint64_t>* keys) const {
   // The keys of its hot references, per database (Database::key_salt).
   const history::History& h = c->pool->db->sched->history();
   const uint64_t salt = c->pool->db->key_salt;
-  std::vector<uint64_t> keys;
-  for (RefId r : c->route.txn.refs) {
+  for (RefId r : refs) {
     history::History::Counts n;
-    if (h.Get(r, &n) && static_cast<double>(n.aborts) >= opt_.worker_lock_threshold) keys.push_back(r.value() ^ salt);
+    if (h.Get(r, &n) && static_cast<double>(n.aborts) >= opt_.worker_lock_threshold) keys->push_back(r.value() ^ salt);
   }
-  if (keys.empty()) return true;
-  stats_.worker_key_txns++;
-  bool cross = false;
-  Loop* self = this;
-  const uint64_t ticket = KeyTicket(c);
-  const uint64_t id = c->id;
-  if (group_->locks.Acquire(worker_, ticket, std::move(keys), &cross,
+}
+
+bool Proxy::Loop::KeysAdmit(Client* c) {
+  // Restart on a hot key concerns blocks whose BEGIN the proxy holds (an
+  // implicit transaction has no later statement to restart before).
+  const bool restart = c->pool->db->restart && !c->held_begin.empty();
+  if (group_ == nullptr && !restart) return true;
+  if (c->keys == Client::Keys::kWaiting) return false;
+  if (c->keys != Client::Keys::kHeld) {
+    std::vector<uint64_t> keys;
+    HotKeys(c, c->route.txn.refs, &keys);
+    // Restart on: what a reliable template predicts is taken before BEGIN too.
+    Router& router = *c->pool->db->router;
+    if (restart && router.templates() != nullptr) {
+      c->predicted = true;  // (StartTxn does not predict again)
+      if (router.PredictRefs(&c->route) > 0) HotKeys(c, c->route.predicted, &keys);
+    }
+    if (!keys.empty()) {
+      (group_ != nullptr ? stats_.worker_key_txns : stats_.restart_key_txns)++;
+      bool cross = false;
+      Loop* self = this;
+      const uint64_t ticket = KeyTicket(c);
+      const uint64_t id = c->id;
+      if (!locks()->Acquire(worker_, ticket, std::move(keys), &cross,
                             [self, id](uint64_t) { self->KeysGranted(id); })) {
-    c->keys = Client::Keys::kHeld;
-    return true;
+        c->keys = Client::Keys::kWaiting;
+        c->wait_since = MonoNanos();  // query_wait_timeout covers this wait too
+        key_waiters_[c->id] = c;
+        stats_.worker_key_waits++;
+        if (group_ != nullptr) group_->per[worker_].key_waits++;
+        if (cross) {
+          stats_.worker_key_cross_waits++;
+          if (group_ != nullptr) group_->per[worker_].cross_waits++;
+        }
+        return false;
+      }
+      c->keys = Client::Keys::kHeld;
+    }
   }
-  c->keys = Client::Keys::kWaiting;
-  c->wait_since = MonoNanos();  // query_wait_timeout covers this wait too
-  key_waiters_[c->id] = c;
-  stats_.worker_key_waits++;
-  group_->per[worker_].key_waits++;
-  if (cross) {
-    stats_.worker_key_cross_waits++;
-    group_->per[worker_].cross_waits++;
-  }
-  return false;
+  // Before its BEGIN: a key released after this is released after its snapshot.
+  if (restart) c->key_snap = locks()->Epoch();
+  return true;
 }
 
 void Proxy::Loop::KeysRelease(Client* c) {
   if (c->keys == Client::Keys::kNone) return;
   if (c->keys == Client::Keys::kWaiting) key_waiters_.erase(c->id);
   c->keys = Client::Keys::kNone;
-  group_->locks.Release(KeyTicket(c));  // may wake waiters (ours: through the inbox)
+  locks()->Release(KeyTicket(c));  // may wake waiters (ours: through the inbox)
 }
 
 void Proxy::Loop::ApplyInbox() {
@@ -112,6 +133,10 @@ void Proxy::Loop::ApplyInbox() {
     key_waiters_.erase(it);
     if (w->dead || w->keys != Client::Keys::kWaiting) continue;
     w->keys = Client::Keys::kHeld;
+    if (w->replay.restart) {  // a restart waiting without a backend (restart_loop.cc)
+      RestartResume(w);
+      continue;
+    }
     StartTxn(w);  // routed now (or waits for its template slot)
     if (!w->dead) Pump(w);
   }

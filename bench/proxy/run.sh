@@ -50,6 +50,14 @@
 # transparent replay on as well, adapters/proxy/replay.h, e.g.
 #     CORRAL_MODES="on replay" PATHS="pgbouncer corral corral-replay" \
 #         WORKLOADS="two-row transfer function-pair order" bash bench/proxy/run.sh
+# ; restart = on with restart_on_hot_key (adapters/proxy/restart_loop.cc),
+# statement templates and replay on as well, e.g.
+#     SECONDS_PER_RUN=10 CORRAL_MODES="on restart" PATHS="pgbouncer corral corral-restart" \
+#         WORKLOADS="two-row function-pair transfer order" bash bench/proxy/run.sh
+# (restartheld = the same with restart_after_release = off: a later hot
+# key that is free is taken even if released since the snapshot;
+# restarttcap = restart with the per-template concurrency cap on too;
+# restartonly = restart_on_hot_key alone, without templates and replay)
 # ; w2 = on with workers = 2 event loops, issue 25: a corral-<mode> in
 # PATHS runs even when CORRAL_MODES leaves it out, e.g.
 #     SECONDS_PER_RUN=10 CORRAL_MODES=on PATHS="pgbouncer corral corral-w2" \
@@ -165,6 +173,10 @@ for mode in $CORRAL_MODES; do
   [ $mode = templates ] && margs="stealing=on templates=on"
   [ $mode = tcap ] && margs="stealing=on template_concurrency=on"
   [ $mode = replay ] && margs="stealing=on replay=on"
+  [ $mode = restart ] && margs="stealing=on templates=on replay=on restart_on_hot_key=on"
+  [ $mode = restartheld ] && margs="stealing=on templates=on replay=on restart_on_hot_key=on restart_after_release=off"
+  [ $mode = restarttcap ] && margs="stealing=on templates=on replay=on restart_on_hot_key=on template_concurrency=on"
+  [ $mode = restartonly ] && margs="stealing=on restart_on_hot_key=on"
   # shellcheck disable=SC2086
   "$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[$name]} $margs 2> "$WORK/$name.log" &
   pids+=($!)

@@ -1,0 +1,230 @@
+// Proxy::Loop: restart on a hot key (restart_on_hot_key; proxy_internal.h
+// lists the loop's files; issue 24). Under SERIALIZABLE / REPEATABLE READ
+// the server takes a transaction's snapshot at its first statement, so a
+// later statement on a row another transaction is changing fails with
+// 40001 however long the proxy holds it. What the proxy can do instead is
+// start the transaction again, later, before the client sees anything of
+// that statement:
+//   - the hot references (History aborts >= worker_lock_threshold) of the
+//     first unit, and those a reliable template predicts, take keys in the
+//     key table before BEGIN goes to the server (KeysAdmit, also with one
+//     loop), and the keys' release epoch is read then (Client::key_snap);
+//   - a later simple Query of an open SERIALIZABLE / REPEATABLE READ block
+//     that names a hot reference whose key the transaction lacks: taken
+//     when free and not released since that epoch (KeyLocks::TakeIfFree),
+//     and the Query goes on; otherwise it is held (RestartBeforeStatement),
+//     the transaction is rolled back, it waits for the new keys keeping the
+//     ones it holds (KeyLocks::AcquireMore: a wait that would close a cycle
+//     requeues it for the union, all or nothing, so no deadlock), its log
+//     runs again on a fresh snapshot through the replay machinery
+//     (replay_loop.cc, every Query compared with what the client received,
+//     none forwarded: ReplayLog::restart), and only then does the held
+//     Query go to the server. A difference (or a conflict again,
+//     replay_max_attempts times): the client gets 40001 for the held Query,
+//     the server a failed block (ReplayGiveUp), nothing committed.
+// A restart granted its keys at once stays on its backend. One that must
+// wait gives the backend back first (it holds no snapshot and no row: the
+// transaction was rolled back) and waits with no backend, like a first
+// unit waiting for its keys: a key holder may itself be waiting for a
+// backend, and backends held by key waiters could otherwise all wait on it.
+// Granted (KeysGranted -> ApplyInbox -> RestartResume), it goes back to its
+// run queue; Attach re-runs the log instead of sending a BEGIN.
+// Covered: transactions whose BEGIN the proxy held (a simple Query, as
+// pgbench, psql, asyncpg and pgjdbc send it), with later statements as
+// simple Queries or extended-protocol units (Parse / Bind / Describe /
+// Execute up to a Sync, arrived whole; libpq's PQexecParams, asyncpg,
+// pgjdbc); the log is re-sent through the replay's forwarding
+// (ReplayForward), every result compared. Not restarted (they run as
+// without the feature): a log replay cannot re-run (session changes,
+// savepoints, past replay_buffer_bytes, an error the client saw), a
+// statement sent while an earlier one is outstanding (pipelined), a unit
+// still arriving (no Sync yet) or ended by a Flush, READ COMMITTED blocks.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "adapters/proxy/proxy_internal.h"
+#include "adapters/proxy/wire.h"
+#include "common/clock.h"
+
+namespace corral {
+namespace proxy {
+namespace {
+
+// The block's snapshot is its first statement's: SERIALIZABLE or
+// REPEATABLE READ, from the BEGIN's own words or else the session default.
+bool SnapshotIsolation(absl::string_view begin, const ClientSession& sess) {
+  auto snapshot = [](absl::string_view text) {
+    const std::string t = absl::AsciiStrToLower(text);
+    return absl::StrContains(t, "serializable") || absl::StrContains(t, "repeatable");
+  };
+  if (absl::StrContains(absl::AsciiStrToLower(begin), "isolation")) return snapshot(begin);
+  const ParamMap& p = sess.current();
+  auto it = p.find("default_transaction_isolation");
+  return it != p.end() && snapshot(it->second);
+}
+
+constexpr absl::string_view kRestartError =
+    "could not serialize access: corral proxy restarted the transaction before a statement on a contended row, "
+    "and a result the client had already received changed (or the re-run conflicted again)";
+
+}  // namespace
+
+bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
+  if (!c->pool->db->restart) return false;
+  const ReplayLog& r = c->replay;
+  // A block the proxy began (its BEGIN held, sent, logged), replayable,
+  // its log whole units (each up to its Sync or Query), nothing of the
+  // client's outstanding.
+  if (!r.replayable() || r.begin().empty() || !c->held_begin.empty()) return false;
+  if (!r.queries().empty() && r.queries().back()[0] != 'S' && r.queries().back()[0] != 'Q') return false;
+  // (routed_ahead: a held statement going on after its restart.)
+  if (!b->Idle() || b->status != 'T' || c->routed_ahead != 0) return false;
+  // Its references join the transaction's now (Forward does not extract
+  // them again: routed_ahead); those new to it are looked at.
+  const size_t from = c->route.txn.refs.size();
+  const Msg& m = c->pending.front();
+  if (m.type == 'Q') {
+    wire::Reader rd(m.body());
+    const absl::string_view sql = rd.CString();
+    if (ClassifyTxnControl(sql) != TxnControl::kOther) return false;
+    RouterOf(c).AddQuery(sql, &c->route);
+    c->routed_ahead = 1;
+  } else {
+    // An extended-protocol unit, whole (up to its Sync) and with a Bind.
+    if (m.type != 'P' && m.type != 'B') return false;
+    size_t end = 0;
+    bool binds = false;
+    for (; end < c->pending.size(); ++end) {
+      const char t = c->pending[end].type;
+      if (t == 'S') break;
+      if (t == 'Q' || t == 'H' || t == 'F' || t == 'X') return false;
+      binds = binds || t == 'B';
+    }
+    if (end == c->pending.size() || !binds) return false;
+    RouterOf(c).AddUnit(c->pending, end, c->stmts, &c->route);
+    c->routed_ahead = end + 1;
+  }
+  const RefVec refs(c->route.txn.refs.begin() + static_cast<std::ptrdiff_t>(from), c->route.txn.refs.end());
+  std::vector<uint64_t> hot;
+  HotKeys(c, refs, &hot);
+  if (hot.empty() || !SnapshotIsolation(r.begin(), c->sess)) return false;
+  const uint64_t ticket = KeyTicket(c);
+  std::vector<uint64_t> need;
+  for (uint64_t k : hot) {
+    if (locks()->Has(ticket, k)) continue;
+    // restart_after_release off: any release counts as before the snapshot.
+    const uint64_t since = opt_.restart_after_release ? c->key_snap : UINT64_MAX;
+    if (locks()->TakeIfFree(worker_, ticket, k, since) == KeyLocks::Take::kTaken) {
+      stats_.restart_keys_taken++;
+      c->keys = Client::Keys::kHeld;
+    } else {
+      need.push_back(k);
+    }
+  }
+  if (need.empty()) return false;
+  RestartTxn(c, b, std::move(need));
+  return true;
+}
+
+void Proxy::Loop::DropHeld(Client* c) {
+  c->routed_ahead = 0;
+  if (c->pending.empty()) return;
+  if (c->pending.front().type == 'Q') {
+    c->pending.pop_front();
+    return;
+  }
+  while (!c->pending.empty()) {  // the unit, through its Sync
+    const char t = c->pending.front().type;
+    c->pending.pop_front();
+    if (t == 'S') return;
+  }
+}
+
+void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need) {
+  ReplayLog& r = c->replay;
+  stats_.restarts++;
+  r.restart = true;
+  r.MarkError();  // nothing after this is the client's yet
+  r.original_error.clear();
+  wire::AppendError(&r.original_error, "ERROR", "40001", kRestartError);
+  r.original_state = "40001";
+  r.original_status = 'T';
+  r.attempts = 0;
+  r.absorbed = 0;
+  r.last_sent = false;
+  r.conflict_again = false;
+  r.set_phase(ReplayLog::Phase::kWaiting);
+  // The conflict avoided keeps its references hot.
+  RouterOf(c).RecordConflict(c->route);
+  SendInternal(b, "ROLLBACK");
+  ReplayHolderEnded(b);  // it holds nothing on the server now
+  Loop* self = this;
+  const uint64_t id = c->id;
+  c->keys = Client::Keys::kHeld;
+  bool requeued = false;
+  const bool granted =
+      locks()->AcquireMore(worker_, KeyTicket(c), std::move(need), [self, id](uint64_t) { self->KeysGranted(id); },
+                           &requeued);
+  if (requeued) stats_.restart_requeues++;
+  if (granted) {
+    SendReplay(c, b);  // granted at once: re-run here
+    return;
+  }
+  // Waits for its keys without a backend.
+  stats_.restart_key_waits++;
+  c->restart_since = MonoNanos();
+  c->wait_since = c->restart_since;  // query_wait_timeout covers this wait too
+  c->restart_queue = b->index;
+  ReplayLog keep = std::move(c->replay);
+  c->keys = Client::Keys::kNone;  // Detach must not release them
+  Detach(b, c);
+  c->replay = std::move(keep);
+  c->keys = Client::Keys::kWaiting;
+  key_waiters_[c->id] = c;
+  ReleaseClusterLocks(b);
+  Dispatch(b);
+  CapEnd(c, /*conflict=*/true);  // its template slot: a key holder may wait for it
+}
+
+void Proxy::Loop::RestartResume(Client* c) {
+  stats_.restart_wait_ns += MonoNanos() - c->restart_since;
+  Pool& pool = *c->pool;
+  const int n = static_cast<int>(pool.backends.size());
+  int qi = c->restart_queue < n ? c->restart_queue : 0;
+  if (!paused_ && !(pool.backends[qi]->Free() && pool.waitq[qi].empty())) {
+    // Any idle backend re-runs it as well: its log is not tied to one.
+    for (int i = 0; i < n; ++i) {
+      if (pool.backends[i]->Free() && pool.waitq[i].empty()) {
+        qi = i;
+        break;
+      }
+    }
+  }
+  Backend* b = pool.backends[qi].get();
+  if (!paused_ && b->Free() && pool.waitq[qi].empty()) {
+    Attach(c, b);  // re-runs the log (SendReplay)
+    return;
+  }
+  c->waiting = true;
+  c->wait_queue = qi;
+  c->wait_since = MonoNanos();
+  pool.waitq[qi].push_back(c);
+}
+
+void Proxy::Loop::RestartDone(Client* c, Backend* b) {
+  ReplayLog& r = c->replay;
+  stats_.restart_matches++;
+  r.set_phase(ReplayLog::Phase::kRecording);
+  r.OnReady();
+  r.attempts = 0;
+  r.last_sent = false;
+  r.restart = false;
+  (void)b;
+  Pump(c);  // the held statement: its keys are held now
+}
+
+}  // namespace proxy
+}  // namespace corral
