@@ -284,28 +284,15 @@ Schedule::WeightSummary Schedule::Established(absl::Span<const RefId> refs, cons
   const double floor = ws.best * established_lead_share_;
   uint64_t* row = tls_scratch.row.data();
   size_t top = ws.lead;
-  uint64_t top_placed = 0, lead_placed = 0;
+  uint64_t top_placed = 0;
   for (size_t i = 0; i < refs.size(); ++i) {
     if (w[i] <= 0 || w[i] < floor || !state_->ReadRow(refs[i], row)) continue;
     uint64_t placed = 0;
     for (int q = 0; q < num_queues_; ++q) placed += row[q];
-    if (i == ws.lead) lead_placed = placed;
     if (placed > top_placed || (placed == top_placed && placed > 0 && w[i] > w[top])) {
       top_placed = placed;
       top = i;
     }
-  }
-  // Two established references (a remote TPC-C transaction's two
-  // warehouses, each with its own long-held row) are not told apart by
-  // their placements: the top weight (with multiplicity, the warehouse the
-  // transaction names most: its home) keeps the lead unless the other has
-  // placed clearly more (measured online: a coin flip between them sent
-  // half the remote Payments to the customer's warehouse's queue, 2.3%
-  // aborts at uniform load against hard-partition's 0.1%).
-  if (top != ws.lead && ws.tied <= 1 && lead_placed > 0 &&
-      static_cast<double>(top_placed) < ScheduleOptions::kEstablishedMargin * static_cast<double>(lead_placed)) {
-    top = ws.lead;
-    top_placed = lead_placed;
   }
   if (top_placed > 0 && (top != ws.lead || ws.tied > 1)) {
     ws.lead = top;

@@ -528,33 +528,6 @@ TEST(ScheduleEstablishedLead, TheReferenceThatLedAllAlongKeepsItsTransactions) {
   }
 }
 
-// Two established rows (a remote payment's home and customer warehouses,
-// each on its own queue with a long history): placements do not tell them
-// apart, so the top weight (multiplicity: the home warehouse, named in more
-// statements) keeps the lead; a row with clearly more placements still
-// takes it.
-TEST(ScheduleEstablishedLead, BetweenTwoEstablishedRowsTheTopWeightLeads) {
-  history::History h;
-  const RefId home = RefId::Of("w_id=2"), away = RefId::Of("w_id=5");
-  h.Add(home, 640, 2500);
-  h.Add(away, 660, 2500);
-  auto st = MakeState(4);
-  st->Set(home, {0, 1000, 0, 0});
-  st->Set(away, {0, 0, 0, 1100});  // a few more placements: not clearly more
-  ScheduleOptions o = Rules(true, true, true);
-  o.established_lead_share = 0.5;
-  Schedule s(&h, st.get(), P("count-max-canonical-single"), 1, o);
-  Txn t;
-  t.refs = {home, away};
-  t.ref_mult = {5, 3};
-  EXPECT_EQ(s.Place(t), QueueId(1));
-  st->Set(away, {0, 0, 0, 1600});  // 1.6x the home row's placements
-  Txn u;
-  u.refs = t.refs;
-  u.ref_mult = t.ref_mult;
-  EXPECT_EQ(s.Place(u), QueueId(3));
-}
-
 // Deciders that read the same totals (here: placements that add nothing to
 // them, as concurrent first transactions all read zeros) go to different
 // queues rather than all to queue 0.
