@@ -84,6 +84,33 @@ class ClusterTest : public ScratchTableTest {
     }
     return true;
   }
+  // Proxy p learns a serialization failure on the row `where` selects in
+  // `table` (LearnAbort for tables other than the scratch one).
+  void LearnAbortWhere(ProxyUnderTest& p, const std::string& table, const std::string& where) {
+    const std::string update = absl::StrCat("UPDATE ", table, " SET v = v + 1 WHERE ", where);
+    PGconn* x = PQconnectdb(p.ClientConninfo().c_str());
+    ASSERT_EQ(ExecValue(x, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+    ASSERT_EQ(ExecValue(x, absl::StrCat("SELECT v FROM ", table, " WHERE ", where)), "0");
+    ASSERT_EQ(ExecValue(server_conn_, update), "UPDATE 1");
+    ASSERT_EQ(ExecValue(x, update), "ERROR 40001");
+    ExecValue(x, "ROLLBACK");
+    PQfinish(x);
+  }
+  // Whether a transaction of `update` through b takes `key` on its backend.
+  // A sync round a loaded machine delays drops b to local learning for it
+  // (HoldHotRow): tried again once b sees the reference hot again.
+  bool TakesKey(ProxyUnderTest& b, const std::string& update, int64_t key) {
+    PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
+    bool locked = false;
+    for (int attempt = 0; attempt < 20 && !locked; ++attempt) {
+      if (!Eventually([&] { return ClusterValue(b, "hot_refs") == "1"; })) break;
+      if (ExecValue(y, "BEGIN") != "BEGIN" || ExecValue(y, update) != "UPDATE 1") break;
+      locked = Locks(key, true) == 1;
+      ExecValue(y, "ROLLBACK");
+    }
+    PQfinish(y);
+    return locked;
+  }
   bool fold_ = true;     // cluster_fold_unlock of the proxies started
   bool replay_ = false;  // their replay key
   std::string Update(int k) { return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k); }
@@ -255,31 +282,12 @@ TEST_F(ClusterTest, NamesAgreeWhenATableSharingTheKeyColumnAppearsBetweenCatalog
   ASSERT_TRUE(IsOk(a.Start(server_, ClusterOptions(cluster, cluster + "_a"))));
   ExecValue(server_conn_, absl::StrCat("CREATE TABLE ", other, " (", col, " int)"));
   ASSERT_TRUE(IsOk(b.Start(server_, ClusterOptions(cluster, cluster + "_b"))));
-  const std::string update = absl::StrCat("UPDATE ", hot, " SET v = v + 1 WHERE ", col, " = 1");
-  {  // A learns row 1's serialization failure.
-    PGconn* x = PQconnectdb(a.ClientConninfo().c_str());
-    ASSERT_EQ(ExecValue(x, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
-    ASSERT_EQ(ExecValue(x, absl::StrCat("SELECT v FROM ", hot, " WHERE ", col, " = 1")), "0");
-    ASSERT_EQ(ExecValue(server_conn_, update), "UPDATE 1");
-    ASSERT_EQ(ExecValue(x, update), "ERROR 40001");
-    ExecValue(x, "ROLLBACK");
-    PQfinish(x);
-  }
+  LearnAbortWhere(a, hot, absl::StrCat(col, " = 1"));
   int64_t key = 0;
   ASSERT_TRUE(Eventually([&] { return (key = PublishedKey(cluster, cluster + "_a")) != 0; }));
-  PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
-  bool locked = false;
-  // A sync round a loaded machine delays drops B to local learning for it
-  // (HoldHotRow): try again once B sees the reference hot again.
-  for (int attempt = 0; attempt < 20 && !locked; ++attempt) {
-    ASSERT_TRUE(Eventually([&] { return ClusterValue(b, "hot_refs") == "1"; }));
-    ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
-    ASSERT_EQ(ExecValue(y, update), "UPDATE 1");
-    locked = Locks(key, true) == 1;  // B's backend took A's key: the names agree
-    ASSERT_EQ(ExecValue(y, "ROLLBACK"), "ROLLBACK");
-  }
-  EXPECT_TRUE(locked) << "B's transaction on row 1 never took the key A published for it";
-  PQfinish(y);
+  // B's backend takes A's key: the names agree.
+  EXPECT_TRUE(TakesKey(b, absl::StrCat("UPDATE ", hot, " SET v = v + 1 WHERE ", col, " = 1"), key))
+      << "B's transaction on row 1 never took the key A published for it";
   a.Stop();
   b.Stop();
   ExecValue(server_conn_, absl::StrCat("DROP TABLE IF EXISTS ", hot, ", ", other));
@@ -312,29 +320,11 @@ TEST_F(ClusterTest, ForeignKeyAddedAfterStartRenamesReferencesOnEveryProxy) {
     return ClusterValue(b, "catalog") == after && ClusterValue(a, "catalog_differs") == "0" &&
            ClusterValue(b, "catalog_differs") == "0";
   }));
-  const std::string update = absl::StrCat("UPDATE ", child, " SET v = v + 1 WHERE pid = 1");
-  {  // A learns row 1's serialization failure, named as B names it.
-    PGconn* x = PQconnectdb(a.ClientConninfo().c_str());
-    ASSERT_EQ(ExecValue(x, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
-    ASSERT_EQ(ExecValue(x, absl::StrCat("SELECT v FROM ", child, " WHERE pid = 1")), "0");
-    ASSERT_EQ(ExecValue(server_conn_, update), "UPDATE 1");
-    ASSERT_EQ(ExecValue(x, update), "ERROR 40001");
-    ExecValue(x, "ROLLBACK");
-    PQfinish(x);
-  }
+  LearnAbortWhere(a, child, "pid = 1");  // named as B names it
   int64_t key = 0;
   ASSERT_TRUE(Eventually([&] { return (key = PublishedKey(cluster, cluster + "_a")) != 0; }));
-  PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
-  bool locked = false;
-  for (int attempt = 0; attempt < 20 && !locked; ++attempt) {  // as in the test above
-    ASSERT_TRUE(Eventually([&] { return ClusterValue(b, "hot_refs") == "1"; }));
-    ASSERT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
-    ASSERT_EQ(ExecValue(y, update), "UPDATE 1");
-    locked = Locks(key, true) == 1;
-    ASSERT_EQ(ExecValue(y, "ROLLBACK"), "ROLLBACK");
-  }
-  EXPECT_TRUE(locked) << "B's transaction on child row 1 never took the key A published for it";
-  PQfinish(y);
+  EXPECT_TRUE(TakesKey(b, absl::StrCat("UPDATE ", child, " SET v = v + 1 WHERE pid = 1"), key))
+      << "B's transaction on child row 1 never took the key A published for it";
   a.Stop();
   b.Stop();
   ExecValue(server_conn_, absl::StrCat("DROP TABLE IF EXISTS ", child, ", ", parent));
