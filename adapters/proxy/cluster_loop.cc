@@ -70,8 +70,7 @@ void Proxy::Loop::StartCluster(Database* db) {
     // Names follow DDL (cluster.h "catalog watch"): a schema given by the
     // configuration instead of the catalog is kept as it is.
     if (db->entry.name != DefaultDatabase(opt_) || opt_.schema_from_catalog) {
-      const std::string catalog = CatalogConninfo(opt_, db->entry);
-      sync->SetCatalogWatch([catalog] { return LoadCatalogSchema(catalog, /*qualify_all=*/true); });
+      sync->SetCatalogWatch([o = opt_, e = db->entry] { return LoadCatalogFor(o, e); });
     }
     sync->Start();
     return sync;

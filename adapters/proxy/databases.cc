@@ -57,7 +57,7 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
     // A "*" database's catalog once its first pool connected (PoolOf: the
     // name may be one the server does not know).
     if (!fallback) {
-      auto read = LoadCatalogSchema(CatalogConninfo(opt_, e), !opt_.cluster_name.empty());
+      auto read = LoadCatalogFor(opt_, e);
       if (read.ok()) {
         schema = *read;
       } else {  // routing still works on the statements' own text
@@ -184,7 +184,7 @@ absl::StatusOr<Pool*> Proxy::Loop::PoolOf(const DatabaseEntry& e, const Pool& cr
     p->backends.push_back(std::move(b));
   }
   if ((*db)->pools++ == 0 && (*db)->fallback) {
-    auto schema = LoadCatalogSchema(CatalogConninfo(opt_, e), !opt_.cluster_name.empty());
+    auto schema = LoadCatalogFor(opt_, e);
     if (schema.ok()) (*db)->router->SetSchema(*schema);
   }
   Pool* raw = p.get();

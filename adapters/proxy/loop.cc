@@ -539,7 +539,7 @@ absl::Status Proxy::Loop::Reload() {
   }
   // Every database's catalog, as its entry's login (else server_user).
   for (auto& [name, db] : dbs_) {
-    auto schema = LoadCatalogSchema(CatalogConninfo(opt_, db->entry), !opt_.cluster_name.empty());
+    auto schema = LoadCatalogFor(opt_, db->entry);
     if (!schema.ok()) return absl::Status(schema.status().code(), absl::StrCat("database \"", name, "\": ",
                                                                                schema.status().message()));
     if (db->sched == &sched_) opt_.schema = *schema;

@@ -56,6 +56,10 @@ std::string CatalogConninfo(const Options& o, const DatabaseEntry& e) {
   return ServerConninfo(o, e, forced ? e.user : o.server_user, forced ? e.password : o.server_password);
 }
 
+absl::StatusOr<std::shared_ptr<const Schema>> LoadCatalogFor(const Options& o, const DatabaseEntry& e) {
+  return LoadCatalogSchema(CatalogConninfo(o, e), !o.cluster_name.empty());
+}
+
 absl::Status MakeTlsContexts(const Options& o, std::unique_ptr<tls::Context>* clients,
                              std::unique_ptr<tls::Context>* server) {
   auto cmode = tls::ParseMode(o.client_tls_sslmode);
@@ -125,7 +129,7 @@ absl::Status Proxy::Start() {
   if (options_.schema == nullptr) {
     auto def = FindDatabase(options_, DefaultDatabase(options_));
     if (!def.ok()) return def.status();
-    auto schema = LoadCatalogSchema(CatalogConninfo(options_, *def), !options_.cluster_name.empty());
+    auto schema = LoadCatalogFor(options_, *def);
     if (!schema.ok()) {
       return absl::Status(schema.status().code(),
                           absl::StrCat("reading the catalog schema: ", schema.status().message()));

@@ -92,6 +92,10 @@ std::string ServerConninfo(const Options& o, const DatabaseEntry& e, const std::
 // The conninfo the catalog of entry `e` is read with: its forced login,
 // else server_user / server_password.
 std::string CatalogConninfo(const Options& o, const DatabaseEntry& e);
+// Entry e's catalog schema as the proxy names references with it: read
+// with CatalogConninfo, every name table-qualified when cluster_name is set
+// (LoadCatalogSchema's qualify_all).
+absl::StatusOr<std::shared_ptr<const Schema>> LoadCatalogFor(const Options& o, const DatabaseEntry& e);
 
 // A database's routing-only Scheduler options: its pool size as queues, and
 // the configured policy (or auto), stealing and History aging.

@@ -191,11 +191,16 @@ std::string ExecValue(PGconn* c, const std::string& sql) {
 }
 
 void LearnAbort(const std::string& proxy_conninfo, PGconn* server, const std::string& table, int k) {
-  const std::string update = absl::StrCat("UPDATE ", table, " SET v = v + 1 WHERE k = ", k);
+  LearnAbortWhere(proxy_conninfo, server, table, absl::StrCat("k = ", k));
+}
+
+void LearnAbortWhere(const std::string& proxy_conninfo, PGconn* server, const std::string& table,
+                     const std::string& where) {
+  const std::string update = absl::StrCat("UPDATE ", table, " SET v = v + 1 WHERE ", where);
   PGconn* x = PQconnectdb(proxy_conninfo.c_str());
   ASSERT_EQ(PQstatus(x), CONNECTION_OK);
   ASSERT_EQ(ExecValue(x, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
-  ASSERT_EQ(ExecValue(x, absl::StrCat("SELECT v FROM ", table, " WHERE k = ", k)), "0");
+  ASSERT_EQ(ExecValue(x, absl::StrCat("SELECT v FROM ", table, " WHERE ", where)), "0");
   ASSERT_EQ(ExecValue(server, update), "UPDATE 1");
   ASSERT_EQ(ExecValue(x, update), "ERROR 40001");
   ExecValue(x, "ROLLBACK");

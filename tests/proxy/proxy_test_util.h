@@ -139,6 +139,9 @@ class ReplayClientsTest : public ScratchClientsTest {
 // reads it, `server` (a direct connection) updates the row behind it, its
 // own update fails with 40001. The row's v is 1 afterwards.
 void LearnAbort(const std::string& proxy_conninfo, PGconn* server, const std::string& table, int k);
+// The same for the row `where` selects (a table with another key column).
+void LearnAbortWhere(const std::string& proxy_conninfo, PGconn* server, const std::string& table,
+                     const std::string& where);
 
 // A `corral proxy` process (the binary //cli:corral, a data dependency of
 // the test) started with `args` after "proxy", its stderr piped: `port` is
