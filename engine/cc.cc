@@ -114,9 +114,13 @@ absl::StatusOr<std::unique_ptr<CcProtocol>> CcProtocol::Create(absl::string_view
       return absl::InvalidArgumentError(
           absl::StrCat("qstore needs qstore_learn_txns >= 1, got ", options.qstore_learn_txns));
     }
+    if (options.qstore_execution != "conservative" && options.qstore_execution != "speculative") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "qstore_execution must be conservative or speculative, got '", options.qstore_execution, "'"));
+    }
     return NewQStoreProtocol(options.qstore_batch_txns, options.qstore_batch_ns,
                              options.qstore_queues, options.qstore_planners, *placement,
-                             options.qstore_learn_txns);
+                             options.qstore_learn_txns, options.qstore_execution == "speculative");
   }
   if (name == "planned") return NewPlannedLockingProtocol();
   if (name == "orthrus") {

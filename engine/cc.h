@@ -246,17 +246,18 @@ std::unique_ptr<CcProtocol> NewMaatProtocol();
 // Calvin ("calvin", calvin.cc): batches close after batch_ns, or once
 // batch_txns (> 0) transactions wait.
 std::unique_ptr<CcProtocol> NewCalvinProtocol(int batch_txns, int64_t batch_ns);
-// Q-Store ("qstore", qstore.cc), at transaction granularity: a sequencer
-// batches as calvin's does; `planners` planner threads place each
-// transaction of a batch on the execution queues (of `queues`) of the
-// granules it declared, in the batch's priority order; it runs when it
-// heads all of them (conservative execution: no speculation, so a user
-// abort rolls back that transaction alone). `placement` maps a granule to its
+// Q-Store ("qstore", qstore.cc): a sequencer batches as calvin's does;
+// `planners` planner threads place each transaction of a batch on the
+// execution queues (of `queues`) of the granules it declared, in the
+// batch's priority order. Conservative: it runs when it heads all of them
+// (a user abort rolls back that transaction alone). Speculative
+// (qstore_spec.cc): per-fragment heads, queues given up before commit,
+// speculation dependencies and cascading aborts. `placement` maps a granule to its
 // queue (qstore_placement.h); learned placement learns from the first
 // `learn_txns` transactions (placed by hash meanwhile).
 std::unique_ptr<CcProtocol> NewQStoreProtocol(int batch_txns, int64_t batch_ns, int queues,
                                               int planners, PlacementKind placement,
-                                              int64_t learn_txns);
+                                              int64_t learn_txns, bool speculative);
 // Deadlock-free planned 2PL ("planned", planned.cc).
 std::unique_ptr<CcProtocol> NewPlannedLockingProtocol();
 // Orthrus ("orthrus", orthrus.cc): cc_threads (>= 1) concurrency-control

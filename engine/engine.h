@@ -46,12 +46,18 @@
 //                     aborts.
 //      "planned"      deadlock-free 2PL (planned.cc): the declared locks,
 //                     taken up front in one global order on a shared table.
-//      "qstore"       Q-Store's queue-oriented execution (qstore.cc), at
-//                     transaction granularity: planner threads place each
-//                     transaction of a sealed batch on the execution queues
-//                     of the granules it declared, in the batch's priority
-//                     order; it runs when it heads all of them. No lock
-//                     table, no lock manager, no CC aborts.
+//      "qstore"       Q-Store's queue-oriented execution (qstore.cc): planner
+//                     threads place each transaction of a sealed batch on
+//                     the execution queues of the granules it declared, in
+//                     the batch's priority order. Conservative (default):
+//                     it runs when it heads all of them; no lock table, no
+//                     lock manager, no CC aborts. Speculative
+//                     (qstore_execution, qstore_spec.cc): each access waits
+//                     only for the head of its granule's queue, a queue is
+//                     given up (writes installed uncommitted) once the
+//                     program moved past its granules, later fragments read
+//                     them speculatively, and an abort cascades to the
+//                     transactions that did (AbortCause::kCascade, retried).
 //      "orthrus"      Orthrus (orthrus.cc): orthrus_cc_threads
 //                     concurrency-control threads each own a hash partition
 //                     of the lock table; an executor sends its declared
@@ -144,6 +150,11 @@ struct DatabaseOptions {
   // queue, learned over the first qstore_learn_txns transactions).
   std::string qstore_placement = "hash";
   int64_t qstore_learn_txns = 2000;
+  // qstore: "conservative" (a transaction runs once it heads every queue it
+  // is on; no cascading aborts) or "speculative" (per-fragment queue heads,
+  // uncommitted reads, commit after its dependencies, cascading aborts; the
+  // paper's evaluated mode).
+  std::string qstore_execution = "conservative";
   // orthrus: the number of concurrency-control threads (1 to
   // kMaxOrthrusCcThreads), each owning one hash partition of the lock table;
   // the executors are the execution threads.
@@ -205,6 +216,13 @@ struct ExecutorStats {
   // (qstore: the queue heads each had to reach; 0 for the others).
   uint64_t lock_requests = 0;
   uint64_t queue_spans = 0;
+  // qstore speculative: speculation dependencies taken (an access to a
+  // granule whose last writer had not committed), queues given up before
+  // the transaction's end, and attempts that came back to a queue they had
+  // given up (re-run holding their queues to the end).
+  uint64_t spec_dependencies = 0;
+  uint64_t spec_early_releases = 0;
+  uint64_t spec_late_accesses = 0;
 };
 
 // What one committed transaction read and wrote: (table, key, version).

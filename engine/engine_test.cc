@@ -526,9 +526,12 @@ INSTANTIATE_TEST_SUITE_P(Protocols, EngineTest, ::testing::ValuesIn(ProtocolName
 INSTANTIATE_TEST_SUITE_P(OrthrusCcThreads, EngineTest, ::testing::Values("orthrus/2", "orthrus/5"),
                          ParamName);
 // Q-Store under its other placements (ProtocolNames' "qstore" is hash):
-// learned switches from hash to the learned placement part-way.
+// learned switches from hash to the learned placement part-way; and under
+// speculative execution.
 INSTANTIATE_TEST_SUITE_P(QStorePlacements, EngineTest,
-                         ::testing::Values("qstore/range", "qstore/learned"), ParamName);
+                         ::testing::Values("qstore/range", "qstore/learned", "qstore/speculative",
+                                           "qstore/speculative+learned"),
+                         ParamName);
 
 // WAIT_DIE: every wait is by an older transaction on younger holders.
 

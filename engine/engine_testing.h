@@ -43,8 +43,9 @@ inline ExecResult RunToEnd(EngineExecutor& ex, F proc, Clock::time_point deadlin
 }
 
 // A test parameter: a protocol name, "orthrus/N" (N CC threads), or
-// "qstore/P" (placement P: hash, range, learned; learned learns from the
-// first kTestLearnTxns transactions, so a test's run switches placement
+// "qstore/P" (P: a placement, hash, range or learned, or an execution,
+// speculative or conservative, or both joined by '+'; learned learns from
+// the first kTestLearnTxns transactions, so a test's run switches placement
 // part-way, through the drained batch boundary).
 inline constexpr int64_t kTestLearnTxns = 64;
 inline DatabaseOptions OptionsFor(const std::string& param) {
@@ -54,7 +55,18 @@ inline DatabaseOptions OptionsFor(const std::string& param) {
   if (slash != std::string::npos) {
     o.protocol = param.substr(0, slash);
     if (o.protocol == "qstore") {
-      o.qstore_placement = param.substr(slash + 1);
+      std::string rest = param.substr(slash + 1);
+      for (;;) {
+        const size_t plus = rest.find('+');
+        const std::string part = rest.substr(0, plus);
+        if (part == "speculative" || part == "conservative") {
+          o.qstore_execution = part;
+        } else {
+          o.qstore_placement = part;
+        }
+        if (plus == std::string::npos) break;
+        rest = rest.substr(plus + 1);
+      }
       o.qstore_learn_txns = kTestLearnTxns;
     } else {
       o.orthrus_cc_threads = std::stoi(param.substr(slash + 1));
@@ -64,19 +76,20 @@ inline DatabaseOptions OptionsFor(const std::string& param) {
 }
 
 // Every protocol, plus the variants the suites also run: orthrus with
-// several CC threads, qstore under each placement.
+// several CC threads, qstore under each placement and speculative.
 inline std::vector<std::string> ProtocolVariants(const std::string& orthrus_threads) {
   std::vector<std::string> p = ProtocolNames();
   p.push_back("orthrus/" + orthrus_threads);
   p.push_back("qstore/range");
   p.push_back("qstore/learned");
+  p.push_back("qstore/speculative");
   return p;
 }
 
 inline std::string ParamName(const ::testing::TestParamInfo<std::string>& i) {
   std::string n = i.param;
   for (char& c : n) {
-    if (c == '-' || c == '/') c = '_';
+    if (c == '-' || c == '/' || c == '+') c = '_';
   }
   return n;
 }

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -243,11 +244,14 @@ class ReconTx final : public TxImpl {
 // (undeclared()) and will be rolled back and re-planned.
 class PlannedTx final : public TxImpl, public PlannedRunner {
  public:
-  PlannedTx(LockService* locks, std::unique_ptr<TxImpl> inner, std::unique_ptr<ReconTx> recon,
-            int worker_id, RecordArena* arena, bool record_footprint)
+  // `spec`: the inner Tx's SpecControl under qstore's speculative
+  // execution, else null.
+  PlannedTx(LockService* locks, std::unique_ptr<TxImpl> inner, planned_internal::SpecControl* spec,
+            std::unique_ptr<ReconTx> recon, int worker_id, RecordArena* arena, bool record_footprint)
       : TxImpl(worker_id, arena, record_footprint),
         locks_(locks),
         inner_(std::move(inner)),
+        spec_(spec),
         recon_(std::move(recon)) {}
 
   PlannedRunner* planned() override { return this; }
@@ -309,12 +313,19 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
     declared_.set_worker_id(worker_id_);
     bool complete = declarer != nullptr && declarer->DeclareAccesses(declared_);
     items_.clear();
-    ToItems(declared_.entries(), &items_);
+    order_.clear();
+    ToItems(declared_.entries(), &items_, &order_);
     if (complete) {
       ++stats->declared;
     } else {
       Recon(proc, stats);  // adds to what was declared
     }
+    // Speculative: give queues up before the end, unless this procedure
+    // type keeps coming back to rows after it moved past them.
+    const uint64_t type = declarer == nullptr ? 0
+                                              : typeid(*declarer).hash_code() ^
+                                                    static_cast<uint64_t>(declarer->type.value());
+    bool early_release = spec_ != nullptr && EarlyReleaseFor(type);
     for (int plan = 0;; ++plan) {
       Normalize(&items_);
       auto* req = new LockRequest;
@@ -327,19 +338,29 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
       stats->queue_spans += req->queues.size();
       stats->lock_wait_ns += granted - req->sealed_ns;
       Begin(ts);
+      if (spec_ != nullptr) spec_->Attach(req, order_, early_release, stats);
       absl::Status s = proc(*this);
-      if (!missed_.empty()) {
+      const bool late = missed_.empty() && spec_ != nullptr && spec_->late();
+      if (early_release && missed_.empty()) CountEarlyRelease(type, late);
+      if (!missed_.empty() || late) {
         // Strayed outside its locks: roll back, re-plan with what it
-        // touched, what it declared, and a fresh reconnaissance.
+        // touched, what it declared, and a fresh reconnaissance. Or
+        // (speculative) came back to a queue it had given up: run again,
+        // holding every queue to the end.
         inner_->Abort();
         locks_->Unlock(req);
         stats->exec_ns += MonoNanos() - granted;
-        ++stats->replans;
+        if (!late) ++stats->replans;
         if (plan >= kMaxPlans) {
           ++stats->conflicts[static_cast<size_t>(AbortCause::kValidation)];
           return ExecResult::Conflict(AbortCause::kValidation);
         }
-        ToItems(missed_, &items_);
+        if (late) {
+          early_release = false;
+          continue;
+        }
+        order_.clear();
+        ToItems(missed_, &items_, &order_);
         Recon(proc, stats);
         continue;
       }
@@ -353,6 +374,28 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
  private:
   static constexpr int kMaxPlans = 32;
 
+  // Speculative qstore: per procedure type, how its attempts with early
+  // release went. Early release stays on while fewer than a quarter came
+  // back late (after 16 tries); off, every 32nd transaction of the type
+  // tries again. Counts halve past 1024 tries, so a type can change.
+  struct EarlyCount {
+    uint32_t tries = 0;
+    uint32_t late = 0;
+    uint32_t skipped = 0;
+  };
+  bool EarlyReleaseFor(uint64_t type) {
+    EarlyCount& c = early_[type];
+    return c.tries < 16 || c.late * 4 < c.tries || ++c.skipped % 32 == 0;
+  }
+  void CountEarlyRelease(uint64_t type, bool late) {
+    EarlyCount& c = early_[type];
+    if (++c.tries > 1024) {
+      c.tries /= 2;
+      c.late /= 2;
+    }
+    if (late) ++c.late;
+  }
+
   ExecResult Finish(absl::Status s, int64_t txn_delay_ns, ExecutorStats* stats) {
     if (conflicted()) {
       // Cannot happen under the locks; kept as a safety net.
@@ -362,6 +405,12 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
       return ExecResult::Conflict(c);
     }
     if (!s.ok()) {
+      if (spec_ != nullptr && !spec_->AwaitDependencies()) {
+        // The decision rests on a row an aborted transaction wrote.
+        inner_->Abort();
+        ++stats->conflicts[static_cast<size_t>(AbortCause::kCascade)];
+        return ExecResult::Conflict(AbortCause::kCascade);
+      }
       inner_->Abort();
       if (IsUserAbort(s)) {
         ++stats->user_aborts;
@@ -385,14 +434,17 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
     const int64_t t0 = MonoNanos();
     recon_->Begin(0);
     proc(*recon_).IgnoreError();  // its outcome is a guess; execution decides
-    ToItems(recon_->accessed(), &items_);
+    ToItems(recon_->accessed(), &items_, &order_);
     ++stats->recons;
     stats->recon_ns += MonoNanos() - t0;
   }
 
-  static void ToItems(const std::vector<AccessSet::Entry>& entries, std::vector<LockItem>* items) {
+  // Appends the entries' locks to *items and, in program order, *order.
+  static void ToItems(const std::vector<AccessSet::Entry>& entries, std::vector<LockItem>* items,
+                      std::vector<LockItem>* order) {
     for (const AccessSet::Entry& e : entries) {
       items->push_back({e.table->id(), e.table->LockGranule(e.key), e.write});
+      order->push_back(items->back());
     }
   }
 
@@ -410,16 +462,21 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
 
   LockService* const locks_;
   std::unique_ptr<TxImpl> inner_;
+  planned_internal::SpecControl* const spec_;  // inner_'s, or null
   std::unique_ptr<ReconTx> recon_;
   AccessSet declared_;
   std::vector<LockItem> items_;  // the locks of this plan, normalized
+  std::vector<LockItem> order_;  // this plan's accesses as declared or found, in program order
+  absl::flat_hash_map<uint64_t, EarlyCount> early_;  // speculative, per procedure type
   std::vector<AccessSet::Entry> missed_;
 };
 
 class PlannedProtocol final : public CcProtocol {
  public:
   explicit PlannedProtocol(std::unique_ptr<LockService> locks)
-      : locks_(std::move(locks)), occ_(NewOccProtocol()) {}
+      : locks_(std::move(locks)),
+        occ_(NewOccProtocol()),
+        registry_(locks_->speculative() ? planned_internal::NewSpecRegistry() : nullptr) {}
   void SetPlanObserver(PlanObserver obs) override { locks_->SetPlanObserver(std::move(obs)); }
   void TablesLoaded(const std::vector<std::unique_ptr<Table>>& tables) override {
     locks_->TablesLoaded(tables);
@@ -427,8 +484,12 @@ class PlannedProtocol final : public CcProtocol {
   std::string Report() const override { return locks_->Report(); }
   std::unique_ptr<TxImpl> NewTx(int worker_id, RecordArena* arena,
                                 bool record_footprint) override {
-    return std::make_unique<PlannedTx>(locks_.get(),
-                                       occ_->NewTx(worker_id, arena, record_footprint),
+    planned_internal::SpecControl* spec = nullptr;
+    std::unique_ptr<TxImpl> inner =
+        registry_ != nullptr
+            ? planned_internal::NewSpecTx(locks_.get(), registry_, worker_id, arena, record_footprint, &spec)
+            : occ_->NewTx(worker_id, arena, record_footprint);
+    return std::make_unique<PlannedTx>(locks_.get(), std::move(inner), spec,
                                        std::make_unique<ReconTx>(worker_id, arena, false),
                                        worker_id, arena, record_footprint);
   }
@@ -436,6 +497,7 @@ class PlannedProtocol final : public CcProtocol {
  private:
   std::unique_ptr<LockService> locks_;
   std::unique_ptr<CcProtocol> occ_;
+  std::shared_ptr<planned_internal::SpecRegistry> registry_;  // qstore speculative
 };
 
 }  // namespace
@@ -446,9 +508,9 @@ std::unique_ptr<CcProtocol> NewCalvinProtocol(int batch_txns, int64_t batch_ns) 
 
 std::unique_ptr<CcProtocol> NewQStoreProtocol(int batch_txns, int64_t batch_ns, int queues,
                                               int planners, PlacementKind placement,
-                                              int64_t learn_txns) {
+                                              int64_t learn_txns, bool speculative) {
   return std::make_unique<PlannedProtocol>(planned_internal::NewQStoreService(
-      batch_txns, batch_ns, queues, planners, placement, learn_txns));
+      batch_txns, batch_ns, queues, planners, placement, learn_txns, speculative));
 }
 
 std::unique_ptr<CcProtocol> NewOrthrusProtocol(int cc_threads) {

@@ -84,6 +84,12 @@ struct LockRequest {
   // An entry: queue index << 1 | writes.
   std::vector<uint32_t> queues;
   std::atomic<int> heads_missing{0};
+  // qstore speculative execution (qstore_spec.cc): per item (in `items`'
+  // order) the index of its queue in `queues` (a "slot"), and per slot
+  // whether the request heads that queue yet (set by the queue's owner when
+  // it becomes the head; written by the planner before publication).
+  std::vector<uint32_t> item_slot;
+  std::unique_ptr<std::atomic<bool>[]> heads;
   // orthrus: the runs of `items` (sorted by CC partition, then key) that
   // each CC thread owns, in acquisition order; written by the worker before
   // the request is sent. `stage`: the run being acquired (the CC thread that
@@ -105,6 +111,12 @@ class LockService {
   // Releases them all at once; takes ownership of req.
   virtual void Unlock(LockRequest* req) = 0;
   virtual void SetPlanObserver(PlanObserver obs) {}
+  // qstore speculative execution: Lock returns once the request is placed
+  // on its queues (req->heads tells which it heads), and the transaction
+  // gives each queue up with ReleaseSlot as soon as its fragments there are
+  // done, before it commits; Unlock gives up the rest.
+  virtual bool speculative() const { return false; }
+  virtual void ReleaseSlot(LockRequest* req, size_t slot) {}
   // Once, when the first executor is made (the tables are loaded; no
   // transaction has been submitted yet).
   virtual void TablesLoaded(const std::vector<std::unique_ptr<Table>>& tables) {}
@@ -275,10 +287,53 @@ class FifoLockTable {
   absl::flat_hash_map<std::pair<int, uint64_t>, Queue> table_;
 };
 
+// ---------------------------------------------------------------- qstore speculative
+
+// Q-Store's speculative execution (qstore_spec.cc): the inner TxImpl of a
+// qstore transaction when qstore_execution = speculative. It waits, per
+// access, to head the queue of the accessed granule; gives each queue up as
+// soon as the program has moved past every granule it declared there
+// (publishing its writes to those rows in place, before-images kept);
+// records a speculation dependency on the last uncommitted writer of every
+// granule it touches; commits once those have committed; and on an abort
+// (a user abort, a stray access, or an aborted dependency) first has every
+// transaction that depends on it roll back, then restores its rows.
+class SpecRegistry;  // granule -> its last uncommitted writer, shared by all
+std::shared_ptr<SpecRegistry> NewSpecRegistry();
+
+class SpecControl {
+ public:
+  // Before the procedure runs (after Begin): the request just published on
+  // its queues, and the accesses as declared or found, in program order
+  // (repeats allowed); a queue is given up early only if early_release.
+  // Counts into *stats.
+  virtual void Attach(LockRequest* req, const std::vector<LockItem>& order, bool early_release,
+                      ExecutorStats* stats) = 0;
+  // After the procedure: whether the attempt came back to a queue it had
+  // already given up (touched a granule there, or changed a row after its
+  // image was installed). It is then rolled back and re-run holding its
+  // queues to the end.
+  virtual bool late() = 0;
+  // Waits until every transaction this attempt depends on has committed;
+  // false if one aborted (this attempt then rolls back: a cascade). Used
+  // before a user abort or error is honoured: it may rest on dirty reads.
+  virtual bool AwaitDependencies() = 0;
+
+ protected:
+  ~SpecControl() = default;
+};
+
+// `queues` is the qstore service (speculative); *control receives the
+// returned Tx's SpecControl.
+std::unique_ptr<TxImpl> NewSpecTx(LockService* queues, std::shared_ptr<SpecRegistry> registry,
+                                  int worker_id, RecordArena* arena, bool record_footprint,
+                                  SpecControl** control);
+
 // The lock services (one per planned protocol).
 std::unique_ptr<LockService> NewCalvinService(int batch_txns, int64_t batch_ns);
 std::unique_ptr<LockService> NewQStoreService(int batch_txns, int64_t batch_ns, int queues, int planners,
-                                              PlacementKind placement, int64_t learn_txns);
+                                              PlacementKind placement, int64_t learn_txns,
+                                              bool speculative);
 std::unique_ptr<LockService> NewOrthrusService(int cc_threads);
 std::unique_ptr<LockService> NewSharedTableService();
 

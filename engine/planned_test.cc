@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <random>
@@ -57,8 +58,10 @@ class PlannedTest : public ::testing::TestWithParam<std::string>, protected OneT
     o.orthrus_cc_threads = p.orthrus_cc_threads;
     o.qstore_placement = p.qstore_placement;
     o.qstore_learn_txns = p.qstore_learn_txns;
+    o.qstore_execution = p.qstore_execution;
     MakeDb(o, keys, balance);
   }
+  bool speculative() const { return OptionsFor(GetParam()).qstore_execution == "speculative"; }
 };
 
 // A declared set that misses a row: the access outside it is refused (the
@@ -155,7 +158,8 @@ TEST_P(PlannedTest, WrongReconnaissanceGuessIsReplanned) {
 // Hot-key transfers with crossed orders under contention: no transaction is
 // ever aborted by concurrency control (no deadlocks, no retries), user
 // aborts are outcomes, and money is conserved. Calvin also under
-// count-based batching.
+// count-based batching. Speculative qstore: the only aborts are cascades
+// (a transaction that read a user-aborted one's write), retried here.
 TEST_P(PlannedTest, HotTransfersNeverConflictAbort) {
   DatabaseOptions o;
   o.calvin_batch_txns = 3;
@@ -186,6 +190,9 @@ TEST_P(PlannedTest, HotTransfersNeverConflictAbort) {
               set.Write(t_, from);
             });
         ExecResult r = ex->Execute(t);
+        while (speculative() && r.outcome == Outcome::kConflictAbort && r.cause == AbortCause::kCascade) {
+          r = ex->Execute(t);
+        }
         if (r.outcome == Outcome::kCommitted) {
           ++commits;
         } else if (r.outcome == Outcome::kUserAbort) {
@@ -194,10 +201,12 @@ TEST_P(PlannedTest, HotTransfersNeverConflictAbort) {
           ++other;
         }
       }
-      EXPECT_EQ(ex->stats().total_conflicts(), 0u);
+      const uint64_t cascades = ex->stats().conflicts[static_cast<size_t>(AbortCause::kCascade)];
+      EXPECT_EQ(ex->stats().total_conflicts(), cascades);
+      if (!speculative()) EXPECT_EQ(cascades, 0u);
       EXPECT_EQ(ex->stats().replans, 0u);
       EXPECT_EQ(ex->stats().recons, 0u);
-      EXPECT_EQ(ex->stats().declared, 300u);
+      EXPECT_EQ(ex->stats().declared, 300u + cascades);
     });
   }
   for (auto& th : threads) th.join();
@@ -213,7 +222,7 @@ TEST_P(PlannedTest, HotTransfersNeverConflictAbort) {
 
 INSTANTIATE_TEST_SUITE_P(Planned, PlannedTest,
                          ::testing::Values("calvin", "planned", "qstore", "qstore/range",
-                                           "qstore/learned", "orthrus", "orthrus/4"),
+                                           "qstore/learned", "qstore/speculative", "orthrus", "orthrus/4"),
                          ParamName);
 
 // qstore: every transaction updates one hot row (and a cold one; 4 queues,
@@ -435,6 +444,237 @@ TEST_F(QStoreTest, ReadersShareAQueueHead) {
   EXPECT_EQ(inner, 7);
 }
 
+// Speculative qstore: T1 writes row a, moves on to row b (so it gives a's
+// queue up) and waits there until T2, placed after it, has read a. T2 sees
+// T1's uncommitted write. If T1 then commits, T2 commits after it on that
+// value; if T1 aborts, T2 is rolled back (a cascade), re-run on the
+// restored row, and commits; a and b end as the serial history says.
+TEST_F(QStoreTest, SpeculativeReadsSeeUncommittedWritesAndCascadeOnAbort) {
+  constexpr int kQueues = 64;
+  uint64_t a = 0, b = 1;
+  while (HashQueue(0, b, kQueues) == HashQueue(0, a, kQueues)) ++b;  // a and b on two queues
+  for (const bool t1_aborts : {false, true}) {
+    SCOPED_TRACE(t1_aborts ? "T1 aborts" : "T1 commits");
+    DatabaseOptions o;
+    o.protocol = "qstore";
+    o.qstore_execution = "speculative";
+    o.qstore_queues = kQueues;
+    MakeDb(o, 8, 10);
+    auto e1 = db_->NewExecutor(0, {}).value();
+    auto e2 = db_->NewExecutor(1, {}).value();
+    std::atomic<bool> t1_past_a{false};
+    std::atomic<int64_t> t2_first{-1};
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    ExecResult r1;
+    std::thread th1([&] {
+      DeclaredTxn t1(
+          [&](Tx& tx) -> absl::Status {
+            Row x, y;
+            ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, a, &x));
+            x.SetInt(bal_, 100);
+            ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, b, &y));
+            y.AddInt(bal_, 5);
+            t1_past_a = true;
+            while (t2_first.load() < 0 && Clock::now() < deadline) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            if (t1_aborts) return UserAbortError("after T2 read a");
+            return absl::OkStatus();
+          },
+          [&](AccessSet& set) {
+            set.Write(t_, a);
+            set.Write(t_, b);
+          });
+      r1 = e1->Execute(t1);
+    });
+    while (!t1_past_a.load() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::vector<int64_t> t2_reads;
+    DeclaredTxn t2(
+        [&](Tx& tx) -> absl::Status {
+          Row x;
+          ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, a, &x));
+          t2_reads.push_back(x.GetInt(bal_));
+          if (t2_first.load() < 0) t2_first = x.GetInt(bal_);
+          x.AddInt(bal_, 1);
+          return absl::OkStatus();
+        },
+        [&](AccessSet& set) { set.Write(t_, a); });
+    ExecResult r2;
+    int attempts = 0;
+    do {
+      r2 = e2->Execute(t2);
+      ++attempts;
+    } while (r2.outcome == Outcome::kConflictAbort && r2.cause == AbortCause::kCascade && attempts < 10);
+    th1.join();
+    ASSERT_EQ(r2.outcome, Outcome::kCommitted) << r2.status;
+    ASSERT_FALSE(t2_reads.empty());
+    EXPECT_EQ(t2_reads.front(), 100);  // T1's write, before T1 finished
+    EXPECT_GE(e1->stats().spec_early_releases, 1u);
+    EXPECT_GE(e2->stats().spec_dependencies, 1u);
+    if (t1_aborts) {
+      EXPECT_EQ(r1.outcome, Outcome::kUserAbort);
+      EXPECT_EQ(attempts, 2);
+      EXPECT_EQ(t2_reads.back(), 10);  // re-run on the restored row
+      EXPECT_EQ(e2->stats().conflicts[static_cast<size_t>(AbortCause::kCascade)], 1u);
+      EXPECT_EQ(Peek(a), 11);
+      EXPECT_EQ(Peek(b), 10);
+    } else {
+      EXPECT_EQ(r1.outcome, Outcome::kCommitted);
+      EXPECT_EQ(attempts, 1);
+      EXPECT_EQ(Peek(a), 101);
+      EXPECT_EQ(Peek(b), 15);
+    }
+  }
+}
+
+// Speculative qstore under contention: 4 workers, every transaction reads
+// and rewrites one hot row, then bumps a cold one (by then the hot row's
+// queue is given up, when the two are on different queues), and some then
+// abort on purpose depending on the value they read; cascades are retried.
+// Each committed attempt must have read the value the one before it in the
+// hot row's history wrote: the committed attempts form one chain from the
+// loaded value to the final one, and every user abort read a value of that
+// chain.
+TEST_F(QStoreTest, SpeculativeHotRowHistoryIsOneSerialChain) {
+  DatabaseOptions o;
+  o.protocol = "qstore";
+  o.qstore_execution = "speculative";
+  o.qstore_queues = 4;
+  o.qstore_batch_txns = 3;
+  o.qstore_planners = 2;
+  MakeDb(o, 8, 1);
+  // Each commit moves the hot row one up, so a value is read by at most one
+  // committed attempt in a serial history (a lost update reads one twice).
+  auto step = [](int64_t v, int) { return v + 1; };
+  auto aborts = [](int64_t v, int w) { return v % 7 == w; };
+  constexpr int kWorkers = 4, kTxns = 150;
+  std::mutex mu;
+  std::map<int64_t, int64_t> next;  // committed: value read -> value written
+  std::vector<int64_t> aborted_reads;
+  std::atomic<uint64_t> cascades{0}, other{0}, early{0}, late{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      auto ex = db_->NewExecutor(w, {}).value();
+      for (int i = 0; i < kTxns; ++i) {
+        const uint64_t cold = 1 + (w + i) % 7;
+        int64_t seen = -1;
+        DeclaredTxn t(
+            [&](Tx& tx) -> absl::Status {
+              Row hot, c;
+              ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, 0, &hot));
+              seen = hot.GetInt(bal_);
+              hot.SetInt(bal_, step(seen, w));  // rolled back if it aborts
+              ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, cold, &c));
+              c.AddInt(bal_, 1);
+              // Time for the next transaction to read the hot row's uncommitted image.
+              std::this_thread::sleep_for(std::chrono::microseconds(200));
+              if (aborts(seen, w)) return UserAbortError("deterministic");
+              return absl::OkStatus();
+            },
+            [&](AccessSet& set) {
+              set.Write(t_, 0);
+              set.Write(t_, cold);
+            });
+        ExecResult r = ex->Execute(t);
+        while (r.outcome == Outcome::kConflictAbort && r.cause == AbortCause::kCascade) {
+          ++cascades;
+          r = ex->Execute(t);
+        }
+        std::lock_guard<std::mutex> l(mu);
+        if (r.outcome == Outcome::kCommitted) {
+          EXPECT_TRUE(next.emplace(seen, step(seen, w)).second) << "two commits read " << seen;
+        } else if (r.outcome == Outcome::kUserAbort) {
+          aborted_reads.push_back(seen);
+        } else {
+          ++other;
+        }
+      }
+      early += ex->stats().spec_early_releases;
+      late += ex->stats().spec_late_accesses;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(other.load(), 0u);
+  EXPECT_GT(early.load(), 0u);  // the hot row's queue was given up before commits
+  EXPECT_EQ(late.load(), 0u);   // the procedure never comes back to the hot row
+  std::cout << "cascades retried: " << cascades.load() << "\n";
+  std::set<int64_t> chain{1};
+  int64_t v = 1;
+  size_t links = 0;
+  for (auto it = next.find(v); it != next.end() && links <= next.size(); it = next.find(v)) {
+    v = it->second;
+    chain.insert(v);
+    ++links;
+  }
+  EXPECT_EQ(links, next.size()) << "committed attempts that read no committed value";
+  EXPECT_EQ(Peek(0), v);
+  for (int64_t r : aborted_reads) EXPECT_EQ(chain.count(r), 1u) << "a user abort read " << r;
+  EXPECT_GT(aborted_reads.size(), 0u);
+  int64_t cold_sum = 0;
+  for (int k = 1; k < 8; ++k) cold_sum += Peek(k) - 1;
+  EXPECT_EQ(cold_sum, static_cast<int64_t>(next.size()));
+}
+
+// Speculative qstore: a procedure that changes a row after it moved on
+// (its image was already installed for the next transaction) is caught when
+// it ends, rolled back and re-run holding its queues; the rows end right.
+TEST_F(QStoreTest, SpeculativeWriteAfterMovingOnIsReRun) {
+  constexpr int kQueues = 64;
+  uint64_t a = 0, b = 1;
+  while (HashQueue(0, b, kQueues) == HashQueue(0, a, kQueues)) ++b;
+  DatabaseOptions o;
+  o.protocol = "qstore";
+  o.qstore_execution = "speculative";
+  o.qstore_queues = kQueues;
+  MakeDb(o, 8, 10);
+  auto ex = db_->NewExecutor(0, {}).value();
+  int calls = 0;
+  DeclaredTxn t(
+      [&](Tx& tx) -> absl::Status {
+        ++calls;
+        Row x, y;
+        ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, a, &x));
+        ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, b, &y));  // a's queue given up here
+        x.AddInt(bal_, 1);                                    // too late for that
+        y.AddInt(bal_, 2);
+        return absl::OkStatus();
+      },
+      [&](AccessSet& set) {
+        set.Write(t_, a);
+        set.Write(t_, b);
+      });
+  ASSERT_EQ(ex->Execute(t).outcome, Outcome::kCommitted);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(ex->stats().spec_late_accesses, 1u);
+  EXPECT_EQ(ex->stats().total_conflicts(), 0u);
+  EXPECT_EQ(Peek(a), 11);
+  EXPECT_EQ(Peek(b), 12);
+  // A second read of a row it moved past is caught the same way.
+  calls = 0;
+  DeclaredTxn back(
+      [&](Tx& tx) -> absl::Status {
+        ++calls;
+        Row x, y;
+        ConstRow again;
+        ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, a, &x));
+        x.AddInt(bal_, 1);
+        ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_, b, &y));
+        y.AddInt(bal_, static_cast<int>(x.GetInt(bal_)));
+        ENGINE_RETURN_IF_ERROR(tx.Read(t_, a, &again));
+        return absl::OkStatus();
+      },
+      [&](AccessSet& set) {
+        set.Write(t_, a);
+        set.Write(t_, b);
+      });
+  ASSERT_EQ(ex->Execute(back).outcome, Outcome::kCommitted);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(ex->stats().spec_late_accesses, 2u);
+  EXPECT_EQ(Peek(a), 12);
+  EXPECT_EQ(Peek(b), 24);
+}
+
 TEST(QStoreOptionsTest, BadSettingsAreRejected) {
   DatabaseOptions o;
   o.protocol = "qstore";
@@ -445,7 +685,8 @@ TEST(QStoreOptionsTest, BadSettingsAreRejected) {
            [](DatabaseOptions& d) { d.qstore_queues = 0; },
            [](DatabaseOptions& d) { d.qstore_planners = 0; },
            [](DatabaseOptions& d) { d.qstore_placement = "modulo"; },
-           [](DatabaseOptions& d) { d.qstore_learn_txns = 0; }}) {
+           [](DatabaseOptions& d) { d.qstore_learn_txns = 0; },
+           [](DatabaseOptions& d) { d.qstore_execution = "optimistic"; }}) {
     DatabaseOptions b = o;
     bad(b);
     EXPECT_EQ(Database::Create(b).status().code(), absl::StatusCode::kInvalidArgument);

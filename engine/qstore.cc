@@ -1,5 +1,7 @@
-// Q-Store ("qstore"): queue-oriented deterministic execution at transaction
-// granularity, behind the planned protocols' guard (planned_internal.h, planned.cc).
+// Q-Store ("qstore"): queue-oriented deterministic execution, behind the
+// planned protocols' guard (planned_internal.h, planned.cc): conservative at
+// transaction granularity, or speculative per fragment (the queues here, the
+// transactions' side in qstore_spec.cc).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -39,6 +41,15 @@ namespace {
 // fragment after another; here an entry holds its queue for a whole
 // transaction, so readers that commute share it).
 //
+// Speculative execution (qstore_execution = speculative): the same queues,
+// but a transaction starts as soon as it is published, and each of its
+// accesses waits only until it heads the queue of that access's granule
+// (LockRequest::heads, one flag per queue, set here instead of counting
+// heads_missing down); it gives a queue up (ReleaseSlot) as soon as its
+// fragments there are done, so the next transaction's fragment on that
+// queue runs on its uncommitted writes (qstore_spec.cc tracks those
+// speculation dependencies, commits, and cascades aborts).
+//
 // Placement changes at most once, at a batch boundary: range placement when
 // the tables are loaded (before any transaction), learned placement when its
 // learning window (the first learn_txns transactions, placed by hash) is
@@ -49,9 +60,10 @@ namespace {
 class QStoreService final : public LockService {
  public:
   QStoreService(int batch_txns, int64_t batch_ns, int queues, int planners, PlacementKind placement,
-                int64_t learn_txns)
+                int64_t learn_txns, bool speculative)
       : queues_(new ExecQueue[queues]),
         num_queues_(queues),
+        speculative_(speculative),
         kind_(placement),
         current_(std::make_shared<HashPlacement>(queues)) {
     if (placement == PlacementKind::kLearned) {
@@ -76,6 +88,20 @@ class QStoreService final : public LockService {
   }
 
   void SetPlanObserver(PlanObserver obs) override { observer_ = std::move(obs); }
+  bool speculative() const override { return speculative_; }
+
+  // Speculative execution: the request's fragments on queues[slot] are done.
+  void ReleaseSlot(LockRequest* req, size_t slot) override {
+    ExecQueue& q = queues_[req->queues[slot] >> 1];
+    std::lock_guard<std::mutex> l(q.mu);
+    for (auto it = q.fifo.begin(); it != q.fifo.end(); ++it) {
+      if (it->req == req) {
+        q.fifo.erase(it);
+        break;
+      }
+    }
+    StartHeads(&q);
+  }
 
   // Range placement: the tables' loaded granules define the ranges.
   void TablesLoaded(const std::vector<std::unique_ptr<Table>>& tables) override {
@@ -103,13 +129,15 @@ class QStoreService final : public LockService {
                         " clusters");
   }
 
+  // Returns once `req` heads all its queues (conservative), or once it is
+  // published on them (speculative).
   void Lock(LockRequest* req) override {
     sequencer_->Submit(req);
     AwaitGrant(req);
   }
 
-  // The worker of a transaction that ran: removes it from its queues and
-  // starts whatever now heads them.
+  // The worker of a transaction that ran: removes it from its queues (those
+  // it still is in) and starts whatever now heads them.
   void Unlock(LockRequest* req) override {
     for (uint32_t e : req->queues) {
       ExecQueue& q = queues_[e >> 1];
@@ -130,7 +158,8 @@ class QStoreService final : public LockService {
   struct Entry {
     LockRequest* req;
     bool write;
-    bool started;  // counted as heading this queue
+    bool started;   // counted as heading this queue
+    uint32_t slot;  // the queue's index in req->queues
   };
   struct alignas(64) ExecQueue {
     std::mutex mu;
@@ -208,7 +237,21 @@ class QStoreService final : public LockService {
           }
         }
         r->queues.resize(out);
-        r->heads_missing.store(static_cast<int>(r->queues.size()) + 1, std::memory_order_relaxed);
+        if (speculative_) {
+          // Each item's slot; the request is granted (may start) once it
+          // is published, and heads each queue on its own.
+          r->item_slot.resize(r->items.size());
+          for (size_t i = 0; i < r->items.size(); ++i) {
+            const uint32_t qi = placement.QueueOf(r->items[i].table, r->items[i].granule);
+            auto at = std::lower_bound(r->queues.begin(), r->queues.end(), qi << 1);
+            r->item_slot[i] = static_cast<uint32_t>(at - r->queues.begin());
+          }
+          r->heads.reset(new std::atomic<bool>[r->queues.size()]);
+          for (size_t i = 0; i < r->queues.size(); ++i) r->heads[i].store(false, std::memory_order_relaxed);
+          r->heads_missing.store(1, std::memory_order_relaxed);
+        } else {
+          r->heads_missing.store(static_cast<int>(r->queues.size()) + 1, std::memory_order_relaxed);
+        }
       }
       // Publish, in (batch, group) order.
       {
@@ -237,7 +280,7 @@ class QStoreService final : public LockService {
         for (size_t i = 0; i < n; ++i) {
           ExecQueue& q = queues_[qs[i] >> 1];
           std::lock_guard<std::mutex> l(q.mu);
-          q.fifo.push_back({r, (qs[i] & 1) != 0, false});
+          q.fifo.push_back({r, (qs[i] & 1) != 0, false, static_cast<uint32_t>(i)});
           StartHeads(&q);
         }
         HeadReached(r);  // the +1: every queue is published
@@ -254,8 +297,12 @@ class QStoreService final : public LockService {
   // run of readers (reads commute; at transaction granularity a queue is
   // held for a whole transaction, so readers take it together, as calvin's
   // lock queues grant reader runs). Called with q->mu held.
-  static void StartHeads(ExecQueue* q) {
-    StartHeadRun(&q->fifo, [](Entry& e) { HeadReached(e.req); });
+  void StartHeads(ExecQueue* q) {
+    if (speculative_) {
+      StartHeadRun(&q->fifo, [](Entry& e) { e.req->heads[e.slot].store(true, std::memory_order_release); });
+    } else {
+      StartHeadRun(&q->fifo, [](Entry& e) { HeadReached(e.req); });
+    }
   }
 
   // `r` heads one more of its queues (or is fully published); granted when
@@ -266,6 +313,7 @@ class QStoreService final : public LockService {
 
   std::unique_ptr<ExecQueue[]> queues_;
   const int num_queues_;
+  const bool speculative_;
   const PlacementKind kind_;
   std::unique_ptr<PlacementLearner> learner_;  // sequencer thread; null once learned
   std::atomic<int64_t> in_flight_{0};          // published, not yet unlocked
@@ -286,8 +334,10 @@ class QStoreService final : public LockService {
 }  // namespace
 
 std::unique_ptr<LockService> NewQStoreService(int batch_txns, int64_t batch_ns, int queues, int planners,
-                                              PlacementKind placement, int64_t learn_txns) {
-  return std::make_unique<QStoreService>(batch_txns, batch_ns, queues, planners, placement, learn_txns);
+                                              PlacementKind placement, int64_t learn_txns,
+                                              bool speculative) {
+  return std::make_unique<QStoreService>(batch_txns, batch_ns, queues, planners, placement, learn_txns,
+                                         speculative);
 }
 
 }  // namespace planned_internal

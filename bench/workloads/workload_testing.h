@@ -48,7 +48,8 @@ std::unique_ptr<engine::Database> NewDb(const std::string& protocol);
 // The protocols the correctness suites run: ProtocolNames(), orthrus
 // with 3 CC threads ("orthrus/3"; ProtocolNames' "orthrus" has 1), and
 // qstore under range and learned placement ("qstore/range",
-// "qstore/learned"; ProtocolNames' "qstore" places by hash).
+// "qstore/learned"; ProtocolNames' "qstore" places by hash) and under
+// speculative execution ("qstore/speculative").
 std::vector<std::string> TestProtocols();
 // Test-name suffix for a protocol parameter ("2pl-nowait" -> "2pl_nowait").
 std::string ProtocolParamName(const ::testing::TestParamInfo<std::string>& info);
