@@ -47,6 +47,10 @@ ABSL_FLAG(std::string, qstore_placement, "hash",
           "--qstore_learn_txns transactions; hash meanwhile and for granules never seen hot)");
 ABSL_FLAG(int64_t, qstore_learn_txns, 2000,
           "protocol=qstore, --qstore_placement=learned: the learning window in transactions");
+ABSL_FLAG(std::string, qstore_execution, "conservative",
+          "protocol=qstore: conservative (a transaction runs once it heads every queue it is on) | "
+          "speculative (each access waits only for its own queue's head, a queue is given up with its "
+          "writes installed uncommitted once the program moved past it, aborts cascade)");
 ABSL_FLAG(int, qstore_planners, 1,
           "protocol=qstore: planner threads; each plans a slice of a batch (its priority group)");
 ABSL_FLAG(std::string, orthrus_cc_threads, "1",
@@ -171,6 +175,7 @@ int RunBench(const std::vector<char*>& args) {
            {"qstore_planners", absl::StrCat(absl::GetFlag(FLAGS_qstore_planners))},
            {"qstore_placement", absl::GetFlag(FLAGS_qstore_placement)},
            {"qstore_learn_txns", absl::StrCat(absl::GetFlag(FLAGS_qstore_learn_txns))},
+           {"qstore_execution", absl::GetFlag(FLAGS_qstore_execution)},
            {"orthrus_cc_threads", absl::GetFlag(FLAGS_orthrus_cc_threads)},
            {"skew_phases", absl::GetFlag(FLAGS_skew_phases)},
            {"insert_refs", absl::GetFlag(FLAGS_insert_refs)},

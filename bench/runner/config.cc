@@ -69,7 +69,7 @@ const std::vector<std::string>& SettingKeys() {
       "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
       "pg_seqscan", "history_half_life_s", "split_max_k", "rebalance", "tpcc_mix", "tpcc_rows", "update_rate",
       "calvin_batch", "qstore_batch", "qstore_queues", "qstore_planners", "qstore_placement",
-      "qstore_learn_txns", "sets",
+      "qstore_learn_txns", "qstore_execution", "sets",
       "orthrus_cc_threads"};
   return k;
 }
@@ -147,6 +147,12 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
     auto p = engine::ParseQueuePlacement(v);
     if (!p.ok()) return Bad(key, v, "hash|range|learned");
     c->qstore_placement = engine::QueuePlacementName(*p);
+    return absl::OkStatus();
+  }
+  if (key == "qstore_execution") {
+    const std::string e = absl::AsciiStrToLower(v);
+    if (e != "conservative" && e != "speculative") return Bad(key, v, "conservative|speculative");
+    c->qstore_execution = e;
     return absl::OkStatus();
   }
   if (key == "qstore_learn_txns") {

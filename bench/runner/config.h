@@ -54,6 +54,10 @@ struct BenchConfig {
   // ("qstore_learn_txns", placed by hash meanwhile).
   std::string qstore_placement = "hash";
   int64_t qstore_learn_txns = 2000;
+  // protocol=qstore: "conservative" (a transaction runs once it heads all
+  // its queues) or "speculative" (per-fragment queue heads, uncommitted
+  // reads, cascading aborts: engine/qstore_spec.cc) ("qstore_execution").
+  std::string qstore_execution = "conservative";
   // protocol=orthrus: concurrency-control threads ("orthrus_cc_threads",
   // 1..16), each owning one hash partition of the lock table; `queues`
   // workers are the execution threads.

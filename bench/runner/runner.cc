@@ -36,6 +36,7 @@ class EngineInstance : public BackendInstance {
   std::vector<std::unique_ptr<engine::EngineExecutor>> executors;
   std::unique_ptr<workloads::SqlSets> sql_sets;  // sets=sql: every transaction's read/write set
   std::string placement;                         // qstore_placement
+  std::string execution;                         // qstore_execution
 
   std::unique_ptr<scheduler::Txn> PrepareTxn(std::unique_ptr<workloads::WorkloadTxn> t) override {
     if (sql_sets != nullptr) t->set_access_deriver(sql_sets.get());
@@ -83,6 +84,11 @@ class EngineInstance : public BackendInstance {
       t.sequence_ns += s.sequence_ns;
       t.lock_wait_ns += s.lock_wait_ns;
       t.exec_ns += s.exec_ns;
+      t.spec_dependencies += s.spec_dependencies;
+      t.spec_early_releases += s.spec_early_releases;
+      t.spec_late_accesses += s.spec_late_accesses;
+      t.conflicts[static_cast<size_t>(scheduler::AbortCause::kCascade)] +=
+          s.conflicts[static_cast<size_t>(scheduler::AbortCause::kCascade)];
     }
     const double n = static_cast<double>(t.commits + t.user_aborts);
     auto us = [n](int64_t ns) { return n > 0 ? ns / n / 1000.0 : 0.0; };
@@ -95,6 +101,15 @@ class EngineInstance : public BackendInstance {
     if (db->protocol() == "qstore") {
       absl::StrAppend(&report, absl::StrFormat("; qstore placement %s: %.2f queues per transaction (%s)", placement,
                                                QueuesPerTxn(), db->ProtocolReport()));
+      if (execution == "speculative") {
+        absl::StrAppend(
+            &report,
+            absl::StrFormat("; speculative: %llu speculation dependencies, %llu queues given up early, "
+                            "%llu late re-runs, %llu cascading aborts",
+                            (unsigned long long)t.spec_dependencies, (unsigned long long)t.spec_early_releases,
+                            (unsigned long long)t.spec_late_accesses,
+                            (unsigned long long)t.conflicts[static_cast<size_t>(scheduler::AbortCause::kCascade)]));
+      }
     }
     return report;
   }
@@ -116,11 +131,13 @@ class EngineBackend : public Backend {
     o.qstore_planners = c.qstore_planners;
     o.qstore_placement = c.qstore_placement;
     o.qstore_learn_txns = c.qstore_learn_txns;
+    o.qstore_execution = c.qstore_execution;
     o.orthrus_cc_threads = c.orthrus_cc_threads;
     auto db = engine::Database::Create(o);
     if (!db.ok()) return db.status();
     inst->db = std::move(*db);
     inst->placement = c.qstore_placement;
+    inst->execution = c.qstore_execution;
     absl::Status st = w.Load(inst->db.get());
     if (!st.ok()) return st;
     if (c.sets == "sql") {

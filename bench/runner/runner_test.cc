@@ -433,6 +433,24 @@ TEST(Runner, QStorePlacementsRunAndReportQueuesPerTransaction) {
   }
 }
 
+// qstore's speculative execution: a consistent run whose only aborts are
+// cascades, with its speculation counters in the report.
+TEST(Runner, QStoreSpeculativeRunsAndReportsSpeculation) {
+  setenv("CORRAL_ROOT", ".", 0);
+  Runner r(MakeEngineBackend(), TinyFactory());
+  BenchConfig c = Short("qstore", "original");
+  ASSERT_TRUE(ApplySetting(&c, "qstore_execution", "Speculative").ok());
+  EXPECT_EQ(c.qstore_execution, "speculative");
+  EXPECT_FALSE(ApplySetting(&c, "qstore_execution", "eager").ok());
+  auto res = r.Run(c);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_TRUE(res->all_checks_ok);
+  const RunMetrics& m = res->runs[0];
+  EXPECT_GT(m.commits, 0u);
+  EXPECT_NE(m.plan_report.find("; speculative: "), std::string::npos) << m.plan_report;
+  EXPECT_NE(m.plan_report.find("speculation dependencies"), std::string::npos) << m.plan_report;
+}
+
 // sets=sql needs a workload whose SQL the key mapping knows
 // (bench/workloads/sql_sets.h); the tiny test workload is refused by name.
 TEST(Runner, SqlSetsRefuseAWorkloadWithoutAKeyMapping) {
