@@ -429,12 +429,15 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
     return ExecResult::Commit();
   }
 
-  // Adds the reconnaissance run's accesses to items_.
+  // Adds the reconnaissance run's accesses to items_ and, first, to order_.
   void Recon(absl::FunctionRef<absl::Status(Tx&)> proc, ExecutorStats* stats) {
     const int64_t t0 = MonoNanos();
     recon_->Begin(0);
     proc(*recon_).IgnoreError();  // its outcome is a guess; execution decides
-    ToItems(recon_->accessed(), &items_, &order_);
+    // Its accesses are the program's order: they go first.
+    std::vector<LockItem> found;
+    ToItems(recon_->accessed(), &items_, &found);
+    order_.insert(order_.begin(), found.begin(), found.end());
     ++stats->recons;
     stats->recon_ns += MonoNanos() - t0;
   }

@@ -91,17 +91,7 @@ class QStoreService final : public LockService {
   bool speculative() const override { return speculative_; }
 
   // Speculative execution: the request's fragments on queues[slot] are done.
-  void ReleaseSlot(LockRequest* req, size_t slot) override {
-    ExecQueue& q = queues_[req->queues[slot] >> 1];
-    std::lock_guard<std::mutex> l(q.mu);
-    for (auto it = q.fifo.begin(); it != q.fifo.end(); ++it) {
-      if (it->req == req) {
-        q.fifo.erase(it);
-        break;
-      }
-    }
-    StartHeads(&q);
-  }
+  void ReleaseSlot(LockRequest* req, size_t slot) override { Leave(&queues_[req->queues[slot] >> 1], req); }
 
   // Range placement: the tables' loaded granules define the ranges.
   void TablesLoaded(const std::vector<std::unique_ptr<Table>>& tables) override {
@@ -139,17 +129,7 @@ class QStoreService final : public LockService {
   // The worker of a transaction that ran: removes it from its queues (those
   // it still is in) and starts whatever now heads them.
   void Unlock(LockRequest* req) override {
-    for (uint32_t e : req->queues) {
-      ExecQueue& q = queues_[e >> 1];
-      std::lock_guard<std::mutex> l(q.mu);
-      for (auto it = q.fifo.begin(); it != q.fifo.end(); ++it) {
-        if (it->req == req) {
-          q.fifo.erase(it);
-          break;
-        }
-      }
-      StartHeads(&q);
-    }
+    for (uint32_t e : req->queues) Leave(&queues_[e >> 1], req);
     in_flight_.fetch_sub(1, std::memory_order_release);
     delete req;
   }
@@ -291,6 +271,18 @@ class QStoreService final : public LockService {
       }
       planner_cv_.notify_all();
     }
+  }
+
+  // Removes req from q (if it is still there) and starts the new heads.
+  void Leave(ExecQueue* q, LockRequest* req) {
+    std::lock_guard<std::mutex> l(q->mu);
+    for (auto it = q->fifo.begin(); it != q->fifo.end(); ++it) {
+      if (it->req == req) {
+        q->fifo.erase(it);
+        break;
+      }
+    }
+    StartHeads(q);
   }
 
   // Counts the queue's head as heading it: a writer alone, or the leading

@@ -212,48 +212,21 @@ class SpecTx final : public TxImpl, public SpecControl {
   absl::Status Read(const Table* table, uint64_t key, ConstRow* out) override {
     Gran* g;
     ENGINE_RETURN_IF_ERROR(Enter(table, key, false, &g));
-    Record* rec = table->Find(key);
-    absl::Status st = NotFoundStatus();
-    if (rec != nullptr) {
-      if (Write* w = FindWrite(rec)) {
-        if (w->kind == WKind::kUpdate || w->kind == WKind::kInsert) {
-          *out = ConstRow(&table->schema(), w->data, key);
-          st = absl::OkStatus();
-        }
-      } else {
-        char* buf = scratch_.Allocate(table->row_size());
-        if (StableRead(rec, buf)) {
-          *out = ConstRow(&table->schema(), buf, key);
-          st = absl::OkStatus();
-        }
-      }
-    }
+    char* image = View(table, key, g, false, WKind::kUpdate);
     Advance(g);
-    return st;
+    if (image == nullptr) return NotFoundStatus();
+    *out = ConstRow(&table->schema(), image, key);
+    return absl::OkStatus();
   }
 
   absl::Status ReadForUpdate(const Table* table, uint64_t key, Row* out) override {
     Gran* g;
     ENGINE_RETURN_IF_ERROR(Enter(table, key, true, &g));
-    Record* rec = table->Find(key);
-    absl::Status st = NotFoundStatus();
-    if (rec != nullptr) {
-      if (Write* w = FindWrite(rec)) {
-        if (w->kind == WKind::kUpdate || w->kind == WKind::kInsert) {
-          *out = Row(&table->schema(), w->data, key);
-          st = absl::OkStatus();
-        }
-      } else {
-        char* buf = scratch_.Allocate(table->row_size());
-        if (StableRead(rec, buf)) {
-          writes_.push_back({rec, buf, WKind::kUpdate, g->slot, false, nullptr});
-          *out = Row(&table->schema(), buf, key);
-          st = absl::OkStatus();
-        }
-      }
-    }
+    char* image = View(table, key, g, true, WKind::kUpdate);
     Advance(g);
-    return st;
+    if (image == nullptr) return NotFoundStatus();
+    *out = Row(&table->schema(), image, key);
+    return absl::OkStatus();
   }
 
   absl::Status Insert(const Table* table, uint64_t key, Row* out) override {
@@ -289,20 +262,14 @@ class SpecTx final : public TxImpl, public SpecControl {
     Gran* g;
     ENGINE_RETURN_IF_ERROR(Enter(table, key, true, &g));
     Record* rec = table->Find(key);
+    Write* own = rec != nullptr ? FindWrite(rec) : nullptr;
+    char* image = own != nullptr ? nullptr : View(table, key, g, true, WKind::kDelete);
     absl::Status st = NotFoundStatus();
-    if (rec != nullptr) {
-      if (Write* w = FindWrite(rec)) {
-        if (w->kind == WKind::kUpdate || w->kind == WKind::kInsert) {
-          w->kind = w->kind == WKind::kInsert ? WKind::kInsertDeleted : WKind::kDelete;
-          st = absl::OkStatus();
-        }
-      } else {
-        char* buf = scratch_.Allocate(table->row_size());
-        if (StableRead(rec, buf)) {
-          writes_.push_back({rec, buf, WKind::kDelete, g->slot, false, nullptr});
-          st = absl::OkStatus();
-        }
-      }
+    if (own != nullptr && (own->kind == WKind::kUpdate || own->kind == WKind::kInsert)) {
+      own->kind = own->kind == WKind::kInsert ? WKind::kInsertDeleted : WKind::kDelete;
+      st = absl::OkStatus();
+    } else if (image != nullptr) {
+      st = absl::OkStatus();
     }
     Advance(g);
     return st;
@@ -656,6 +623,21 @@ class SpecTx final : public TxImpl, public SpecControl {
         return true;
       }
     }
+  }
+
+  // The attempt's image of (table, key): its own (uninstalled) write of the
+  // row, else a stable copy of the installed row, then recorded as a write
+  // of `kind` if `record`. Null if absent or deleted.
+  char* View(const Table* table, uint64_t key, const Gran* g, bool record, WKind kind) {
+    Record* rec = table->Find(key);
+    if (rec == nullptr) return nullptr;
+    if (Write* w = FindWrite(rec)) {
+      return w->kind == WKind::kUpdate || w->kind == WKind::kInsert ? w->data : nullptr;
+    }
+    char* buf = scratch_.Allocate(table->row_size());
+    if (!StableRead(rec, buf)) return nullptr;
+    if (record) writes_.push_back({rec, buf, kind, g->slot, false, nullptr});
+    return buf;
   }
 
   Write* FindWrite(Record* rec) {

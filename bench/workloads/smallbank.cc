@@ -175,8 +175,10 @@ absl::Status SmallBankTxn::Run(Tx& tx) {
       if (k1.GetDouble(B_BAL) < amount) {
         return engine::UserAbortError("SendPayment: insufficient funds");
       }
-      ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_->checking, c2, &k2));
+      // Done with c1 before c2 (qstore's speculative execution hands c1's
+      // row to the next transaction once the program moves on).
       k1.AddDouble(B_BAL, -static_cast<double>(amount));
+      ENGINE_RETURN_IF_ERROR(tx.ReadForUpdate(t_->checking, c2, &k2));
       k2.AddDouble(B_BAL, static_cast<double>(amount));
       return absl::OkStatus();
     }

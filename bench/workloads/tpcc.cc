@@ -383,6 +383,8 @@ absl::Status TpccTxn::Run(Tx& tx) {
   return absl::InternalError("unknown TPC-C type");
 }
 
+// Declared in the procedures' program order (qstore's speculative execution
+// gives a queue up once the program has moved past its declared rows).
 bool TpccTxn::DeclareOwnAccesses(engine::AccessSet& set) const {
   switch (tpcc_type_) {
     case kNewOrder: {
@@ -392,10 +394,10 @@ bool TpccTxn::DeclareOwnAccesses(engine::AccessSet& set) const {
       set.Read(t_->customer, TpccCustomerKey(in.w_id, in.d_id, in.c_id));
       set.Write(t_->orders, TpccOrderKey(in.w_id, in.d_id, 0));      // the (w, d) granule
       set.Write(t_->new_order, TpccOrderKey(in.w_id, in.d_id, 0));
-      set.Write(t_->order_line, TpccOrderLineKey(in.w_id, in.d_id, 0, 0));
       for (const NewOrderLine& l : in.lines) {
         set.Read(t_->item, l.i_id);
         set.Write(t_->stock, TpccStockKey(l.supply_w_id, l.i_id));
+        set.Write(t_->order_line, TpccOrderLineKey(in.w_id, in.d_id, 0, 0));  // each line's insert
       }
       return true;
     }
@@ -403,18 +405,20 @@ bool TpccTxn::DeclareOwnAccesses(engine::AccessSet& set) const {
       const PaymentInput& in = payment;
       set.Write(t_->warehouse, in.w_id);
       set.Write(t_->district, TpccDistrictKey(in.w_id, in.d_id));
-      set.Write(t_->history, TpccHistorySlotKey(set.worker_id()));  // the slot's granule
-      if (in.by_last_name) return false;
+      if (in.by_last_name) {
+        set.Write(t_->history, TpccHistorySlotKey(set.worker_id()));  // the slot's granule
+        return false;
+      }
       set.Write(t_->customer, TpccCustomerKey(in.c_w_id, in.c_d_id, in.c_id));
+      set.Write(t_->history, TpccHistorySlotKey(set.worker_id()));
       return true;
     }
     case kOrderStatus: {
       const OrderStatusInput& in = order_status;
+      if (!in.by_last_name) set.Read(t_->customer, TpccCustomerKey(in.w_id, in.d_id, in.c_id));
       set.Read(t_->orders, TpccOrderKey(in.w_id, in.d_id, 0));
       set.Read(t_->order_line, TpccOrderLineKey(in.w_id, in.d_id, 0, 0));
-      if (in.by_last_name) return false;
-      set.Read(t_->customer, TpccCustomerKey(in.w_id, in.d_id, in.c_id));
-      return true;
+      return !in.by_last_name;
     }
     case kDelivery: {
       const DeliveryInput& in = delivery;
