@@ -513,9 +513,10 @@ TEST_F(QStoreTest, SpeculativeReadsSeeUncommittedWritesAndCascadeOnAbort) {
     EXPECT_GE(e2->stats().spec_dependencies, 1u);
     if (t1_aborts) {
       EXPECT_EQ(r1.outcome, Outcome::kUserAbort);
-      EXPECT_EQ(attempts, 2);
+      EXPECT_GE(attempts, 2);
       EXPECT_EQ(t2_reads.back(), 10);  // re-run on the restored row
-      EXPECT_EQ(e2->stats().conflicts[static_cast<size_t>(AbortCause::kCascade)], 1u);
+      EXPECT_EQ(e2->stats().conflicts[static_cast<size_t>(AbortCause::kCascade)],
+                static_cast<uint64_t>(attempts - 1));
       EXPECT_EQ(Peek(a), 11);
       EXPECT_EQ(Peek(b), 10);
     } else {

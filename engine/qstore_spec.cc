@@ -191,22 +191,7 @@ class SpecTx final : public TxImpl, public SpecControl {
     return false;
   }
 
-  bool AwaitDependencies() override {
-    for (const auto& d : deps_) {
-      Waiter waiter;
-      for (;;) {
-        const int st = d->status.load(std::memory_order_acquire);
-        if (st == kCommitted) break;
-        if (st != kActive) {
-          Doom(me_);
-          return false;
-        }
-        if (me_->status.load(std::memory_order_acquire) != kActive) return false;
-        waiter.Wait();
-      }
-    }
-    return me_->status.load(std::memory_order_acquire) == kActive;
-  }
+  bool AwaitDependencies() override { return AwaitDeps(false); }
 
   // --- Tx ---
   absl::Status Read(const Table* table, uint64_t key, ConstRow* out) override {
@@ -287,7 +272,7 @@ class SpecTx final : public TxImpl, public SpecControl {
     for (size_t s = 0; s < released_.size(); ++s) {
       if (!released_[s] && !AwaitHead(s)) return Fail(AbortCause::kCascade);
     }
-    if (!AwaitDependenciesInstalled()) return Fail(AbortCause::kCascade);
+    if (!AwaitDeps(true)) return Fail(AbortCause::kCascade);
     const Table* table = spec.index->table();
     const Schema* schema = &table->schema();
     std::vector<Gran*> touched;
@@ -447,14 +432,15 @@ class SpecTx final : public TxImpl, public SpecControl {
     return absl::OkStatus();
   }
 
-  // Every dependency has installed all its writes (or committed); false if
-  // one aborted or this attempt is doomed.
-  bool AwaitDependenciesInstalled() {
+  // Waits until every dependency has committed (or, if `installed_is_enough`,
+  // installed all its writes); false if one aborted (this attempt is then
+  // doomed) or this attempt is doomed.
+  bool AwaitDeps(bool installed_is_enough) {
     for (const auto& d : deps_) {
       Waiter waiter;
-      while (!d->installed.load(std::memory_order_acquire)) {
+      for (;;) {
         const int st = d->status.load(std::memory_order_acquire);
-        if (st == kCommitted) break;
+        if (st == kCommitted || (installed_is_enough && d->installed.load(std::memory_order_acquire))) break;
         if (st != kActive) {
           Doom(me_);
           return false;
@@ -476,31 +462,35 @@ class SpecTx final : public TxImpl, public SpecControl {
   }
 
   // The granule's last uncommitted writer (if another) becomes a
-  // dependency; writing, this attempt becomes its writer. False: the writer
-  // is aborting, and so is this attempt.
+  // dependency; writing, this attempt becomes its writer. A writer that is
+  // aborting is waited for (it restores the row and names the writer before
+  // it), unless this attempt depends on it already: then this attempt is
+  // doomed too and false is returned.
   bool Register(Gran* g, bool write) {
-    if (!g->touched) {
-      g->touched = true;
+    while (!g->touched) {
       std::shared_ptr<SpecState> w = registry_->Get({g->table, g->granule});
-      if (w != nullptr && w != me_) {
-        bool doomed = false;
-        {
-          std::lock_guard<std::mutex> l(w->mu);
-          const int st = w->status.load(std::memory_order_relaxed);
-          if (st == kActive) {
-            w->dependents.push_back(me_);
-            deps_.push_back(w);
-            ++stats_->spec_dependencies;
-          } else if (st != kCommitted) {
-            doomed = true;
-          }
+      if (w == nullptr || w == me_) break;
+      {
+        std::lock_guard<std::mutex> l(w->mu);
+        const int st = w->status.load(std::memory_order_relaxed);
+        if (st == kActive) {
+          w->dependents.push_back(me_);
+          deps_.push_back(w);
+          ++stats_->spec_dependencies;
+          break;
         }
-        if (doomed) {
-          Doom(me_);
-          return false;
-        }
+        if (st == kCommitted) break;
+      }
+      // Aborting, and this attempt has read nothing of it (else its doom
+      // reaches this attempt, which stops waiting): wait until it has rolled
+      // back, then look again.
+      Waiter waiter;
+      while (w->status.load(std::memory_order_acquire) != kRolledBack) {
+        if (me_->status.load(std::memory_order_acquire) != kActive) return false;
+        waiter.Wait();
       }
     }
+    g->touched = true;
     if (write && !g->wrote) {
       g->wrote = true;
       g->prev = registry_->Swap({g->table, g->granule}, me_);
