@@ -76,7 +76,11 @@ TEST(Runner, PhasedRunAccountingOcc) {
   ExpectAccounting(res->runs[0]);
   EXPECT_TRUE(res->all_checks_ok);
   EXPECT_GT(res->runs[0].extract_cache_hits, 0u);
-  EXPECT_GT(res->runs[0].sched_cpu_ns, 0);
+  // The scheduling CPU is measured less the clock read's own cost, which
+  // load inflates (a descheduled probe): past it the figure is clamped at 0,
+  // so only the probe and a non-negative figure are load-proof.
+  EXPECT_GT(res->runs[0].probe_cpu_ns, 0);
+  EXPECT_GE(res->runs[0].sched_cpu_ns, 0);
   // Some user aborts happened and were not counted as conflicts.
   EXPECT_GT(res->runs[0].user_aborts + res->phase1.user_aborts, 0u);
 }
