@@ -322,9 +322,10 @@ class PlannedTx final : public TxImpl, public PlannedRunner {
     }
     // Speculative: give queues up before the end, unless this procedure
     // type keeps coming back to rows after it moved past them.
-    const uint64_t type = declarer == nullptr ? 0
-                                              : typeid(*declarer).hash_code() ^
-                                                    static_cast<uint64_t>(declarer->type.value());
+    uint64_t type = 0;
+    if (spec_ != nullptr && declarer != nullptr) {
+      type = typeid(*declarer).hash_code() ^ static_cast<uint64_t>(declarer->type.value());
+    }
     bool early_release = spec_ != nullptr && EarlyReleaseFor(type);
     for (int plan = 0;; ++plan) {
       Normalize(&items_);

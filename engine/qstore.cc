@@ -202,9 +202,11 @@ class QStoreService final : public LockService {
       const QueuePlacement& placement = *s.placement;
       for (LockRequest* r : s.txns) {
         r->queues.clear();
+        r->item_slot.clear();
         for (const LockItem& it : r->items) {
           const uint32_t qi = placement.QueueOf(it.table, it.granule);
           r->queues.push_back(qi << 1 | (it.write ? 1 : 0));
+          if (speculative_) r->item_slot.push_back(qi);  // its queue; its slot below
         }
         // One entry per queue, writing if any of its granules there is written.
         std::sort(r->queues.begin(), r->queues.end());
@@ -220,11 +222,9 @@ class QStoreService final : public LockService {
         if (speculative_) {
           // Each item's slot; the request is granted (may start) once it
           // is published, and heads each queue on its own.
-          r->item_slot.resize(r->items.size());
-          for (size_t i = 0; i < r->items.size(); ++i) {
-            const uint32_t qi = placement.QueueOf(r->items[i].table, r->items[i].granule);
-            auto at = std::lower_bound(r->queues.begin(), r->queues.end(), qi << 1);
-            r->item_slot[i] = static_cast<uint32_t>(at - r->queues.begin());
+          for (uint32_t& slot : r->item_slot) {
+            auto at = std::lower_bound(r->queues.begin(), r->queues.end(), slot << 1);
+            slot = static_cast<uint32_t>(at - r->queues.begin());
           }
           r->heads.reset(new std::atomic<bool>[r->queues.size()]);
           for (size_t i = 0; i < r->queues.size(); ++i) r->heads[i].store(false, std::memory_order_relaxed);

@@ -312,16 +312,16 @@ class SpecTx final : public TxImpl, public SpecControl {
       Abort();
       return AbortCause::kCascade;
     }
+    bool committed;
     {
       std::lock_guard<std::mutex> l(me_->mu);
-      if (me_->status.load(std::memory_order_relaxed) != kActive) {
-        // Doomed between the check and here: roll back (below).
-      } else {
+      committed = me_->status.load(std::memory_order_relaxed) == kActive;  // not doomed meanwhile
+      if (committed) {
         me_->status.store(kCommitted, std::memory_order_release);
         me_->dependents.clear();
       }
     }
-    if (me_->status.load(std::memory_order_acquire) != kCommitted) {
+    if (!committed) {
       Abort();
       return AbortCause::kCascade;
     }
