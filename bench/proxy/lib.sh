@@ -10,8 +10,15 @@
 
 # proxy_server_bin: builds //bench/proxy:proxy_server (-c opt, in the output
 # base CORRAL_BAZEL_OUTPUT_BASE names, else the repository's own, which
-# shares the build with `corral`) and prints its path.
+# shares the build with `corral`) and prints its path; with
+# CORRAL_PROXY_SERVER_BIN set (a machine without Bazel, bench/proxy/bundle.sh)
+# it prints that path instead, if executable.
 proxy_server_bin() {
+  if [ -n "${CORRAL_PROXY_SERVER_BIN:-}" ]; then
+    [ -x "$CORRAL_PROXY_SERVER_BIN" ] || return 1
+    echo "$CORRAL_PROXY_SERVER_BIN"
+    return 0
+  fi
   local bazel="bazel${CORRAL_BAZEL_OUTPUT_BASE:+ --output_base=$CORRAL_BAZEL_OUTPUT_BASE}"
   $bazel build -c opt //bench/proxy:proxy_server >/dev/null 2>&1 || return 1
   echo "$($bazel info -c opt bazel-bin 2>/dev/null)/bench/proxy/proxy_server"

@@ -69,6 +69,8 @@
 #
 #   bash bench/proxy/run.sh                 # 20 s per run
 #   SECONDS_PER_RUN=10 CLIENTS=16 POOL=8 bash bench/proxy/run.sh
+#   CLIENTS=64 POOL=32 PGBENCH_JOBS=8 CORRAL_MODES=on PATHS="direct pgbouncer corral corral-w2 corral-w4" \
+#       WORKLOADS=select-only bash bench/proxy/run.sh   # event loops on a bigger machine
 #   PATHS="direct pgbouncer corral" WORKLOADS="hot-row" bash bench/proxy/run.sh
 #   REPEAT=3 SECONDS_PER_RUN=10 bash bench/proxy/run.sh   # median of 3 rounds
 #   TLS=1 PATHS="pgbouncer corral" bash bench/proxy/run.sh   # client TLS on
@@ -95,6 +97,7 @@ cd "$(dirname "$0")/../.."
 DUR=${SECONDS_PER_RUN:-20}
 CLIENTS=${CLIENTS:-16}
 POOL=${POOL:-8}
+JOBS=${PGBENCH_JOBS:-2}  # pgbench -j (threads); more on a machine with more cores
 SCALE=${SCALE:-10}
 POLICY=${POLICY:-count-max-canonical-single}
 STEAL_AFTER_MS=${STEAL_AFTER_MS:-50}
@@ -239,7 +242,7 @@ run() {  # path workload variant args...
   # the run, per transaction pgbench counted.
   local t0 t1 cpu=-
   [ -n "${CPID[$path]:-}" ] && t0=$(cpu_ticks "${CPID[$path]}")
-  out=$(PGSSLMODE=$ssl pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 -T "$DUR" "$@" $DB 2>&1) || true
+  out=$(PGSSLMODE=$ssl pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j "$JOBS" -T "$DUR" "$@" $DB 2>&1) || true
   [ -n "${CPID[$path]:-}" ] && t1=$(cpu_ticks "${CPID[$path]}")
   admin_snapshot "$path" "$workload" "$variant" end
   local tps retried pct failed txns
@@ -258,7 +261,7 @@ run() {  # path workload variant args...
     "${pct:-0}" "${failed:-0}" >> "$RES"
 }
 
-echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s scale=$SCALE hot_rows=$HOT_ROWS policy=$POLICY tls=$TLS" \
+echo "# clients=$CLIENTS jobs=$JOBS pool=$POOL duration=${DUR}s scale=$SCALE hot_rows=$HOT_ROWS policy=$POLICY tls=$TLS" \
   "steal_after_ms=$STEAL_AFTER_MS max_tries=$MAX_TRIES nproc=$(nproc)"
 echo "# start: $(uptime)"
 for ROUND in $(seq 1 "$REPEAT"); do
