@@ -147,6 +147,9 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("restart_key_waits", s.restart_key_waits);
     row("restart_requeues", s.restart_requeues);
     row("restart_wait_ms", s.restart_wait_ns / 1000000);
+    row("restart_gate_txns", s.restart_gate_txns);
+    row("restart_gate_waits", s.restart_gate_waits);
+    row("restart_gate_early", s.restart_gate_early);
     const AdminSource::LearnedSizes l = source_.Learned();
     row("history_entries", l.history_entries);
     row("history_max_entries", l.history_max_entries);

@@ -330,6 +330,8 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     if (auto st = OnOff(key, value, &o->restart_on_hot_key); !st.ok()) return st;
   } else if (key == "restart_after_release") {
     if (auto st = OnOff(key, value, &o->restart_after_release); !st.ok()) return st;
+  } else if (key == "restart_gate") {
+    if (auto st = OnOff(key, value, &o->restart_gate); !st.ok()) return st;
   } else if (key == "replay_buffer_bytes") {
     if (auto st = Int(key, value, 0, int64_t{1} << 30, &n); !st.ok()) return st;
     o->replay_buffer_bytes = static_cast<size_t>(n);

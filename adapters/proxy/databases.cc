@@ -77,6 +77,10 @@ absl::StatusOr<Database*> Proxy::Loop::DatabaseFor(const DatabaseEntry& e) {
   db->retries = std::make_unique<RetryMemory>(opt_.retry_memory_size);
   db->replay = e.replay < 0 ? opt_.replay : e.replay > 0;
   db->restart = e.restart_on_hot_key < 0 ? opt_.restart_on_hot_key : e.restart_on_hot_key > 0;
+  if (db->restart && opt_.restart_gate) {
+    db->gates = std::make_unique<CycleGates>(CycleGates::Options{});
+    db->router->SetTraceFirst(true);  // its first statement's shape names the gate
+  }
   if (e.templates < 0 ? opt_.templates : e.templates > 0) {
     Templates::Options to;
     to.threshold = opt_.template_threshold;

@@ -95,6 +95,29 @@ void KeyLocks::Release(uint64_t ticket) {
   }
 }
 
+void KeyLocks::ReleaseKey(uint64_t ticket, uint64_t key) {
+  std::vector<std::pair<Wake, uint64_t>> woken;
+  {
+    TsanVisibleMutexLock l(&mu_);
+    auto it = requests_.find(ticket);
+    if (it == requests_.end() || !it->second.granted) return;
+    std::vector<uint64_t>& keys = it->second.keys;
+    auto k = std::lower_bound(keys.begin(), keys.end(), key);
+    if (k == keys.end() || *k != key) return;
+    keys.erase(k);
+    Request one;
+    one.keys.push_back(key);
+    if (keys.empty()) {
+      requests_.erase(it);
+      counters_.held--;
+    }
+    Leave(ticket, one, &woken, /*stamp=*/false);
+  }
+  for (auto& [wake, t] : woken) {
+    if (wake) wake(t);
+  }
+}
+
 uint64_t KeyLocks::Epoch() const {
   TsanVisibleMutexLock l(&mu_);
   return epoch_;

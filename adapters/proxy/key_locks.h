@@ -77,6 +77,11 @@ class KeyLocks {
   // Releases what `ticket` holds, or withdraws its wait; no-op when unknown.
   // Requests granted by it are woken before it returns.
   void Release(uint64_t ticket);
+  // Gives back one key `ticket` holds (granted) and keeps the others; the
+  // requests it lets to the front of that key's queue, if granted, are
+  // woken before it returns. No epoch stamp (cycle_gates.h: a gate key, not
+  // a row). No-op when the ticket does not hold the key or still waits.
+  void ReleaseKey(uint64_t ticket, uint64_t key);
   // Whether `ticket` holds its keys now.
   bool Holds(uint64_t ticket) const;
   // Whether `ticket` holds (or waits for) `key`.

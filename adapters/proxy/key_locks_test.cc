@@ -36,6 +36,38 @@ TEST(KeyLocksTest, GrantsFifoAndWakesOnRelease) {
   EXPECT_EQ(c.waiting, 0);
 }
 
+// ReleaseKey gives one key back (a gate, cycle_gates.h): its waiter runs,
+// the rest stays held, no release epoch moves; a waiting ticket or a key
+// not held changes nothing.
+TEST(KeyLocksTest, ReleaseKeyGivesOneKeyBackAndKeepsTheRest) {
+  KeyLocks l;
+  std::vector<uint64_t> woken;
+  auto wake = [&](uint64_t t) { woken.push_back(t); };
+  ASSERT_TRUE(l.Acquire(0, 1, {7}, nullptr, wake));               // the gate
+  ASSERT_TRUE(l.AcquireMore(0, 1, {3}, wake));                    // then a row
+  EXPECT_FALSE(l.Acquire(0, 2, {7}, nullptr, wake));              // another gate request
+  EXPECT_FALSE(l.Acquire(0, 3, {3}, nullptr, wake));              // the row's
+  const uint64_t epoch = l.Epoch();
+  l.ReleaseKey(2, 7);  // waiting: no-op
+  l.ReleaseKey(1, 9);  // not held: no-op
+  EXPECT_TRUE(woken.empty());
+  l.ReleaseKey(1, 7);
+  EXPECT_EQ(woken, std::vector<uint64_t>{2});
+  EXPECT_TRUE(l.Holds(1));
+  EXPECT_TRUE(l.Has(1, 3));
+  EXPECT_FALSE(l.Has(1, 7));
+  EXPECT_EQ(l.Epoch(), epoch);
+  EXPECT_EQ(l.TakeIfFree(0, 4, 3, epoch), KeyLocks::Take::kHeld);  // the row still held
+  l.Release(1);
+  EXPECT_EQ(woken, (std::vector<uint64_t>{2, 3}));
+  l.ReleaseKey(3, 3);  // its only key: the request goes
+  EXPECT_FALSE(l.Holds(3));
+  l.Release(2);
+  KeyLocks::Counters c = l.counters();
+  EXPECT_EQ(c.held, 0);
+  EXPECT_EQ(c.waiting, 0);
+}
+
 TEST(KeyLocksTest, AllOrNothingAndWithdrawnWaiter) {
   KeyLocks l;
   std::vector<uint64_t> woken;

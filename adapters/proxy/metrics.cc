@@ -132,6 +132,12 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
           stats.restart_requeues);
   counter("corral_restart_wait_ms_total", "Time restarted transactions waited for their keys (ms).",
           stats.restart_wait_ns.load() / 1000000);
+  counter("corral_restart_gate_txns_total",
+          "Transactions of a template whose restarts closed wait cycles, admitted through its gate (restart_gate).",
+          stats.restart_gate_txns);
+  counter("corral_restart_gate_waits_total", "Of them, those that waited for the gate.", stats.restart_gate_waits);
+  counter("corral_restart_gate_early_total", "Gates given back before the transaction ended (its key set complete).",
+          stats.restart_gate_early);
   gauge("corral_clients", "Connected clients.", clients);
   return s;
 }

@@ -232,6 +232,10 @@ struct Options {
   // Off: a later hot key that is free is taken even when a holder released
   // it after this transaction's snapshot (restart only when it is held).
   bool restart_after_release = true;
+  // With restart_on_hot_key: a template whose restarts closed wait cycles
+  // (two of its transactions each holding the key the other wants next)
+  // lets one transaction at a time grow its key set (cycle_gates.h).
+  bool restart_gate = true;
   std::string config_path;  // for RELOAD (empty: RELOAD re-reads the catalog only)
 };
 

@@ -67,6 +67,7 @@
 #include "adapters/proxy/admin_console.h"
 #include "adapters/proxy/auth.h"
 #include "adapters/proxy/cluster.h"
+#include "adapters/proxy/cycle_gates.h"
 #include "adapters/proxy/key_locks.h"
 #include "adapters/proxy/prepared.h"
 #include "adapters/proxy/proxy.h"
@@ -268,6 +269,11 @@ struct Client : Conn {
   uint64_t key_snap = 0;
   int64_t restart_since = 0;
   int restart_queue = 0;
+  // Cycle gates (cycle_gates.h): the gate key its transaction holds or
+  // waits for (0: none), and the keys it takes once the gate is granted
+  // (its wait for the gate alone sits in no row's queue).
+  uint64_t gate_key = 0;
+  std::vector<uint64_t> gate_then;
   std::string cap_key;
   int64_t cap_since = 0;
   StatementMap stmts;
@@ -313,6 +319,7 @@ struct Database {
   std::unique_ptr<TemplateCap> tcap;
   bool replay = false;  // transparent replay (replay.h) on for this database
   bool restart = false;  // restart_on_hot_key on for this database (restart_loop.cc)
+  std::unique_ptr<CycleGates> gates;  // restart_gate (cycle_gates.h); null when off
   // Multi-proxy mode (cluster.h); null when cluster_name is empty. Last:
   // stopped (joined) before the Scheduler it reads goes. workers > 1: one
   // for the process, shared by the loops' Databases of this name (the last

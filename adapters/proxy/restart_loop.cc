@@ -39,6 +39,7 @@
 // savepoints, past replay_buffer_bytes, an error the client saw), a
 // statement sent while an earlier one is outstanding (pipelined), a unit
 // still arriving (no Sync yet) or ended by a Flush, READ COMMITTED blocks.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -110,8 +111,17 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
   const RefVec refs(c->route.txn.refs.begin() + static_cast<std::ptrdiff_t>(from), c->route.txn.refs.end());
   std::vector<uint64_t> hot;
   HotKeys(c, refs, &hot);
-  if (hot.empty() || !SnapshotIsolation(r.begin(), c->sess)) return false;
   const uint64_t ticket = KeyTicket(c);
+  // Its template's gate (cycle_gates.h) goes back at the first later
+  // statement that names no hot key the transaction lacks: its key set is
+  // complete, another may grow.
+  if (c->gate_key != 0 &&
+      std::all_of(hot.begin(), hot.end(), [&](uint64_t k) { return locks()->Has(ticket, k); })) {
+    locks()->ReleaseKey(ticket, c->gate_key);
+    c->gate_key = 0;
+    stats_.restart_gate_early++;
+  }
+  if (hot.empty() || !SnapshotIsolation(r.begin(), c->sess)) return false;
   std::vector<uint64_t> need;
   for (uint64_t k : hot) {
     if (locks()->Has(ticket, k)) continue;
@@ -168,7 +178,13 @@ void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need) 
   const bool granted =
       locks()->AcquireMore(worker_, KeyTicket(c), std::move(need), [self, id](uint64_t) { self->KeysGranted(id); },
                            &requeued);
-  if (requeued) stats_.restart_requeues++;
+  if (requeued) {
+    stats_.restart_requeues++;
+    // A wait cycle: its template's transactions take its gate from now on.
+    if (CycleGates* gates = c->pool->db->gates.get(); gates != nullptr && !c->route.trace.empty()) {
+      gates->Cycle(c->route.trace[0].shape);
+    }
+  }
   if (granted) {
     SendReplay(c, b);  // granted at once: re-run here
     return;

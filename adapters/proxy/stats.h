@@ -131,6 +131,12 @@ struct Stats {
   std::atomic<int64_t> restart_key_waits{0};
   std::atomic<int64_t> restart_requeues{0};  // waits that would have closed a cycle: keys given up, all requested again
   std::atomic<int64_t> restart_wait_ns{0};
+  // Cycle gates (cycle_gates.h): transactions admitted through their
+  // template's gate, of them those that waited for it, and gates given
+  // back before the transaction ended (its key set complete).
+  std::atomic<int64_t> restart_gate_txns{0};
+  std::atomic<int64_t> restart_gate_waits{0};
+  std::atomic<int64_t> restart_gate_early{0};
 };
 
 }  // namespace proxy

@@ -54,7 +54,9 @@
 # statement templates and replay on as well, e.g.
 #     SECONDS_PER_RUN=10 CORRAL_MODES="on restart" PATHS="pgbouncer corral corral-restart" \
 #         WORKLOADS="two-row function-pair transfer order" bash bench/proxy/run.sh
-# (restartheld = the same with restart_after_release = off: a later hot
+# (restartnogate = the same with restart_gate = off: no template's
+# transactions wait for its cycle gate, cycle_gates.h;
+# restartheld = the same with restart_after_release = off: a later hot
 # key that is free is taken even if released since the snapshot;
 # restarttcap = restart with the per-template concurrency cap on too;
 # restartonly = restart_on_hot_key alone, without templates and replay)
@@ -178,6 +180,7 @@ for mode in $CORRAL_MODES; do
   [ $mode = replay ] && margs="stealing=on replay=on"
   [ $mode = restart ] && margs="stealing=on templates=on replay=on restart_on_hot_key=on"
   [ $mode = restartheld ] && margs="stealing=on templates=on replay=on restart_on_hot_key=on restart_after_release=off"
+  [ $mode = restartnogate ] && margs="stealing=on templates=on replay=on restart_on_hot_key=on restart_gate=off"
   [ $mode = restarttcap ] && margs="stealing=on templates=on replay=on restart_on_hot_key=on template_concurrency=on"
   [ $mode = restartonly ] && margs="stealing=on restart_on_hot_key=on"
   # shellcheck disable=SC2086

@@ -22,9 +22,10 @@ namespace {
 
 class RestartTest : public ReplayClientsTest {
  protected:
-  void StartRestart(bool on, int workers = 1) {
+  void StartRestart(bool on, int workers = 1, bool retry_routing = true) {
     Options o;
     o.pool_size = 4;
+    o.retry_routing = retry_routing;
     o.workers = workers;  // > 1: the loops' shared key table
     o.restart_on_hot_key = on;
     ASSERT_TRUE(IsOk(proxy_.Start(server_, o)));
@@ -193,6 +194,68 @@ TEST_F(RestartTest, ARestartWhoseReadChangedGetsTheErrorAndCommitsNothing) {
     EXPECT_TRUE(NothingLeftBehind());
     Reset();
   }
+}
+
+// The wait cycle and its gate (cycle_gates.h). a reads row 2, b reads row
+// 3 (each takes its row's key), then a updates 3 and b updates 2: a waits
+// for b's key, b's wait would close the cycle, so b gives its key up, a
+// goes on and commits, b's re-run reads a's row 3: b gets 40001. Twice:
+// the template (SELECT v ... WHERE k = ?) is gated. Then the same
+// interleaving: b's first statement waits for the gate before its BEGIN
+// reaches the server (no row's queue), a takes row 3's key free and gives
+// the gate back at its UPDATE of row 2 (its keys complete), b then waits
+// for row 3's key only, reads a's committed value, and both commit: no
+// cycle, no 40001. (Retry routing off: b's second transaction would be a
+// retry of its first, routed behind a's backend, and this one thread could
+// not go on with a while b's first statement waits.)
+TEST_F(RestartTest, ATemplateWhoseRestartsCloseWaitCyclesLetsOneTransactionGrowAtATime) {
+  StartRestart(true, 1, /*retry_routing=*/false);
+  MakeHot({2, 3});
+  PGconn* a = Connect();
+  PGconn* b = Connect();
+  for (int cycle = 1; cycle <= 2; ++cycle) {
+    SCOPED_TRACE(cycle);
+    EXPECT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+    EXPECT_FALSE(ExecValue(a, Select(2)).empty());
+    EXPECT_TRUE(ExecOk(b, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+    EXPECT_FALSE(ExecValue(b, Select(3)).empty());
+    ASSERT_EQ(PQsendQuery(a, Update(3).c_str()), 1);
+    ASSERT_TRUE(Eventually([&] { return stats().restart_key_waits.load() == 2 * cycle - 1; }));
+    ASSERT_EQ(PQsendQuery(b, Update(2).c_str()), 1);
+    ASSERT_TRUE(Answered(a));
+    EXPECT_EQ(Collect(a), "UPDATE 1");
+    EXPECT_EQ(stats().restart_requeues.load(), cycle);
+    EXPECT_TRUE(ExecOk(a, "COMMIT"));
+    ASSERT_TRUE(Answered(b));
+    EXPECT_EQ(Collect(b), "ERROR 40001");
+    EXPECT_EQ(ExecValue(b, "ROLLBACK"), "ROLLBACK");
+    EXPECT_EQ(stats().restart_mismatches.load(), cycle);
+  }
+  EXPECT_EQ(stats().restart_gate_txns.load(), 0);
+  EXPECT_EQ(Value(2), "1");
+  EXPECT_EQ(Value(3), "3");
+  // Gated now.
+  EXPECT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+  EXPECT_EQ(ExecValue(a, Select(2)), "1");
+  EXPECT_EQ(stats().restart_gate_txns.load(), 1);
+  EXPECT_TRUE(ExecOk(b, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+  ASSERT_EQ(PQsendQuery(b, Select(3).c_str()), 1);
+  ASSERT_TRUE(Eventually([&] { return stats().restart_gate_waits.load() == 1; }));
+  EXPECT_EQ(ExecValue(a, Update(3)), "UPDATE 1");  // row 3's key: free (b waits for the gate only)
+  EXPECT_EQ(stats().restart_gate_early.load(), 0);
+  EXPECT_EQ(ExecValue(a, Update(2)), "UPDATE 1");  // no new key: the gate goes back
+  EXPECT_EQ(stats().restart_gate_early.load(), 1);
+  EXPECT_TRUE(ExecOk(a, "COMMIT"));
+  ASSERT_TRUE(Answered(b));
+  EXPECT_EQ(Collect(b), "4");  // after a's commit
+  EXPECT_EQ(ExecValue(b, Update(2)), "UPDATE 1");
+  EXPECT_TRUE(ExecOk(b, "COMMIT"));
+  EXPECT_EQ(Value(2), "3");
+  EXPECT_EQ(Value(3), "4");
+  EXPECT_EQ(stats().restart_requeues.load(), 2);
+  EXPECT_EQ(stats().restart_mismatches.load(), 2);
+  EXPECT_EQ(stats().restart_gate_txns.load(), 2);
+  EXPECT_TRUE(NothingLeftBehind());
 }
 
 // b holds hot row 3's key (its first statement) and waits for row 2's,
