@@ -51,6 +51,11 @@ ABSL_FLAG(std::string, qstore_execution, "conservative",
           "protocol=qstore: conservative (a transaction runs once it heads every queue it is on) | "
           "speculative (each access waits only for its own queue's head, a queue is given up with its "
           "writes installed uncommitted once the program moved past it, aborts cascade)");
+ABSL_FLAG(std::string, route_on, "all",
+          "what routing sees of a transaction before it runs: all (every statement, a stored "
+          "procedure) | first (its first statement with references, as a proxy sees it) | templates "
+          "(the first statement and the later references the proxy's statement templates predict); "
+          "the History learns from every reference touched");
 ABSL_FLAG(int, qstore_planners, 1,
           "protocol=qstore: planner threads; each plans a slice of a batch (its priority group)");
 ABSL_FLAG(std::string, orthrus_cc_threads, "1",
@@ -176,6 +181,7 @@ int RunBench(const std::vector<char*>& args) {
            {"qstore_placement", absl::GetFlag(FLAGS_qstore_placement)},
            {"qstore_learn_txns", absl::StrCat(absl::GetFlag(FLAGS_qstore_learn_txns))},
            {"qstore_execution", absl::GetFlag(FLAGS_qstore_execution)},
+           {"route_on", absl::GetFlag(FLAGS_route_on)},
            {"orthrus_cc_threads", absl::GetFlag(FLAGS_orthrus_cc_threads)},
            {"skew_phases", absl::GetFlag(FLAGS_skew_phases)},
            {"insert_refs", absl::GetFlag(FLAGS_insert_refs)},

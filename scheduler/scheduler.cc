@@ -158,9 +158,9 @@ absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
 void Scheduler::ReportOutcome(const Txn& txn, Outcome outcome) {
   if (outcome == Outcome::kCommitted) {
     routed_commits_.fetch_add(1, std::memory_order_relaxed);
-    history_->RecordCommit(txn.refs);
+    history_->RecordCommit(txn.learned_refs());
   } else if (outcome == Outcome::kConflictAbort) {
-    history_->RecordAbort(txn.refs);
+    history_->RecordAbort(txn.learned_refs());
   }
 }
 

@@ -86,12 +86,20 @@ class Txn {
   // refs holds no reference twice (the reference extractor's output): the
   // Schedule and State then skip their per-reference duplicate scans.
   bool refs_distinct = false;
+  // Non-empty: the History learns from these instead of refs (what the
+  // transaction touched, when refs is only what routing could see before
+  // it ran: the embedded runner's route_on = first / templates, as a proxy
+  // sees a transaction). Distinct, like refs.
+  RefVec learn_refs;
   uint64_t partition_key = 0;     // for the Hard Partition baseline
   TxnTypeId type{0};              // workload transaction type, for statistics
   int64_t decision_start_ns = 0;  // when scheduling began (response time origin)
   int64_t enqueue_ns = 0;         // when it entered its run queue
   QueueId queue{-1};              // queue chosen by the schedule
   int32_t attempts = 0;           // attempts so far (retries included)
+
+  // The references the History learns from (learn_refs, else refs).
+  const RefVec& learned_refs() const { return learn_refs.empty() ? refs : learn_refs; }
 };
 
 // Runs transactions. Thread-compatible: each Executor is driven by exactly

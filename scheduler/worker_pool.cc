@@ -92,14 +92,14 @@ void WorkerPool::RunTxn(int w, std::unique_ptr<Txn> txn, bool stolen) {
     ++attempts;
     result = exec.Execute(*txn);
     if (result.outcome == Outcome::kCommitted) {
-      if (history_ != nullptr) history_->RecordCommit(txn->refs);
+      if (history_ != nullptr) history_->RecordCommit(txn->learned_refs());
       break;
     }
     if (result.outcome != Outcome::kConflictAbort) break;  // user abort / failure
     ++conflicts;
     const size_t c = static_cast<size_t>(result.cause);
     if (c < by_cause.size()) ++by_cause[c];
-    if (history_ != nullptr) history_->RecordAbort(txn->refs);
+    if (history_ != nullptr) history_->RecordAbort(txn->learned_refs());
     if (options_.max_attempts > 0 && txn->attempts >= options_.max_attempts) {
       gave_up = true;
       break;

@@ -164,22 +164,7 @@ void Router::AddBindImpl(const PreparedDef& d, absl::string_view bind_body, bool
 size_t Router::PredictRefs(RoutedTxn* t) {
   t->predicted.clear();
   if (templates_ == nullptr || t->trace.empty()) return 0;
-  RefVec refs;
-  RefMult mult;
-  std::vector<std::string> texts;
-  for (const std::string& sql : templates_->Predict(t->trace[0])) {
-    refs.clear();
-    mult.clear();
-    texts.clear();
-    (void)extractor_->Extract(sql, sched_.policy().extraction, ParamSpan(), &refs, &mult, &texts);
-    for (size_t i = 0; i < refs.size(); ++i) {
-      const bool unknown = i < texts.size() && texts[i].find("corral_unpredicted") != std::string::npos;
-      if (!unknown && std::find(t->predicted.begin(), t->predicted.end(), refs[i]) == t->predicted.end()) {
-        t->predicted.push_back(refs[i]);
-      }
-    }
-  }
-  return t->predicted.size();
+  return templates_->PredictRefs(t->trace[0], *extractor_, sched_.policy().extraction, &t->predicted);
 }
 
 void Router::RecordConflict(const RoutedTxn& t) {

@@ -337,5 +337,26 @@ std::vector<std::vector<std::string>> Templates::Rows() const {
   return rows;
 }
 
+size_t Templates::PredictRefs(const Stmt& first, RefExtractor& extractor, const ExtractionPolicy& policy,
+                              RefVec* out) {
+  const size_t before = out->size();
+  RefVec refs;
+  RefMult mult;
+  std::vector<std::string> texts;
+  for (const std::string& sql : Predict(first)) {
+    refs.clear();
+    mult.clear();
+    texts.clear();
+    (void)extractor.Extract(sql, policy, ParamSpan(), &refs, &mult, &texts);
+    for (size_t i = 0; i < refs.size(); ++i) {
+      const bool unknown = i < texts.size() && texts[i].find("corral_unpredicted") != std::string::npos;
+      if (!unknown && std::find(out->begin() + static_cast<std::ptrdiff_t>(before), out->end(), refs[i]) == out->end()) {
+        out->push_back(refs[i]);
+      }
+    }
+  }
+  return out->size() - before;
+}
+
 }  // namespace proxy
 }  // namespace corral

@@ -43,6 +43,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "policies/ref_extractor.h"
 
 namespace corral {
 namespace proxy {
@@ -97,6 +98,12 @@ class Templates {
   // The later statements the reliable mappings of first's template
   // predict, rendered as SQL (unpredictable parameters as kUnknownLiteral).
   std::vector<std::string> Predict(const Stmt& first);
+  // Their references: each predicted statement extracted under `policy`,
+  // those naming an unpredictable parameter dropped, each reference once,
+  // appended to *out; returns how many were appended. (The proxy's Router
+  // routes on them; the embedded runner with route_on = templates too.)
+  size_t PredictRefs(const Stmt& first, RefExtractor& extractor, const ExtractionPolicy& policy,
+                     RefVec* out);
 
   // One row per (template, position) for SHOW TEMPLATES: first shape,
   // observations, position, shape, relations ("=$1", "$1+1", "'x'", "?"),

@@ -69,7 +69,7 @@ const std::vector<std::string>& SettingKeys() {
       "progress", "sample", "show_learned", "txn_delay_us", "insert_refs", "ref_multiplicity",
       "pg_seqscan", "history_half_life_s", "split_max_k", "rebalance", "tpcc_mix", "tpcc_rows", "update_rate",
       "calvin_batch", "qstore_batch", "qstore_queues", "qstore_planners", "qstore_placement",
-      "qstore_learn_txns", "qstore_execution", "sets",
+      "qstore_learn_txns", "qstore_execution", "route_on", "sets",
       "orthrus_cc_threads"};
   return k;
 }
@@ -153,6 +153,12 @@ absl::Status ApplySetting(BenchConfig* c, absl::string_view key_in, absl::string
     const std::string e = absl::AsciiStrToLower(v);
     if (e != "conservative" && e != "speculative") return Bad(key, v, "conservative|speculative");
     c->qstore_execution = e;
+    return absl::OkStatus();
+  }
+  if (key == "route_on") {
+    const std::string e = absl::AsciiStrToLower(v);
+    if (e != "all" && e != "first" && e != "templates") return Bad(key, v, "all|first|templates");
+    c->route_on = e;
     return absl::OkStatus();
   }
   if (key == "qstore_learn_txns") {

@@ -58,6 +58,13 @@ struct BenchConfig {
   // its queues) or "speculative" (per-fragment queue heads, uncommitted
   // reads, cascading aborts: engine/qstore_spec.cc) ("qstore_execution").
   std::string qstore_execution = "conservative";
+  // What routing sees of a transaction before it runs ("route_on"): "all"
+  // (its every statement, as a stored procedure's), "first" (its first
+  // statement with references, as a proxy sees it at BEGIN) or "templates"
+  // (the first statement plus the later references the proxy's statement
+  // templates predict from it, adapters/proxy/templates.h). The History
+  // learns from every reference the transaction touched in each case.
+  std::string route_on = "all";
   // protocol=orthrus: concurrency-control threads ("orthrus_cc_threads",
   // 1..16), each owning one hash partition of the lock table; `queues`
   // workers are the execution threads.

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/runner/read_file.h"
+#include "adapters/proxy/templates.h"
 #include "bench/runner/sql_refs.h"
 #include "bench/workloads/sql_sets.h"
 #include "common/clock.h"
@@ -237,6 +238,8 @@ absl::StatusOr<std::shared_ptr<RefExtractor>> Runner::ExtractorFor(const workloa
 
 namespace {
 
+enum class RouteOnMode { kAll, kFirst, kTemplates };
+
 // Per generating thread (worker i, or the controller/generator = last).
 struct alignas(64) GenCtx {
   explicit GenCtx(uint64_t seed) : rng(seed) {}
@@ -246,10 +249,65 @@ struct alignas(64) GenCtx {
   int64_t extract_cpu_ns = 0, submit_cpu_ns = 0, statements = 0;
   int64_t cpu_sampled = 0;  // transactions whose thread CPU was timed
   SqlRefs::Local sql_refs;  // this thread's index of prepared templates
+  // route_on = first / templates (RouteOn): the statements' text form, and
+  // this thread's statement templates (templates only).
+  std::vector<workloads::SqlStatement> sql;
+  std::vector<ParamValue> params;
+  std::unique_ptr<proxy::Templates> templates;
+  proxy::TxnTrace trace;
+  uint64_t route_seen = 0, route_all = 0, route_predicted = 0;
   size_t refs_reserve = 16;  // largest reference count seen: one allocation per txn
   uint64_t hook_commits = 0;
   scheduler::LatencyHistogram latency;  // measured window only
 };
+
+// route_on = first / templates: t->refs (everything the transaction
+// touches) becomes what the History learns from (learn_refs), and t->refs
+// what routing sees before it runs, as a proxy sees it: its first statement
+// with references, plus (templates) the later references this thread's
+// statement templates predict from that statement; the templates then learn
+// the transaction's statements (a proxy learns them at its end; the runner
+// knows them now, and a prediction is made before learning this one).
+void RouteOn(bool templates, RefExtractor& ex, const ExtractionPolicy& policy, workloads::WorkloadTxn* t,
+             GenCtx& g) {
+  g.sql.clear();
+  t->AppendSql(&g.sql);
+  RefVec first;
+  size_t first_at = g.sql.size();
+  auto stmt_of = [&](const workloads::SqlStatement& s) {
+    std::vector<std::string> values;
+    for (const auto& p : s.params) values.push_back(p.is_null ? std::string(proxy::kUnknownLiteral) : std::string(p.value()));
+    return proxy::Stmt::FromExtended(s.tmpl, std::move(values));
+  };
+  for (size_t i = 0; i < g.sql.size() && first.empty(); ++i) {
+    g.params.clear();
+    for (const auto& p : g.sql[i].params) g.params.push_back(ParamValue{p.value(), p.is_null});
+    if (ex.Extract(g.sql[i].tmpl, policy, ParamSpan(g.params), &first).ok() && !first.empty()) first_at = i;
+  }
+  t->learn_refs = std::move(t->refs);
+  t->refs = std::move(first);
+  t->ref_mult.clear();  // multiplicity is of all the statements' references
+  if (templates && first_at < g.sql.size()) {
+    if (g.templates == nullptr) g.templates = std::make_unique<proxy::Templates>(proxy::Templates::Options{});
+    const proxy::Stmt head = stmt_of(g.sql[first_at]);
+    RefVec predicted;
+    if (g.templates->PredictRefs(head, ex, policy, &predicted) > 0) {
+      ++g.route_predicted;
+      for (RefId r : predicted) {
+        if (std::find(t->refs.begin(), t->refs.end(), r) == t->refs.end()) t->refs.push_back(r);
+      }
+    }
+    g.trace.clear();
+    for (size_t i = first_at; i < g.sql.size() && g.trace.size() <= proxy::Templates::kMaxPositions; ++i) {
+      g.trace.push_back(stmt_of(g.sql[i]));
+    }
+    g.templates->Learn(g.trace);
+  }
+  for (RefId r : t->refs) {
+    if (std::find(t->learn_refs.begin(), t->learn_refs.end(), r) != t->learn_refs.end()) ++g.route_seen;
+  }
+  g.route_all += t->learn_refs.size();
+}
 
 void SubtractInto(const scheduler::WorkerStats& a, const scheduler::WorkerStats& b,
                   const std::vector<std::string>& type_names, RunMetrics* m) {
@@ -322,6 +380,9 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   scheduler::Scheduler* sched = nullptr;
   BackendInstance* instp = inst.get();
   const bool auto_policy = IsAutoPolicy(c);
+  const RouteOnMode route_on = c.route_on == "first"       ? RouteOnMode::kFirst
+                               : c.route_on == "templates" ? RouteOnMode::kTemplates
+                                                           : RouteOnMode::kAll;
 
   auto generate = [&](GenCtx& g) {
     std::unique_ptr<workloads::WorkloadTxn> t = w.Next(g.rng);
@@ -361,6 +422,7 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
                                             c.ref_multiplicity ? &t->ref_mult : nullptr);
       t->refs_distinct = true;  // the extractor never appends a reference twice
       g.refs_reserve = std::max(g.refs_reserve, std::min<size_t>(t->refs.size(), 1024));
+      if (route_on != RouteOnMode::kAll) RouteOn(route_on == RouteOnMode::kTemplates, *extractor, ext, t.get(), g);
     }
     const int64_t t1 = clock->NowNanos();
     const int64_t c1 = timed ? ThreadCpuNanos() : 0;
@@ -553,6 +615,9 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
     sub_cpu += g->submit_cpu_ns;
     sampled += g->cpu_sampled;
     m.hook_commits += g->hook_commits;
+    m.route_seen_refs += g->route_seen;
+    m.route_all_refs += g->route_all;
+    m.route_predicted_txns += g->route_predicted;
   }
   m.p50_us = lat.Percentile(50) / 1e3;
   m.p95_us = lat.Percentile(95) / 1e3;
@@ -783,6 +848,12 @@ void PrintReport(const BenchResult& r, std::FILE* out) {
                  m.sched_cost_ns, m.extract_ns, m.sched_cpu_ns, m.extract_cpu_ns,
                  (unsigned long long)m.extract_cache_hits, (unsigned long long)m.extract_cache_misses,
                  (unsigned long long)m.steals, m.probe_cpu_ns);
+    if (m.route_all_refs > 0) {
+      std::fprintf(out, "  routing saw %.1f%% of the references touched (%llu of %llu); %llu transactions with a template prediction\n",
+                   100.0 * static_cast<double>(m.route_seen_refs) / static_cast<double>(m.route_all_refs),
+                   (unsigned long long)m.route_seen_refs, (unsigned long long)m.route_all_refs,
+                   (unsigned long long)m.route_predicted_txns);
+    }
     if (!m.worker_commits.empty()) {
       uint64_t mx = 0, sum = 0;
       std::string per;

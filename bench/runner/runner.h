@@ -148,6 +148,10 @@ struct RunMetrics {
   // RefExtractor plan cache this run: misses = shapes compiled (libpg_query),
   // hits = statements extracted - misses.
   uint64_t extract_cache_hits = 0, extract_cache_misses = 0;
+  // route_on = first / templates: references routing saw, of all those the
+  // extracted transactions touched, and transactions with a template
+  // prediction (summed over the run).
+  uint64_t route_seen_refs = 0, route_all_refs = 0, route_predicted_txns = 0;
   std::vector<TypeResult> per_type;
   absl::Status check;            // workload consistency after the run
   std::vector<Sample> timeline;
