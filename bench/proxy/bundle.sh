@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Packs what the proxy benchmarks (run.sh, multi.sh, workers_ab.sh) need into
+# Packs what the proxy benchmarks (run.sh, multi.sh, workers_ab.sh) and the
+# engine's `corral bench` need into
 # one tarball, to run them on a bigger x86-64 Linux machine that has no
 # Bazel, PostgreSQL or PgBouncer and cannot install packages (e.g. a lent
-# many-core machine with no network): the -c opt proxy_server built here,
+# many-core machine with no network): the -c opt proxy_server and corral built here,
 # this Debian box's PostgreSQL 15 (server, initdb, pg_ctl, psql, pgbench and
 # its extension libraries, JIT left out), PgBouncer, pgrep, the time zone
 # files, and every shared library these link against except the C runtime
@@ -37,6 +38,12 @@ cp -a /usr/share/postgresql/15 "$r/usr/share/postgresql/"
 cp -a /usr/sbin/pgbouncer "$r/usr/sbin/"
 install -m 755 "$SERVER_BIN" "$r/opt/corral-bundle/bin/proxy_server"
 strip "$r/opt/corral-bundle/bin/proxy_server"
+# The CLI too (engine runs: `corral bench` / `corral experiment` with CORRAL_ROOT at a checkout).
+bazel${CORRAL_BAZEL_OUTPUT_BASE:+ --output_base=$CORRAL_BAZEL_OUTPUT_BASE} build -c opt //cli:corral >/dev/null 2>&1 ||
+  { echo "bundle.sh: build of corral failed" >&2; exit 1; }
+install -m 755 "$(bazel${CORRAL_BAZEL_OUTPUT_BASE:+ --output_base=$CORRAL_BAZEL_OUTPUT_BASE} info -c opt bazel-bin 2>/dev/null)/cli/corral" \
+  "$r/opt/corral-bundle/bin/corral"
+strip "$r/opt/corral-bundle/bin/corral"
 cp -a "$(command -v pgrep)" "$r/opt/corral-bundle/bin/"
 cp -a /usr/share/zoneinfo "$r/opt/corral-bundle/zoneinfo"
 # Every library the ELF files above need, but the C runtime's.
