@@ -30,6 +30,7 @@
 #   SECONDS_PER_RUN=10 PROXIES="1 2" FLEETS="coordinated uncoord" bash bench/proxy/multi.sh
 #   ISOLATIONS=serializable WORKLOADS=hot-row bash bench/proxy/multi.sh
 #   OUT=bench/results/p25 bash bench/proxy/multi.sh
+#   VACUUM_BEFORE_RUN=1 bash bench/proxy/multi.sh   # VACUUM pgbench_accounts before every run
 #
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
 set -euo pipefail
@@ -167,6 +168,12 @@ for n in $PROXIES; do
         two-row-rc) args=(-f "$WORK/contended-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
         select-only) args=(-S) ;;
       esac
+      # VACUUM_BEFORE_RUN=1: every fleet's run starts from a vacuumed table (after
+      # heavy update runs, non-HOT updates put SSI read locks on the index page
+      # and fail transactions on different rows: lib.sh's bench_db note).
+      if [ "${VACUUM_BEFORE_RUN:-0}" = 1 ]; then
+        psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "VACUUM pgbench_accounts" >/dev/null
+      fi
       [ "$WARMUP" -gt 0 ] && split_run "$WARMUP" "${args[@]}" >/dev/null
       p0=$(cpu_ticks "${fleet_pids[@]}")
       s0=$(cpu_ticks all "$PG_PID")
