@@ -72,6 +72,12 @@ bool Proxy::Loop::KeysAdmit(Client* c) {
   const uint64_t ticket = KeyTicket(c);
   const uint64_t id = c->id;
   auto wake = [self, id](uint64_t) { self->KeysGranted(id); };
+  auto wait = [&] {  // not granted: KeysGranted resumes it through StartTxn
+    c->keys = Client::Keys::kWaiting;
+    c->wait_since = MonoNanos();  // query_wait_timeout covers this wait too
+    key_waiters_[c->id] = c;
+    return false;
+  };
   if (c->keys != Client::Keys::kHeld) {
     std::vector<uint64_t> keys;
     HotKeys(c, c->route.txn.refs, &keys);
@@ -81,51 +87,42 @@ bool Proxy::Loop::KeysAdmit(Client* c) {
       c->predicted = true;  // (StartTxn does not predict again)
       if (router.PredictRefs(&c->route) > 0) HotKeys(c, c->route.predicted, &keys);
     }
-    if (!keys.empty()) {
-      (group_ != nullptr ? stats_.worker_key_txns : stats_.restart_key_txns)++;
+    if (keys.empty()) {
+      // Nothing hot: no keys.
+    } else if (CycleGates* gates = restart ? c->pool->db->gates.get() : nullptr;
+               gates != nullptr && !c->route.trace.empty() && gates->Admit(c->route.trace[0].shape)) {
       // A template whose restarts closed wait cycles: its gate first, alone
       // (cycle_gates.h), then these keys (below, once it is granted).
-      CycleGates* gates = restart ? c->pool->db->gates.get() : nullptr;
-      if (gates != nullptr && !c->route.trace.empty() && gates->Admit(c->route.trace[0].shape)) {
-        stats_.restart_gate_txns++;
-        c->gate_key = CycleGates::Key(c->route.trace[0].shape, c->pool->db->key_salt);
-        c->gate_then = std::move(keys);
-        if (!locks()->Acquire(worker_, ticket, {c->gate_key}, nullptr, wake)) {
-          stats_.restart_gate_waits++;
-          c->keys = Client::Keys::kWaiting;
-          c->wait_since = MonoNanos();  // query_wait_timeout covers this wait too
-          key_waiters_[c->id] = c;
-          return false;
-        }
-        c->keys = Client::Keys::kHeld;  // the gate; its keys next
-      } else {
-        bool cross = false;
-        if (!locks()->Acquire(worker_, ticket, std::move(keys), &cross, wake)) {
-          c->keys = Client::Keys::kWaiting;
-          c->wait_since = MonoNanos();  // query_wait_timeout covers this wait too
-          key_waiters_[c->id] = c;
-          stats_.worker_key_waits++;
-          if (group_ != nullptr) group_->per[worker_].key_waits++;
-          if (cross) {
-            stats_.worker_key_cross_waits++;
-            if (group_ != nullptr) group_->per[worker_].cross_waits++;
-          }
-          return false;
-        }
-        c->keys = Client::Keys::kHeld;
+      stats_.restart_key_txns++;
+      stats_.restart_gate_txns++;
+      c->gate_key = CycleGates::Key(c->route.trace[0].shape, c->pool->db->key_salt);
+      c->gate_then = std::move(keys);
+      if (!locks()->Acquire(worker_, ticket, {c->gate_key}, nullptr, wake)) {
+        stats_.restart_gate_waits++;
+        return wait();
       }
+      c->keys = Client::Keys::kHeld;  // the gate; its keys next
+    } else {
+      (group_ != nullptr ? stats_.worker_key_txns : stats_.restart_key_txns)++;
+      bool cross = false;
+      if (!locks()->Acquire(worker_, ticket, std::move(keys), &cross, wake)) {
+        stats_.worker_key_waits++;
+        if (group_ != nullptr) group_->per[worker_].key_waits++;
+        if (cross) {
+          stats_.worker_key_cross_waits++;
+          if (group_ != nullptr) group_->per[worker_].cross_waits++;
+        }
+        return wait();
+      }
+      c->keys = Client::Keys::kHeld;
     }
   }
   if (!c->gate_then.empty()) {  // the gate is held: now its keys
     std::vector<uint64_t> keys = std::move(c->gate_then);
     c->gate_then.clear();
-    bool requeued = false;
-    if (!locks()->AcquireMore(worker_, ticket, std::move(keys), wake, &requeued)) {
-      c->keys = Client::Keys::kWaiting;
-      c->wait_since = MonoNanos();
-      key_waiters_[c->id] = c;
+    if (!locks()->AcquireMore(worker_, ticket, std::move(keys), wake)) {
       stats_.worker_key_waits++;
-      return false;
+      return wait();
     }
   }
   // Before its BEGIN: a key released after this is released after its snapshot.
