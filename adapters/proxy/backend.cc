@@ -156,8 +156,7 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->batches.clear();
   b->batches.push_back(Batch());
   b->cache.Clear();
-  b->lock_stmt.clear();  // statements are the connection's
-  b->unlock_stmt.clear();
+  b->ForgetClusterStatements();  // statements are the connection's
   b->drop_describe_tail = false;
   b->unnamed_key.clear();
   b->catalog_dirty = false;
@@ -187,7 +186,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
       std::fprintf(stderr, "b%d -> c%lld %c%s\n", b->index, c ? (long long)c->id : -1LL, f.type,
                    f.type == 'Z' ? std::string(f.body).c_str() : "");
     }
-    if (front.cluster_lock || front.cluster_unlock) OnClusterMessage(b, front, f.type, f.body);
+    if (front.cluster_lock || front.cluster_unlock || front.cluster_try) OnClusterMessage(b, front, f.type, f.body);
     const bool replaying = c != nullptr && c->backend == b && ReplayHolds(c);
     if (replaying) forward = ReplayMessage(c, b, front.replay, f.type, f.raw);
     switch (f.type) {
@@ -241,8 +240,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           // reused) and, as the client sees it, its own.
           b->cache.Clear();
           b->unnamed_key.clear();
-          b->lock_stmt.clear();
-          b->unlock_stmt.clear();
+          b->ForgetClusterStatements();
           if (forward && c != nullptr) c->stmts.clear();
         }
         if (absl::StartsWith(f.body, "BEGIN") || absl::StartsWith(f.body, "START TRANSACTION")) {
@@ -331,8 +329,13 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         const bool attach = front.attach;
         const std::string attach_error = std::move(front.attach_error);
         const int batch_replay = front.replay;
+        const bool tried = front.cluster_try;
         if (b->batches.size() > 1) b->batches.pop_front();
         if (stale && c != nullptr) AnswerStale(c, b);
+        if (tried && c != nullptr && c->backend == b && c->replay.restart) {
+          RestartTried(c, b);  // restart_loop.cc
+          continue;
+        }
         if (c != nullptr && c->backend == b && ReplayOnReady(c, b, batch_replay)) continue;
         if (forward && c != nullptr) {
           Send(c, f.raw);

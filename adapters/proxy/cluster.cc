@@ -93,9 +93,16 @@ const char* CatalogFingerprintSql() {
          "AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%') s(x)";
 }
 
-const char* ClusterStatementSql(bool lock) {
-  return lock ? "SELECT CASE WHEN pg_try_advisory_lock($1) THEN 0 ELSE (SELECT 1 FROM pg_advisory_lock($1)) END"
-              : "SELECT pg_advisory_unlock($1)";
+const char* ClusterStatementSql(ClusterStmt kind) {
+  switch (kind) {
+    case ClusterStmt::kLock:
+      return "SELECT CASE WHEN pg_try_advisory_lock($1) THEN 0 ELSE (SELECT 1 FROM pg_advisory_lock($1)) END";
+    case ClusterStmt::kUnlock:
+      return "SELECT pg_advisory_unlock($1)";
+    case ClusterStmt::kTry:
+      break;
+  }
+  return "SELECT pg_try_advisory_lock($1)";
 }
 
 ClusterSync::ClusterSync(Options o, Connect connect, LocalTop local_top, Stats* stats)

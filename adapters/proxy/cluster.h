@@ -38,7 +38,7 @@
 //   sync.Start();                        // the sync thread
 //   std::vector<int64_t> keys;
 //   sync.KeysFor(txn.refs, &keys);       // loop thread, per transaction
-//   for (k : keys) execute(ClusterStatementSql(true), k) ... (false, k);
+//   for (k : keys) execute(ClusterStatementSql(ClusterStmt::kLock), k) ... (kUnlock, k);
 //   sync.Stop();
 //
 // Thread safety: KeysFor, View and the counters may be called from any
@@ -106,12 +106,15 @@ const char* CatalogFingerprintSql();
 absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, const std::vector<PeerRow>& peers,
                                        double threshold, int* peer_count, int* shared_refs);
 
-// The statement, prepared once per backend, that takes one key ($1,
-// bigint): `SELECT CASE WHEN pg_try_advisory_lock($1) THEN 0 ELSE (SELECT 1
-// FROM pg_advisory_lock($1)) END`, one row, 1 when it had to wait; or
-// (lock false) that releases it (pg_advisory_unlock). Several keys: one
+// The statements, each prepared once per backend, on one key ($1, bigint):
+// kLock takes it, `SELECT CASE WHEN pg_try_advisory_lock($1) THEN 0 ELSE
+// (SELECT 1 FROM pg_advisory_lock($1)) END`, one row, 1 when it had to
+// wait; kUnlock releases it (pg_advisory_unlock); kTry takes it only when
+// free (pg_try_advisory_lock: one row, t or f; a restarted transaction
+// that holds keys sorting after it, restart_loop.cc). Several keys: one
 // execution each, in sorted order.
-const char* ClusterStatementSql(bool lock);
+enum class ClusterStmt { kLock, kUnlock, kTry };
+const char* ClusterStatementSql(ClusterStmt kind);
 // The lock key of a reference (its 64-bit hash as PostgreSQL's bigint).
 inline int64_t LockKey(RefId r) { return static_cast<int64_t>(r.value()); }
 

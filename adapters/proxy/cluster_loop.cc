@@ -16,10 +16,14 @@
 //     was sent) unlocks there, before the backend can take the next
 //     transaction; an unlock that failed (a cancel that landed on it) is
 //     sent again;
-//   - FailBackend: the server ended the session, and its locks with it.
+//   - FailBackend: the server ended the session, and its locks with it;
+//   - restart on a hot key (restart_loop.cc): a transaction rolled back
+//     for a key it lacks takes more keys on its backend (LockMoreClusterKeys,
+//     TryClusterKeys) before its log runs again.
 // Also SHOW CLUSTER.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
@@ -142,7 +146,7 @@ void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
   if (cl == nullptr || !b->adv_locks.empty()) return;
   cl->KeysFor(c->route.txn.refs, &b->adv_locks);
   if (b->adv_locks.empty()) return;
-  SendClusterStatement(b, /*lock=*/true, b->adv_locks);
+  SendClusterStatement(b, ClusterStmt::kLock, b->adv_locks);
   b->batches[b->batches.size() - 2].cluster_lock = true;
   stats_.cluster_lock_txns++;
   stats_.cluster_locks_taken += static_cast<int64_t>(b->adv_locks.size());
@@ -151,21 +155,51 @@ void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
 
 void Proxy::Loop::ReleaseClusterLocks(Backend* b) {
   if (b->adv_locks.empty() || !b->alive || b->unlock_sent) return;
-  SendClusterStatement(b, /*lock=*/false, b->adv_locks);
+  SendClusterStatement(b, ClusterStmt::kUnlock, b->adv_locks);
   b->batches[b->batches.size() - 2].cluster_unlock = true;
   b->unlock_sent = true;
 }
 
-void Proxy::Loop::SendClusterStatement(Backend* b, bool lock, const std::vector<int64_t>& keys) {
-  std::string& name = lock ? b->lock_stmt : b->unlock_stmt;
+namespace {
+// Adds `more` (sorted, none in it) to the sorted `keys`.
+void MergeKeys(std::vector<int64_t>* keys, const std::vector<int64_t>& more) {
+  const size_t mid = keys->size();
+  keys->insert(keys->end(), more.begin(), more.end());
+  std::inplace_merge(keys->begin(), keys->begin() + static_cast<std::ptrdiff_t>(mid), keys->end());
+}
+}  // namespace
+
+void Proxy::Loop::LockMoreClusterKeys(Backend* b, const std::vector<int64_t>& more) {
+  SendClusterStatement(b, ClusterStmt::kLock, more);
+  b->batches[b->batches.size() - 2].cluster_lock = true;
+  MergeKeys(&b->adv_locks, more);
+  stats_.cluster_locks_taken += static_cast<int64_t>(more.size());
+  stats_.cluster_locks_held += static_cast<int64_t>(more.size());
+}
+
+void Proxy::Loop::TryClusterKeys(Backend* b, const std::vector<int64_t>& more) {
+  SendClusterStatement(b, ClusterStmt::kTry, more);
+  b->batches[b->batches.size() - 2].cluster_try = true;
+  b->try_keys = more;
+  b->try_rows = 0;
+  b->try_failed.clear();
+  // Held from now as far as an unlock is concerned (the client may leave
+  // before the rows come; unlocking a key not taken is a WARNING only).
+  MergeKeys(&b->adv_locks, more);
+  stats_.cluster_locks_held += static_cast<int64_t>(more.size());
+}
+
+void Proxy::Loop::SendClusterStatement(Backend* b, ClusterStmt kind, const std::vector<int64_t>& keys) {
+  std::string& name = b->cluster_stmts[static_cast<int>(kind)];
   std::string msg;
   if (name.empty()) {
-    name = absl::StrCat(lock ? "corral_lk" : "corral_ul", ++cluster_stmt_seq_);
+    static constexpr const char* kPrefix[] = {"corral_lk", "corral_ul", "corral_tk"};
+    name = absl::StrCat(kPrefix[static_cast<int>(kind)], ++cluster_stmt_seq_);
     std::string types;
     types.push_back('\0');
     types.push_back('\1');
     for (char ch : {'\0', '\0', '\0', '\x14'}) types.push_back(ch);  // int8 (OID 20)
-    wire::AppendParse(&msg, name, ClusterStatementSql(lock), types);
+    wire::AppendParse(&msg, name, ClusterStatementSql(kind), types);
   }
   for (int64_t k : keys) {
     const std::string v = absl::StrCat(k);
@@ -201,6 +235,8 @@ void Proxy::Loop::FoldClusterUnlock(Backend* b, absl::string_view sql, bool repl
 void Proxy::Loop::DropClusterLocks(Backend* b) {
   stats_.cluster_locks_held -= static_cast<int64_t>(b->adv_locks.size());
   b->adv_locks.clear();
+  b->try_keys.clear();
+  b->try_failed.clear();
   b->unlock_sent = false;
   b->unlock_failed = false;
   b->unlock_retries = 0;
@@ -214,16 +250,37 @@ void Proxy::Loop::OnClusterMessage(Backend* b, const Batch& front, char type, ab
       const int32_t len = r.Int32();
       if (len == 1 && r.Bytes(1) == "1") stats_.cluster_lock_waits++;
     }
+  } else if (front.cluster_try && type == 'D') {
+    // One row per key, in order: f when another session holds it.
+    wire::Reader r(body);
+    if (r.Int16() == 1 && b->try_rows < b->try_keys.size()) {
+      const int32_t len = r.Int32();
+      if (len == 1 && r.Bytes(1) == "f") b->try_failed.push_back(b->try_keys[b->try_rows]);
+      b->try_rows++;
+    }
   } else if (type == 'E') {
     // Prepared again under new names next time (the error may have been
     // the Parse's; a name left behind is harmless).
-    b->lock_stmt.clear();
-    b->unlock_stmt.clear();
+    b->ForgetClusterStatements();
     if (front.cluster_unlock) b->unlock_failed = true;
   }
 }
 
 void Proxy::Loop::ClusterBatchDone(Backend* b, const Batch& front) {
+  if (front.cluster_try) {
+    // Keys whose rows never came (an error, a cancel) were not taken.
+    for (size_t i = b->try_rows; i < b->try_keys.size(); ++i) b->try_failed.push_back(b->try_keys[i]);
+    stats_.cluster_locks_taken += static_cast<int64_t>(b->try_keys.size() - b->try_failed.size());
+    if (!b->unlock_sent) {  // (sent already: it covers them all)
+      for (int64_t k : b->try_failed) {
+        auto it = std::lower_bound(b->adv_locks.begin(), b->adv_locks.end(), k);
+        if (it != b->adv_locks.end() && *it == k) b->adv_locks.erase(it);
+        stats_.cluster_locks_held--;
+      }
+    }
+    b->try_keys.clear();  // (try_failed: read by RestartTried)
+    return;
+  }
   if (!front.cluster_unlock) return;
   if (b->unlock_failed) {
     b->unlock_failed = false;

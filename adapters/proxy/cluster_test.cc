@@ -45,10 +45,11 @@ TEST(MergeHotTest, SumsLocalAndPeersOverThreshold) {
 }
 
 TEST(ClusterStatementSqlTest, OneKeyParameter) {
-  const std::string lock = ClusterStatementSql(true);
+  const std::string lock = ClusterStatementSql(ClusterStmt::kLock);
   EXPECT_TRUE(absl::StrContains(lock, "pg_try_advisory_lock($1)"));
   EXPECT_TRUE(absl::StrContains(lock, "pg_advisory_lock($1)"));
-  EXPECT_EQ(std::string(ClusterStatementSql(false)), "SELECT pg_advisory_unlock($1)");
+  EXPECT_EQ(std::string(ClusterStatementSql(ClusterStmt::kUnlock)), "SELECT pg_advisory_unlock($1)");
+  EXPECT_EQ(std::string(ClusterStatementSql(ClusterStmt::kTry)), "SELECT pg_try_advisory_lock($1)");
 }
 
 // A fake server for the sync connection: answers the peers' read with

@@ -132,6 +132,12 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
           stats.restart_requeues);
   counter("corral_restart_wait_ms_total", "Time restarted transactions waited for their keys (ms).",
           stats.restart_wait_ns.load() / 1000000);
+  counter("corral_restart_cluster_relocks_total",
+          "Restarts for a reference hot across proxies whose advisory key the transaction lacked (multi-proxy mode).",
+          stats.restart_cluster_relocks);
+  counter("corral_restart_cluster_retakes_total",
+          "Of them, those whose advisory keys all went back and were taken again in order (one was held elsewhere).",
+          stats.restart_cluster_retakes);
   counter("corral_restart_gate_txns_total",
           "Transactions of a template whose restarts closed wait cycles, admitted through its gate (restart_gate).",
           stats.restart_gate_txns);

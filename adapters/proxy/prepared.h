@@ -172,6 +172,7 @@ struct Batch {
   std::deque<DescribeEntry> describes;  // Describe-statement messages, in order
   bool cluster_lock = false;    // multi-proxy mode: advisory locks taken (swallowed)
   bool cluster_unlock = false;  // multi-proxy mode: their release (swallowed)
+  bool cluster_try = false;     // multi-proxy mode: keys taken when free (swallowed; Backend::try_keys)
   // Transparent replay (replay.h): 1 a re-run statement whose results are
   // compared with what the client got (swallowed), 2 the failed statement
   // run again (its results go to the client), 3 the COMMIT of a replayed

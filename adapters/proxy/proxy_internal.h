@@ -204,10 +204,19 @@ struct Backend : Conn {
   // The names of the lock / unlock statements prepared on this connection
   // ("" = not yet; forgotten after DISCARD ALL / DEALLOCATE ALL or an
   // error in a lock batch, then prepared again under a new name).
-  std::string lock_stmt, unlock_stmt;
+  std::array<std::string, 3> cluster_stmts;  // by ClusterStmt
+  void ForgetClusterStatements() {
+    for (std::string& s : cluster_stmts) s.clear();
+  }
   bool unlock_sent = false;
   bool unlock_failed = false;
   int unlock_retries = 0;  // of the current keys
+  // A restarted transaction's keys tried while it holds others that sort
+  // after them (restart_loop.cc; a batch with cluster_try): those sent, the
+  // rows come so far, those found taken by another session.
+  std::vector<int64_t> try_keys;
+  size_t try_rows = 0;
+  std::vector<int64_t> try_failed;
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   // Nothing outstanding but the unlock of its ended transaction's keys.
   bool IdleButUnlock() const {
@@ -460,7 +469,17 @@ class Proxy::Loop : private AdminSource {
   static void DropHeld(Client* c);
   // Rolls c's transaction back and waits for `need` (keeping its keys): on
   // b when granted at once, else without a backend (b goes to others).
-  void RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need);
+  // `relock`: keys hot in the cluster that its new references need and b
+  // does not hold (sorted).
+  void RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need, std::vector<int64_t> relock);
+  // Its cluster keys tried on b (a cluster_try batch came back): all
+  // taken, the log runs again here; else it leaves b (RestartElsewhere).
+  void RestartTried(Client* c, Backend* b);
+  // c, rolled back on b, leaves it (its cluster keys unlocked behind the
+  // ROLLBACK); with its local keys granted it goes back to a run queue
+  // (RestartResume: the next Attach takes every cluster key in order),
+  // else it waits for them with no backend.
+  void RestartElsewhere(Client* c, Backend* b, bool granted);
   // Its keys granted while it waited without a backend: back to its run
   // queue; Attach re-runs its log (SendReplay).
   void RestartResume(Client* c);
@@ -766,11 +785,17 @@ class Proxy::Loop : private AdminSource {
   void FoldClusterUnlock(Backend* b, absl::string_view sql, bool replay);
   // b's session ended: its locks went with it.
   void DropClusterLocks(Backend* b);
-  // Sends the lock (or unlock) of `keys` on b as one swallowed batch of
+  // Sends the lock (unlock, try) of `keys` on b as one swallowed batch of
   // prepared statements (ClusterStatementSql, prepared on first use): one
   // Bind / Execute per key, in order, then Sync. The server parses and
   // plans them once per connection, not once per transaction.
-  void SendClusterStatement(Backend* b, bool lock, const std::vector<int64_t>& keys);
+  void SendClusterStatement(Backend* b, ClusterStmt kind, const std::vector<int64_t>& keys);
+  // A restarted transaction rolled back on b takes `more` (sorted, none
+  // held): LockMoreClusterKeys waits for them (every key b holds sorts
+  // before them, so the wait closes no cycle between proxies);
+  // TryClusterKeys takes those free (a cluster_try batch; RestartTried).
+  void LockMoreClusterKeys(Backend* b, const std::vector<int64_t>& more);
+  void TryClusterKeys(Backend* b, const std::vector<int64_t>& more);
   // A message of b's front batch (lock rows, unlock errors) / its end.
   void OnClusterMessage(Backend* b, const Batch& front, char type, absl::string_view body);
   void ClusterBatchDone(Backend* b, const Batch& front);

@@ -22,6 +22,15 @@
 //     Query go to the server. A difference (or a conflict again,
 //     replay_max_attempts times): the client gets 40001 for the held Query,
 //     the server a failed block (ReplayGiveUp), nothing committed.
+// Multi-proxy mode (cluster.h): a later statement's reference hot in the
+// cluster whose advisory key the backend lacks restarts the transaction
+// too (a key taken after the snapshot protects nothing). Rolled back, it
+// takes the keys it lacks on the same backend before its log runs again:
+// waiting for them when they sort after every key it holds, trying them
+// otherwise (pg_try_advisory_lock; RestartTried); a key another session
+// holds sends it elsewhere (RestartElsewhere): every key unlocked, and the
+// next Attach takes them all in order. Each session so waits only for keys
+// above those it holds: no cycle between proxies.
 // A restart granted its keys at once stays on its backend. One that must
 // wait gives the backend back first (it holds no snapshot and no row: the
 // transaction was rolled back) and waits with no backend, like a first
@@ -121,7 +130,21 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
     c->gate_key = 0;
     stats_.restart_gate_early++;
   }
-  if (hot.empty() || !SnapshotIsolation(r.begin(), c->sess)) return false;
+  // Multi-proxy mode: references hot in the cluster whose advisory keys
+  // the backend lacks. Taken now, they would come after the snapshot (a
+  // row another proxy's transaction changed under such a key fails this
+  // one with 40001 all the same): the transaction restarts and takes them
+  // before its log runs again (RestartTxn).
+  std::vector<int64_t> relock;
+  if (const ClusterSync* cl = c->pool->db->cluster.get(); cl != nullptr && !refs.empty()) {
+    cl->KeysFor(refs, &relock);
+    relock.erase(std::remove_if(relock.begin(), relock.end(),
+                                [&](int64_t k) {
+                                  return std::binary_search(b->adv_locks.begin(), b->adv_locks.end(), k);
+                                }),
+                 relock.end());
+  }
+  if ((hot.empty() && relock.empty()) || !SnapshotIsolation(r.begin(), c->sess)) return false;
   std::vector<uint64_t> need;
   for (uint64_t k : hot) {
     if (locks()->Has(ticket, k)) continue;
@@ -134,8 +157,8 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
       need.push_back(k);
     }
   }
-  if (need.empty()) return false;
-  RestartTxn(c, b, std::move(need));
+  if (need.empty() && relock.empty()) return false;
+  RestartTxn(c, b, std::move(need), std::move(relock));
   return true;
 }
 
@@ -153,9 +176,10 @@ void Proxy::Loop::DropHeld(Client* c) {
   }
 }
 
-void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need) {
+void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need, std::vector<int64_t> relock) {
   ReplayLog& r = c->replay;
   stats_.restarts++;
+  if (!relock.empty()) stats_.restart_cluster_relocks++;
   r.restart = true;
   r.MarkError();  // nothing after this is the client's yet
   r.original_error.clear();
@@ -185,12 +209,41 @@ void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need) 
       gates->Cycle(c->route.trace[0].shape);
     }
   }
-  if (granted) {
-    SendReplay(c, b);  // granted at once: re-run here
+  if (!granted) {
+    stats_.restart_key_waits++;
+    RestartElsewhere(c, b, /*granted=*/false);
     return;
   }
-  // Waits for its keys without a backend.
-  stats_.restart_key_waits++;
+  // Granted at once: re-run here, after the cluster keys it lacks. Waiting
+  // for keys that sort after every key b holds closes no cycle between
+  // proxies (each waits only for keys above those it holds); others are
+  // tried (RestartTried): taken, the keys it held were never let go, so no
+  // other proxy's transaction changed those rows meanwhile.
+  if (!relock.empty()) {
+    if (b->adv_locks.empty() || relock.front() > b->adv_locks.back()) {
+      LockMoreClusterKeys(b, relock);
+    } else {
+      TryClusterKeys(b, relock);
+      return;
+    }
+  }
+  SendReplay(c, b);
+}
+
+void Proxy::Loop::RestartTried(Client* c, Backend* b) {
+  const bool all = b->try_failed.empty();
+  b->try_failed.clear();
+  if (all) {
+    SendReplay(c, b);
+    return;
+  }
+  // One is held by another session: every key goes back, and the next
+  // Attach takes them all in order.
+  stats_.restart_cluster_retakes++;
+  RestartElsewhere(c, b, /*granted=*/true);
+}
+
+void Proxy::Loop::RestartElsewhere(Client* c, Backend* b, bool granted) {
   c->restart_since = MonoNanos();
   c->wait_since = c->restart_since;  // query_wait_timeout covers this wait too
   c->restart_queue = b->index;
@@ -198,10 +251,15 @@ void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need) 
   c->keys = Client::Keys::kNone;  // Detach must not release them
   Detach(b, c);
   c->replay = std::move(keep);
+  ReleaseClusterLocks(b);  // behind its ROLLBACK
+  Dispatch(b);
+  if (granted) {
+    c->keys = Client::Keys::kHeld;
+    RestartResume(c);
+    return;
+  }
   c->keys = Client::Keys::kWaiting;
   key_waiters_[c->id] = c;
-  ReleaseClusterLocks(b);
-  Dispatch(b);
   CapEnd(c, /*conflict=*/true);  // its template slot: a key holder may wait for it
 }
 

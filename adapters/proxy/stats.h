@@ -131,6 +131,11 @@ struct Stats {
   std::atomic<int64_t> restart_key_waits{0};
   std::atomic<int64_t> restart_requeues{0};  // waits that would have closed a cycle: keys given up, all requested again
   std::atomic<int64_t> restart_wait_ns{0};
+  // Multi-proxy mode: restarts for keys hot in the cluster that the backend
+  // lacked, and of them those whose keys were all given back and taken
+  // again in order (one was held by another session).
+  std::atomic<int64_t> restart_cluster_relocks{0};
+  std::atomic<int64_t> restart_cluster_retakes{0};
   // Cycle gates (cycle_gates.h): transactions admitted through their
   // template's gate, of them those that waited for it, and gates given
   // back before the transaction ended (its key set complete).

@@ -10,6 +10,11 @@
 #                cluster_fold_unlock = off: the unlock a round trip after
 #                the COMMIT, as before the fold (for comparison)
 #   pgbouncer    N PgBouncers (transaction pooling)
+# Corral fleets run with restart on a hot key (RESTART=on, the default:
+# templates, replay and restart_on_hot_key on, as run.sh's restart mode;
+# coordinated, a later statement's key hot in the cluster restarts the
+# transaction to take every advisory key in order, restart_loop.cc);
+# RESTART=off runs them without.
 # Workloads (SERIALIZABLE, --max-tries): hot-row (hot_row.sql, rows
 # 1..HOT_ROWS) and two-row (contended.sql, rows 1..HOT_ROWS), and
 # select-only (pgbench -S) for the pooling cost. ISOLATIONS (default
@@ -31,6 +36,7 @@
 #   ISOLATIONS=serializable WORKLOADS=hot-row bash bench/proxy/multi.sh
 #   OUT=bench/results/p25 bash bench/proxy/multi.sh
 #   VACUUM_BEFORE_RUN=1 bash bench/proxy/multi.sh   # VACUUM pgbench_accounts before every run
+#   RESTART=off bash bench/proxy/multi.sh            # Corral fleets without restart on a hot key
 #
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
 set -euo pipefail
@@ -48,6 +54,7 @@ WORKLOADS=${WORKLOADS:-hot-row two-row select-only}
 ISOLATIONS=${ISOLATIONS:-serializable read-committed}
 INTERVAL_MS=${INTERVAL_MS:-200}
 THRESHOLD=${THRESHOLD:-3}
+RESTART=${RESTART:-on}
 OUT=${OUT:-$(mktemp -d /tmp/corral-multi.XXXXXX)}
 DB=corral_multi
 . bench/proxy/lib.sh
@@ -108,6 +115,9 @@ cluster_proxy_id = p$i
 cluster_publish_interval_ms = $INTERVAL_MS
 cluster_hot_threshold = $THRESHOLD
 cluster_fold_unlock = $fold
+templates = $RESTART
+replay = $RESTART
+restart_on_hot_key = $RESTART
 INI
         "$SERVER_BIN" "$WORK/corral$i.ini" 2> "$WORK/corral$i.log" &
         fleet_pids+=($!) ;;
