@@ -93,7 +93,7 @@ const char* CatalogFingerprintSql() {
          "AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%') s(x)";
 }
 
-const char* ClusterStatementSql(ClusterStmt kind) {
+std::string ClusterStatementSql(ClusterStmt kind, int tries) {
   switch (kind) {
     case ClusterStmt::kLock:
       return "SELECT CASE WHEN pg_try_advisory_lock($1) THEN 0 ELSE (SELECT 1 FROM pg_advisory_lock($1)) END";
@@ -102,7 +102,13 @@ const char* ClusterStatementSql(ClusterStmt kind) {
     case ClusterStmt::kTry:
       break;
   }
-  return "SELECT pg_try_advisory_lock($1)";
+  if (tries <= 1) return "SELECT pg_try_advisory_lock($1)";
+  // CASE orders the sleep before the try, `g * 0` makes the sleep a
+  // per-row subplan (not an InitPlan run once), EXISTS stops at the first
+  // success; one row, t or f.
+  return absl::StrCat("SELECT EXISTS (SELECT 1 FROM generate_series(1, ", tries,
+                      ") g WHERE CASE WHEN g = 1 THEN pg_try_advisory_lock($1) ELSE (SELECT pg_try_advisory_lock($1) "
+                      "FROM pg_sleep(g * 0 + 0.001)) END)");
 }
 
 ClusterSync::ClusterSync(Options o, Connect connect, LocalTop local_top, Stats* stats)

@@ -109,12 +109,14 @@ absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, cons
 // The statements, each prepared once per backend, on one key ($1, bigint):
 // kLock takes it, `SELECT CASE WHEN pg_try_advisory_lock($1) THEN 0 ELSE
 // (SELECT 1 FROM pg_advisory_lock($1)) END`, one row, 1 when it had to
-// wait; kUnlock releases it (pg_advisory_unlock); kTry takes it only when
-// free (pg_try_advisory_lock: one row, t or f; a restarted transaction
-// that holds keys sorting after it, restart_loop.cc). Several keys: one
-// execution each, in sorted order.
+// wait; kUnlock releases it (pg_advisory_unlock); kTry takes it when it is
+// free within `tries` tries of pg_try_advisory_lock a 1 ms sleep apart
+// (one row, t or f; for a restarted transaction that holds keys sorting
+// after it, restart_loop.cc: it must not wait unbounded, and a holder
+// often ends within a few ms). Several keys: one execution each, in
+// sorted order.
 enum class ClusterStmt { kLock, kUnlock, kTry };
-const char* ClusterStatementSql(ClusterStmt kind);
+std::string ClusterStatementSql(ClusterStmt kind, int tries = 1);
 // The lock key of a reference (its 64-bit hash as PostgreSQL's bigint).
 inline int64_t LockKey(RefId r) { return static_cast<int64_t>(r.value()); }
 

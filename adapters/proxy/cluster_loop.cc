@@ -192,14 +192,17 @@ void Proxy::Loop::TryClusterKeys(Backend* b, const std::vector<int64_t>& more) {
 void Proxy::Loop::SendClusterStatement(Backend* b, ClusterStmt kind, const std::vector<int64_t>& keys) {
   std::string& name = b->cluster_stmts[static_cast<int>(kind)];
   std::string msg;
+  const int tries = kind == ClusterStmt::kTry ? opt_.cluster_relock_tries : 1;
+  if (kind == ClusterStmt::kTry && b->try_stmt_tries != tries) name.clear();  // RELOAD changed it
   if (name.empty()) {
+    if (kind == ClusterStmt::kTry) b->try_stmt_tries = tries;
     static constexpr const char* kPrefix[] = {"corral_lk", "corral_ul", "corral_tk"};
     name = absl::StrCat(kPrefix[static_cast<int>(kind)], ++cluster_stmt_seq_);
     std::string types;
     types.push_back('\0');
     types.push_back('\1');
     for (char ch : {'\0', '\0', '\0', '\x14'}) types.push_back(ch);  // int8 (OID 20)
-    wire::AppendParse(&msg, name, ClusterStatementSql(kind), types);
+    wire::AppendParse(&msg, name, ClusterStatementSql(kind, tries), types);
   }
   for (int64_t k : keys) {
     const std::string v = absl::StrCat(k);

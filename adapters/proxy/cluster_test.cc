@@ -48,8 +48,12 @@ TEST(ClusterStatementSqlTest, OneKeyParameter) {
   const std::string lock = ClusterStatementSql(ClusterStmt::kLock);
   EXPECT_TRUE(absl::StrContains(lock, "pg_try_advisory_lock($1)"));
   EXPECT_TRUE(absl::StrContains(lock, "pg_advisory_lock($1)"));
-  EXPECT_EQ(std::string(ClusterStatementSql(ClusterStmt::kUnlock)), "SELECT pg_advisory_unlock($1)");
-  EXPECT_EQ(std::string(ClusterStatementSql(ClusterStmt::kTry)), "SELECT pg_try_advisory_lock($1)");
+  EXPECT_EQ(ClusterStatementSql(ClusterStmt::kUnlock), "SELECT pg_advisory_unlock($1)");
+  EXPECT_EQ(ClusterStatementSql(ClusterStmt::kTry, 1), "SELECT pg_try_advisory_lock($1)");
+  const std::string try_lock = ClusterStatementSql(ClusterStmt::kTry, 5);
+  EXPECT_TRUE(absl::StrContains(try_lock, "pg_try_advisory_lock($1)"));
+  EXPECT_TRUE(absl::StrContains(try_lock, "generate_series(1, 5)"));
+  EXPECT_FALSE(absl::StrContains(try_lock, "pg_advisory_lock("));  // bounded: never waits in the lock manager
 }
 
 // A fake server for the sync connection: answers the peers' read with

@@ -255,6 +255,9 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
   } else if (key == "cluster_publish_interval_ms") {
     if (auto st = Int(key, value, 50, 3600 * 1000, &n); !st.ok()) return st;
     o->cluster_publish_interval_ms = n;
+  } else if (key == "cluster_relock_tries") {
+    if (auto st = Int(key, value, 1, 100, &n); !st.ok()) return st;
+    o->cluster_relock_tries = static_cast<int>(n);
   } else if (key == "cluster_fold_unlock") {
     return OnOff(key, value, &o->cluster_fold_unlock);
   } else if (key == "cluster_hot_threshold") {

@@ -531,6 +531,7 @@ absl::Status Proxy::Loop::Reload() {
     opt_.user_pool_size = fresh.user_pool_size;  // for pools made from now on
     opt_.auth_query = fresh.auth_query;
     opt_.cluster_fold_unlock = fresh.cluster_fold_unlock;
+    opt_.cluster_relock_tries = fresh.cluster_relock_tries;
     ReloadCluster(fresh);
     for (auto& [name, db] : dbs_) {
       db->sched->SetPolicy(opt_.policy);

@@ -168,6 +168,11 @@ struct Options {
   // The unlock rides in the write of the client's COMMIT / ROLLBACK (off:
   // sent once its ReadyForQuery came, one round trip more; for comparison).
   bool cluster_fold_unlock = true;
+  // Restart on a hot key in multi-proxy mode (restart_loop.cc): a
+  // restarted transaction tries a key it lacks that sorts before one it
+  // holds this many times, a 1 ms sleep apart, before it gives every key
+  // back to take them all in order (1 = once, no wait). Reloadable.
+  int cluster_relock_tries = 3;
   int64_t query_wait_timeout_ms = 120000;  // 0 = none
   size_t max_message_bytes = 64u << 20;    // larger client messages are rejected
   // Back-pressure: when a client's unsent output passes this, the proxy

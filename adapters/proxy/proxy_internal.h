@@ -205,6 +205,7 @@ struct Backend : Conn {
   // ("" = not yet; forgotten after DISCARD ALL / DEALLOCATE ALL or an
   // error in a lock batch, then prepared again under a new name).
   std::array<std::string, 3> cluster_stmts;  // by ClusterStmt
+  int try_stmt_tries = 0;                    // cluster_relock_tries of cluster_stmts[kTry]
   void ForgetClusterStatements() {
     for (std::string& s : cluster_stmts) s.clear();
   }

@@ -9,6 +9,9 @@
 #   coord-nofold (only when named in FLEETS) coordinated with
 #                cluster_fold_unlock = off: the unlock a round trip after
 #                the COMMIT, as before the fold (for comparison)
+#   coord-try1   (only when named in FLEETS) coordinated with
+#                cluster_relock_tries = 1: a restart tries a key sorting
+#                before a held one once, no wait (for comparison)
 #   pgbouncer    N PgBouncers (transaction pooling)
 # Corral fleets run with restart on a hot key (RESTART=on, the default:
 # templates, replay and restart_on_hot_key on, as run.sh's restart mode;
@@ -103,7 +106,9 @@ start_fleet() {  # fleet n
       *)
         local cluster="" fold=on
         [ "$fleet" = coordinated ] && cluster="multi_$n"
+        local tries=3
         [ "$fleet" = coord-nofold ] && cluster="multi_$n" && fold=off
+        [ "$fleet" = coord-try1 ] && cluster="multi_$n" && tries=1
         cat > "$WORK/corral$i.ini" <<INI
 listen_addr = 127.0.0.1
 listen_port = $port
@@ -115,6 +120,7 @@ cluster_proxy_id = p$i
 cluster_publish_interval_ms = $INTERVAL_MS
 cluster_hot_threshold = $THRESHOLD
 cluster_fold_unlock = $fold
+cluster_relock_tries = $tries
 templates = $RESTART
 replay = $RESTART
 restart_on_hot_key = $RESTART

@@ -15,6 +15,8 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "adapters/proxy/config.h"
 #include "libpq-fe.h"
@@ -476,6 +478,28 @@ TEST(ClusterConfigTest, FoldUnlockKey) {
     Options o;
     EXPECT_EQ(LoadConfigFile(path, &o).ok(), ok) << text;
     if (ok) EXPECT_EQ(o.cluster_fold_unlock, fold) << text;
+  }
+  std::remove(path.c_str());
+}
+
+TEST(ClusterConfigTest, RelockTriesKey) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/", PgUniqueName("corral_cluster_tries"), ".ini");
+  for (const auto& [text, ok, tries] : std::vector<std::tuple<std::string, bool, int>>{
+           {"cluster_relock_tries = 1\n", true, 1},
+           {"cluster_relock_tries = 20\n", true, 20},
+           {"", true, 3},
+           {"cluster_relock_tries = 0\n", false, 3},
+           {"cluster_relock_tries = many\n", false, 3}}) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    Options o;
+    const absl::Status st = LoadConfigFile(path, &o);
+    EXPECT_EQ(st.ok(), ok) << text;
+    if (!ok) EXPECT_TRUE(absl::StrContains(st.message(), "cluster_relock_tries")) << st.message();
+    EXPECT_EQ(o.cluster_relock_tries, tries) << text;
   }
   std::remove(path.c_str());
 }
