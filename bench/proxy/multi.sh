@@ -24,7 +24,11 @@
 # "serializable read-committed") runs the two scripts under each level
 # named (READ COMMITTED: workload names hot-row-rc, two-row-rc). Every
 # measured run follows a WARMUP-second run of the same workload on the
-# same fleet (learning). Prints one line per run (tps and retried
+# same fleet (learning), on proxies started for that workload
+# (FRESH_FLEET=1, the default: what one script taught them, e.g. two-row's
+# cycle gate on the first-statement template it shares with hot-row, does
+# not steer the next; FRESH_FLEET=0: one fleet runs every workload in
+# turn). Prints one line per run (tps and retried
 # transactions summed over the N pgbench processes; CPU microseconds per
 # committed transaction of the fleet's processes (proxy_us: the N proxies
 # or PgBouncers) and of the whole PostgreSQL server (server_us: postmaster,
@@ -58,6 +62,7 @@ ISOLATIONS=${ISOLATIONS:-serializable read-committed}
 INTERVAL_MS=${INTERVAL_MS:-200}
 THRESHOLD=${THRESHOLD:-3}
 RESTART=${RESTART:-on}
+FRESH_FLEET=${FRESH_FLEET:-1}
 OUT=${OUT:-$(mktemp -d /tmp/corral-multi.XXXXXX)}
 DB=corral_multi
 . bench/proxy/lib.sh
@@ -175,8 +180,9 @@ echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s warmup=${WARMUP}s scale=$SC
 echo "# start: $(date -u) $(uptime)" | tee -a "$OUT/header.txt"
 for n in $PROXIES; do
   for fleet in $FLEETS; do
-    start_fleet "$fleet" "$n"
+    [ "$FRESH_FLEET" = 1 ] || start_fleet "$fleet" "$n"
     for w in $WORKLOADS; do
+      [ "$FRESH_FLEET" = 1 ] && start_fleet "$fleet" "$n"
       case $w in
         hot-row) args=(-f bench/proxy/hot_row.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
         two-row) args=(-f bench/proxy/contended.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
@@ -203,6 +209,7 @@ for n in $PROXIES; do
       printf 'n=%s %-12s %-11s tps=%-9s retried=%-7s failed=%-5s proxy_us=%-5s server_us=%-5s load=%s\n' "$n" \
         "$fleet" "$w" "$tps" "$retried" "$failed" "$pus" "$sus" "$load1"
       echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed\t$pus\t$sus\t$load1" >> "$RES"
+      [ "$FRESH_FLEET" = 1 ] && stop_fleet
     done
     stop_fleet
   done
