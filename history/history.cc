@@ -121,29 +121,36 @@ double History::Weight(RefId ref, Weighting w, bool* known) const {
 }
 
 std::vector<History::TopEntry> History::TopByAborts(size_t k) const {
-  std::vector<TopEntry> all;
-  {
-    ReaderDomain::Guard g(index_.domain());
-    all.reserve(static_cast<size_t>(std::max<int64_t>(index_.size(), 0)));
-    index_.ForEach([&](const RefNode* rn) {
-      const Node* n = static_cast<const Node*>(rn);
-      const uint64_t k = n->key.load(std::memory_order_relaxed);
-      all.push_back(TopEntry{RefId(RefIndex::IdOf(k)),
-                             Counts{n->aborts.load(std::memory_order_relaxed),
-                                    n->commits.load(std::memory_order_relaxed)},
-                             {}});
-    });
-  }
   auto better = [](const TopEntry& a, const TopEntry& b) {
     if (a.counts.aborts != b.counts.aborts) return a.counts.aborts > b.counts.aborts;
     if (a.counts.commits != b.counts.commits) return a.counts.commits > b.counts.commits;
     return a.ref < b.ref;
   };
-  k = std::min(k, all.size());
-  std::partial_sort(all.begin(), all.begin() + k, all.end(), better);
-  all.resize(k);
-  for (TopEntry& e : all) texts_.find(e.ref, e.text);
-  return all;
+  // A heap of the k best so far, its worst on top: one pass, k entries of
+  // memory (callers poll it, e.g. a multi-proxy sync every round, over a
+  // History of every reference the traffic touched).
+  std::vector<TopEntry> top;
+  if (k == 0) return top;
+  top.reserve(k + 1);
+  {
+    ReaderDomain::Guard g(index_.domain());
+    index_.ForEach([&](const RefNode* rn) {
+      const Node* n = static_cast<const Node*>(rn);
+      TopEntry e{RefId(RefIndex::IdOf(n->key.load(std::memory_order_relaxed))),
+                 Counts{n->aborts.load(std::memory_order_relaxed), n->commits.load(std::memory_order_relaxed)},
+                 {}};
+      if (top.size() == k && !better(e, top.front())) return;
+      top.push_back(std::move(e));
+      std::push_heap(top.begin(), top.end(), better);
+      if (top.size() > k) {
+        std::pop_heap(top.begin(), top.end(), better);
+        top.pop_back();
+      }
+    });
+  }
+  std::sort_heap(top.begin(), top.end(), better);
+  for (TopEntry& e : top) texts_.find(e.ref, e.text);
+  return top;
 }
 
 void History::Regenerate() {

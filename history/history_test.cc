@@ -1,7 +1,10 @@
 #include "history/history.h"
 
 #include <atomic>
+#include <algorithm>
 #include <cmath>
+#include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -115,6 +118,35 @@ TEST(HistoryTest, TopByAbortsWithTexts) {
   EXPECT_EQ(top[1].text, "w_id=3");
   EXPECT_EQ(top[1].counts.aborts, 2u);
   EXPECT_EQ(h.TopByAborts(10).size(), 3u);
+}
+
+// The k best of many references, in order (aborts, then commits, then
+// id), as a full sort of every entry gives them.
+TEST(HistoryTest, TopByAbortsIsTheFullSortsPrefix) {
+  History h;
+  std::mt19937 rng(7);
+  std::vector<History::TopEntry> all;
+  for (int i = 0; i < 3000; ++i) {
+    const RefId r = RefId::Of("k=" + std::to_string(i));
+    const int aborts = static_cast<int>(rng() % 6), commits = static_cast<int>(rng() % 4);
+    for (int a = 0; a < aborts; ++a) h.Record({r}, false);
+    for (int c = 0; c < commits; ++c) h.Record({r}, true);
+    if (aborts + commits > 0) all.push_back({r, {uint64_t(aborts), uint64_t(commits)}, {}});
+  }
+  std::sort(all.begin(), all.end(), [](const History::TopEntry& a, const History::TopEntry& b) {
+    if (a.counts.aborts != b.counts.aborts) return a.counts.aborts > b.counts.aborts;
+    if (a.counts.commits != b.counts.commits) return a.counts.commits > b.counts.commits;
+    return a.ref < b.ref;
+  });
+  for (size_t k : {size_t{0}, size_t{1}, size_t{64}, size_t{500}, all.size(), all.size() + 10}) {
+    const auto top = h.TopByAborts(k);
+    ASSERT_EQ(top.size(), std::min(k, all.size())) << k;
+    for (size_t i = 0; i < top.size(); ++i) {
+      EXPECT_EQ(top[i].ref, all[i].ref) << k << " " << i;
+      EXPECT_EQ(top[i].counts.aborts, all[i].counts.aborts) << k << " " << i;
+      EXPECT_EQ(top[i].counts.commits, all[i].counts.commits) << k << " " << i;
+    }
+  }
 }
 
 TEST(HistoryTest, ConcurrentRecordsLoseNothing) {
