@@ -796,6 +796,13 @@ class Proxy::Loop : private AdminSource {
   // before them, so the wait closes no cycle between proxies);
   // TryClusterKeys takes those free (a cluster_try batch; RestartTried).
   void LockMoreClusterKeys(Backend* b, const std::vector<int64_t>& more);
+  // b has a lock (or try) batch outstanding: its transaction waits for keys.
+  static bool AwaitsClusterLocks(const Backend& b) {
+    for (const Batch& x : b.batches) {
+      if (x.cluster_lock || x.cluster_try) return true;
+    }
+    return false;
+  }
   void TryClusterKeys(Backend* b, const std::vector<int64_t>& more);
   // A message of b's front batch (lock rows, unlock errors) / its end.
   void OnClusterMessage(Backend* b, const Batch& front, char type, absl::string_view body);

@@ -434,7 +434,11 @@ void Proxy::Loop::ReplayWhenFree(Client* c, Backend* b) {
     return;
   }
   const int holder = RetryHolder(pool, c, c->route.txn.refs);
-  if (holder >= 0) {
+  // A holder whose backend still waits for its cluster locks has not
+  // started on the server (nothing of it ran to conflict with), and it may
+  // wait for a key this transaction's backend holds through its replay:
+  // waiting for it would close a cycle that nothing breaks.
+  if (holder >= 0 && !AwaitsClusterLocks(*pool.backends[holder])) {
     if (c->replay.holders_waited++ == 0) stats_.replay_waits++;
     c->replay.wait_for = pool.backends[holder].get();
     return;

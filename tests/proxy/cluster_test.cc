@@ -462,6 +462,62 @@ TEST_F(ClusterTest, ReplayKeepsTheKeyPastTheCommit) {
   PQfinish(y);
 }
 
+// Replay and cluster keys on one proxy: X holds row 1's key and has read
+// row 1; W's first statement updates row 1, so its backend waits for X's
+// key on the server. A write outside the proxies fails X's UPDATE with
+// 40001, and X replays, keeping its backend and key. W is the running
+// transaction on X's references that a replay waits for, but W has not
+// started (it waits for X's key): the replay must not wait for it, or
+// neither ever goes on.
+TEST_F(ClusterTest, ReplayDoesNotWaitForATransactionWaitingForItsKey) {
+  replay_ = true;
+  ProxyUnderTest a, b;
+  const int64_t key = TwoProxies(PgUniqueName("cl"), &a, &b);
+  ASSERT_NE(key, 0);
+  PGconn* x = PQconnectdb(b.ClientConninfo().c_str());
+  PGconn* w = PQconnectdb(b.ClientConninfo().c_str());
+  // The result of c's query sent last, once it came (bounded wait).
+  auto result_of = [](PGconn* c) -> std::string {
+    if (!Eventually([&] { return PQconsumeInput(c) == 1 && PQisBusy(c) == 0; })) return "no answer";
+    std::string out;
+    while (PGresult* r = PQgetResult(c)) {
+      out = PQresultStatus(r) == PGRES_FATAL_ERROR ? absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE))
+                                                   : std::string(PQcmdStatus(r));
+      PQclear(r);
+    }
+    return out;
+  };
+  int direct = 0;  // updates of row 1 made outside the proxies
+  std::string x_update;
+  for (int attempt = 0; attempt < 20 && x_update.empty(); ++attempt) {
+    ASSERT_TRUE(Eventually([&] { return ClusterValue(b, "hot_refs") == "1"; }));
+    ASSERT_EQ(ExecValue(x, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+    ASSERT_EQ(ExecValue(x, absl::StrCat("SELECT 1 FROM ", table_, " WHERE k = 1")), "1");
+    if (Locks(key, true) != 1) {  // a round without the cluster (HoldHotRow): again
+      ASSERT_EQ(ExecValue(x, "ROLLBACK"), "ROLLBACK");
+      continue;
+    }
+    ASSERT_EQ(ExecValue(w, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+    ASSERT_EQ(PQsendQuery(w, Update(1).c_str()), 1);
+    ASSERT_TRUE(Eventually([&] { return Locks(key, false) == 1; }));  // W's backend waits for X's key
+    ASSERT_EQ(ExecValue(server_conn_, Update(1)), "UPDATE 1");
+    direct++;
+    ASSERT_EQ(PQsendQuery(x, Update(1).c_str()), 1);
+    x_update = result_of(x);
+    if (x_update == "no answer") ::shutdown(PQsocket(w), SHUT_RDWR);  // (what ends the wait otherwise)
+  }
+  EXPECT_EQ(x_update, "UPDATE 1");  // replayed on its backend, its key kept
+  EXPECT_EQ(ExecValue(x, "COMMIT"), "COMMIT");
+  EXPECT_EQ(result_of(w), "UPDATE 1");  // then W, after X's unlock
+  EXPECT_EQ(ExecValue(w, "COMMIT"), "COMMIT");
+  EXPECT_GE(b.proxy().stats().replay_matches.load(), 1);
+  PQfinish(x);
+  PQfinish(w);
+  ExpectFreed(key, b.proxy().stats());
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")),
+            absl::StrCat(1 + direct + 2));  // LearnAbort's, the direct ones, X's, W's
+}
+
 // The config file's key, as RELOAD and the benchmark use it.
 TEST(ClusterConfigTest, FoldUnlockKey) {
   const char* tmp = std::getenv("TEST_TMPDIR");
