@@ -9,9 +9,10 @@
 #   coord-nofold (only when named in FLEETS) coordinated with
 #                cluster_fold_unlock = off: the unlock a round trip after
 #                the COMMIT, as before the fold (for comparison)
-#   coord-try1   (only when named in FLEETS) coordinated with
-#                cluster_relock_tries = 1: a restart tries a key sorting
-#                before a held one once, no wait (for comparison)
+#   coord-tryK   (only when named in FLEETS, e.g. coord-try1) coordinated
+#                with cluster_relock_tries = K: a restart tries a key
+#                sorting before a held one K times, 1 ms apart (for
+#                comparison; 1 = once, no wait)
 #   pgbouncer    N PgBouncers (transaction pooling)
 # Corral fleets run with restart on a hot key (RESTART=on, the default:
 # templates, replay and restart_on_hot_key on, as run.sh's restart mode;
@@ -111,9 +112,9 @@ start_fleet() {  # fleet n
       *)
         local cluster="" fold=on
         [ "$fleet" = coordinated ] && cluster="multi_$n"
-        local tries=3
+        local tries=10
         [ "$fleet" = coord-nofold ] && cluster="multi_$n" && fold=off
-        [ "$fleet" = coord-try1 ] && cluster="multi_$n" && tries=1
+        case $fleet in coord-try[0-9]*) cluster="multi_$n" tries=${fleet#coord-try} ;; esac
         cat > "$WORK/corral$i.ini" <<INI
 listen_addr = 127.0.0.1
 listen_port = $port

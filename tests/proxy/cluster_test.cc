@@ -544,9 +544,9 @@ TEST(ClusterConfigTest, RelockTriesKey) {
   for (const auto& [text, ok, tries] : std::vector<std::tuple<std::string, bool, int>>{
            {"cluster_relock_tries = 1\n", true, 1},
            {"cluster_relock_tries = 20\n", true, 20},
-           {"", true, 3},
-           {"cluster_relock_tries = 0\n", false, 3},
-           {"cluster_relock_tries = many\n", false, 3}}) {
+           {"", true, 10},
+           {"cluster_relock_tries = 0\n", false, 10},
+           {"cluster_relock_tries = many\n", false, 10}}) {
     FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);
     std::fputs(text.c_str(), f);
