@@ -144,13 +144,11 @@ void Proxy::Loop::ReloadCluster(const Options& fresh) {
 void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
   const ClusterSync* cl = c->pool->db->cluster.get();
   if (cl == nullptr || !b->adv_locks.empty()) return;
-  cl->KeysFor(c->route.txn.refs, &b->adv_locks);
-  if (b->adv_locks.empty()) return;
-  SendClusterStatement(b, ClusterStmt::kLock, b->adv_locks);
-  b->batches[b->batches.size() - 2].cluster_lock = true;
+  std::vector<int64_t> keys;
+  cl->KeysFor(c->route.txn.refs, &keys);
+  if (keys.empty()) return;
+  LockMoreClusterKeys(b, keys);
   stats_.cluster_lock_txns++;
-  stats_.cluster_locks_taken += static_cast<int64_t>(b->adv_locks.size());
-  stats_.cluster_locks_held += static_cast<int64_t>(b->adv_locks.size());
 }
 
 void Proxy::Loop::ReleaseClusterLocks(Backend* b) {

@@ -28,10 +28,10 @@
 // takes the keys it lacks on the same backend before its log runs again:
 // waiting for them when they sort after every key it holds, trying them
 // otherwise (pg_try_advisory_lock, cluster_relock_tries times a
-// millisecond apart: a bounded wait; RestartTried); a key another session still holds then
-// sends it elsewhere (RestartElsewhere): every key unlocked, and the
-// next Attach takes them all in order. Each session so waits only for keys
-// above those it holds: no cycle between proxies.
+// millisecond apart: a bounded wait; RestartTried); a key another session
+// still holds then sends it elsewhere (RestartElsewhere): every key
+// unlocked, and the next Attach takes them all in order. Each session so
+// waits only for keys above those it holds: no cycle between proxies.
 // A restart granted its keys at once stays on its backend. One that must
 // wait gives the backend back first (it holds no snapshot and no row: the
 // transaction was rolled back) and waits with no backend, like a first

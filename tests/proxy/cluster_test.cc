@@ -36,6 +36,18 @@ bool Eventually(F pred) {
   return pred();
 }
 
+// Every result of the query c sent (PQsendQuery): the last one's command
+// tag, or "ERROR <sqlstate>".
+std::string PendingResult(PGconn* c) {
+  std::string out;
+  while (PGresult* r = PQgetResult(c)) {
+    out = PQresultStatus(r) == PGRES_FATAL_ERROR ? absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE))
+                                                 : std::string(PQcmdStatus(r));
+    PQclear(r);
+  }
+  return out;
+}
+
 // The value of column `col` of SHOW CLUSTER's first row on proxy `p`'s
 // admin console ("" when none).
 std::string ClusterValue(ProxyUnderTest& p, const std::string& col) {
@@ -216,15 +228,7 @@ class ClusterTest : public ScratchTableTest {
       }));
     }
     EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
-    std::string z_result;
-    while (PGresult* r = PQgetResult(z)) {
-      if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
-        z_result = absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE));
-      } else {
-        z_result = PQcmdStatus(r);
-      }
-      PQclear(r);
-    }
+    const std::string z_result = PendingResult(z);
     if (z_result == "UPDATE 1") {
       EXPECT_EQ(ExecValue(z, "COMMIT"), "COMMIT");
     } else {
@@ -479,13 +483,7 @@ TEST_F(ClusterTest, ReplayDoesNotWaitForATransactionWaitingForItsKey) {
   // The result of c's query sent last, once it came (bounded wait).
   auto result_of = [](PGconn* c) -> std::string {
     if (!Eventually([&] { return PQconsumeInput(c) == 1 && PQisBusy(c) == 0; })) return "no answer";
-    std::string out;
-    while (PGresult* r = PQgetResult(c)) {
-      out = PQresultStatus(r) == PGRES_FATAL_ERROR ? absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE))
-                                                   : std::string(PQcmdStatus(r));
-      PQclear(r);
-    }
-    return out;
+    return PendingResult(c);
   };
   int direct = 0;  // updates of row 1 made outside the proxies
   std::string x_update;
@@ -705,13 +703,7 @@ TEST_F(ClusterTest, RestartTakesAKeyHotInTheClusterInOrder) {
         EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
         updates[wanted]++;
       }
-      std::string result;
-      while (PGresult* r = PQgetResult(z)) {
-        result = PQresultStatus(r) == PGRES_FATAL_ERROR
-                     ? absl::StrCat("ERROR ", PQresultErrorField(r, PG_DIAG_SQLSTATE))
-                     : std::string(PQcmdStatus(r));
-        PQclear(r);
-      }
+      const std::string result = PendingResult(z);
       if (result != "UPDATE 1") {
         ExecValue(z, "ROLLBACK");
         return result;
