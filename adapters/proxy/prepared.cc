@@ -105,7 +105,7 @@ void StatementCache::Confirm(const std::string& key) {
   if (auto it = cache_.find(key); it != cache_.end()) it->second.confirmed = true;
 }
 
-void StatementCache::ForgetUnconfirmed(const std::deque<ParseEntry>& parses) {
+void StatementCache::ForgetUnconfirmed(const SmallFifo<ParseEntry>& parses) {
   for (const ParseEntry& e : parses) {
     if (e.key.empty()) continue;
     auto it = cache_.find(e.key);

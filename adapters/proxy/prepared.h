@@ -35,10 +35,12 @@
 #ifndef CORRAL_ADAPTERS_PROXY_PREPARED_H_
 #define CORRAL_ADAPTERS_PROXY_PREPARED_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -146,6 +148,40 @@ class DescribeCache {
   uint64_t gen_ = 0;
 };
 
+// A first-in first-out list that, unlike std::deque, allocates nothing until
+// the first push_back (a Batch is made for every statement a client sends and
+// has three of these, nearly always empty). Popped slots are reclaimed when
+// the list drains or when they are most of it.
+template <typename T>
+class SmallFifo {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  size_t size() const { return items_.size() - head_; }
+  void push_back(T v) { items_.push_back(std::move(v)); }
+  T& front() { return items_[head_]; }
+  const T& front() const { return items_[head_]; }
+  T& back() { return items_.back(); }
+  const T& back() const { return items_.back(); }
+  const T& operator[](size_t i) const { return items_[head_ + i]; }
+  void pop_front() {
+    if (++head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    } else if (head_ >= 16 && 2 * head_ >= items_.size()) {
+      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+  typename std::vector<T>::const_iterator begin() const {
+    return items_.begin() + static_cast<std::ptrdiff_t>(head_);
+  }
+  typename std::vector<T>::const_iterator end() const { return items_.end(); }
+
+ private:
+  std::vector<T> items_;
+  size_t head_ = 0;
+};
+
 struct ParseEntry {
   bool drop = false;  // injected by the proxy: the client must not see its ParseComplete
   std::string key;    // cache key to confirm, "" for the unnamed statement
@@ -167,9 +203,9 @@ struct Batch {
   bool attach = false;   // the session parameters' AttachSql (swallowed)
   std::string attach_error;  // its first ErrorResponse, whole
   int msgs = 0;
-  std::deque<ParseEntry> parses;
-  std::deque<bool> closes;  // true: drop the CloseComplete
-  std::deque<DescribeEntry> describes;  // Describe-statement messages, in order
+  SmallFifo<ParseEntry> parses;
+  SmallFifo<uint8_t> closes;  // 1: drop the CloseComplete
+  SmallFifo<DescribeEntry> describes;  // Describe-statement messages, in order
   bool cluster_lock = false;    // multi-proxy mode: advisory locks taken (swallowed)
   bool cluster_unlock = false;  // multi-proxy mode: their release (swallowed)
   bool cluster_try = false;     // multi-proxy mode: keys taken when free (swallowed; Backend::try_keys)
@@ -199,7 +235,7 @@ class StatementCache {
   // ParseComplete arrived for `key`.
   void Confirm(const std::string& key);
   // At ReadyForQuery: parses skipped after an error never happened.
-  void ForgetUnconfirmed(const std::deque<ParseEntry>& parses);
+  void ForgetUnconfirmed(const SmallFifo<ParseEntry>& parses);
   void Clear();
   size_t size() const { return cache_.size(); }
 

@@ -112,6 +112,36 @@ TEST(DescribeCache, InvalidateDropsAndRefusesAnswersSentBefore) {
   EXPECT_EQ(*cache.Find("q"), "fresh");
 }
 
+// A Batch's lists are SmallFifos: order kept through interleaved pushes and
+// pops, through the compaction of popped slots, and after draining.
+TEST(SmallFifo, KeepsOrderThroughCompactionAndDraining) {
+  SmallFifo<int> q;
+  EXPECT_TRUE(q.empty());
+  int next_in = 0, next_out = 0;
+  for (int round = 0; round < 200; ++round) {
+    for (int k = 0; k < 3; ++k) q.push_back(next_in++);
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_FALSE(q.empty());
+      ASSERT_EQ(q.front(), next_out++);
+      q.pop_front();
+    }
+    ASSERT_EQ(q.size(), static_cast<size_t>(next_in - next_out));
+    ASSERT_EQ(q.back(), next_in - 1);
+  }
+  int expect = next_out;
+  for (int v : q) ASSERT_EQ(v, expect++);
+  EXPECT_EQ(q[0], next_out);
+  while (!q.empty()) {
+    ASSERT_EQ(q.front(), next_out++);
+    q.pop_front();
+  }
+  EXPECT_EQ(next_out, next_in);
+  EXPECT_EQ(q.size(), 0u);
+  q.push_back(7);
+  EXPECT_EQ(q.front(), 7);
+  EXPECT_EQ(q.size(), 1u);
+}
+
 TEST(StatementCache, PreparesOnceEvictsAndForgetsUnconfirmed) {
   StatementCache cache(2);
   std::string name;

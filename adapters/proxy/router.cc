@@ -15,9 +15,15 @@ TxnControl ClassifyTxnControl(absl::string_view sql) {
   absl::string_view s = absl::StripAsciiWhitespace(sql);
   while (!s.empty() && (s.back() == ';' || absl::ascii_isspace(s.back()))) s.remove_suffix(1);
   if (s.empty() || s.find(';') != absl::string_view::npos) return TxnControl::kOther;
-  const size_t i = LeadingWord(s).size();
-  const std::string w = absl::AsciiStrToLower(s.substr(0, i));
-  const std::string rest = absl::AsciiStrToLower(absl::StripAsciiWhitespace(s.substr(i)));
+  const absl::string_view word = LeadingWord(s);
+  // Most statements are none of these: decide on the word before lowering anything.
+  const bool control = word.size() >= 3 && word.size() <= 8 &&
+                       (absl::EqualsIgnoreCase(word, "begin") || absl::EqualsIgnoreCase(word, "start") ||
+                        absl::EqualsIgnoreCase(word, "commit") || absl::EqualsIgnoreCase(word, "end") ||
+                        absl::EqualsIgnoreCase(word, "rollback") || absl::EqualsIgnoreCase(word, "abort"));
+  if (!control) return TxnControl::kOther;
+  const std::string w = absl::AsciiStrToLower(word);
+  const std::string rest = absl::AsciiStrToLower(absl::StripAsciiWhitespace(s.substr(word.size())));
   if (w == "begin") return TxnControl::kBegin;
   if (w == "start" && absl::StartsWith(rest, "transaction")) return TxnControl::kBegin;
   if (w == "commit" || w == "end") {
@@ -209,9 +215,11 @@ void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {
     templates_->Learn(t.trace, o == scheduler::Outcome::kCommitted);
   }
   if (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort) {
-    const std::vector<std::string>& texts = t.ref_texts;
+    // A text is asked for only when its reference is new to the History,
+    // which keeps it: moved, not copied (the transaction is over).
+    std::vector<std::string>& texts = txn->ref_texts;
     history::History::TextProvider provider = [&texts](size_t i) {
-      return i < texts.size() ? texts[i] : std::string();
+      return i < texts.size() ? std::move(texts[i]) : std::string();
     };
     sched_.history().Record(t.txn.refs, o == scheduler::Outcome::kCommitted, &provider);
   } else {

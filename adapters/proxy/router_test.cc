@@ -146,7 +146,7 @@ TEST(Router, UnspecifiedTypesComeFromTheParameterDescription) {
   EXPECT_FALSE(router.NeedsParamTypes(d, bind));
   t.conflict_state = "40001";
   router.Finish(&t, t.outcome());
-  EXPECT_EQ(t.ref_texts, std::vector<std::string>{"id=5"});
+  EXPECT_EQ(t.txn.refs.size(), 1u);  // decoded at the outcome; its text moved to the History:
   auto top = sched->history().TopByAborts(5);
   ASSERT_EQ(top.size(), 1u);
   EXPECT_EQ(top[0].text, "id=5");

@@ -313,14 +313,20 @@ bool StatementMayChangeSession(absl::string_view sql) {
       break;
     }
   }
-  const absl::string_view w = LeadingWord(sql.substr(i));
+  // The leading word, lowered into a small buffer (this runs on every statement).
+  const absl::string_view lead = LeadingWord(sql.substr(i));
+  char buf[10];
+  absl::string_view w;
+  if (lead.size() <= sizeof(buf)) {
+    for (size_t k = 0; k < lead.size(); ++k) buf[k] = absl::ascii_tolower(static_cast<unsigned char>(lead[k]));
+    w = absl::string_view(buf, lead.size());
+  }
   for (absl::string_view k : {"set", "reset", "discard", "savepoint", "rollback", "release", "listen",
                               "prepare", "declare"}) {
-    if (absl::EqualsIgnoreCase(w, k)) return true;
+    if (w == k) return true;
   }
-  if (absl::EqualsIgnoreCase(w, "create") && ContainsIgnoreCase(sql, "temp")) return true;
-  if ((absl::EqualsIgnoreCase(w, "select") || absl::EqualsIgnoreCase(w, "with")) && ContainsIgnoreCase(sql, "temp") &&
-      ContainsIgnoreCase(sql, "into")) {
+  if (w == "create" && ContainsIgnoreCase(sql, "temp")) return true;
+  if ((w == "select" || w == "with") && ContainsIgnoreCase(sql, "temp") && ContainsIgnoreCase(sql, "into")) {
     return true;
   }
   if (ContainsIgnoreCase(sql, "set_config") || ContainsIgnoreCase(sql, "advisory")) return true;

@@ -39,6 +39,7 @@ Stmt Stmt::FromSimple(absl::string_view sql) {
   Stmt s;
   absl::string_view in = absl::StripAsciiWhitespace(sql);
   while (!in.empty() && (in.back() == ';' || absl::ascii_isspace(in.back()))) in.remove_suffix(1);
+  s.shape.reserve(in.size());
   size_t i = 0;
   bool space = false;
   while (i < in.size()) {
@@ -82,7 +83,7 @@ Stmt Stmt::FromSimple(absl::string_view sql) {
     } else if (IdentChar(c)) {
       size_t j = i;
       while (j < in.size() && IdentChar(in[j])) ++j;
-      s.shape.append(absl::AsciiStrToLower(in.substr(i, j - i)));
+      for (size_t k = i; k < j; ++k) s.shape.push_back(absl::ascii_tolower(static_cast<unsigned char>(in[k])));
       i = j;
     } else {
       s.shape.push_back(c);
