@@ -101,8 +101,11 @@ bool MayControlTransaction(absl::string_view text) {
 }
 
 bool QueryMayChangeSession(absl::string_view sql) {
+  // False says one statement that changes nothing (StatementMayChangeSession
+  // is true for every string of several): no split needed, the usual case.
+  if (!StatementMayChangeSession(sql)) return false;
   const std::vector<StatementSpan> spans = SplitStatements(sql);
-  if (spans.size() <= 1) return StatementMayChangeSession(sql);
+  if (spans.size() <= 1) return true;
   for (const StatementSpan& s : spans) {
     if (StatementMayChangeSession(s.text) || MayControlTransaction(s.text)) return true;
   }

@@ -36,21 +36,13 @@ std::string Lower(absl::string_view s) { return absl::AsciiStrToLower(std::strin
 
 std::string_view Std(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
-// `needle` is lower case. Runs on every statement a client sends
-// (StatementMayChangeSession): one inline pass that compares the rest of the
-// needle only where its first character matches.
-bool ContainsIgnoreCase(absl::string_view hay, absl::string_view needle) {
-  if (needle.empty()) return true;
-  if (needle.size() > hay.size()) return false;
-  const char first = needle[0];
-  const size_t last = hay.size() - needle.size();
-  for (size_t i = 0; i <= last; ++i) {
-    if (absl::ascii_tolower(static_cast<unsigned char>(hay[i])) != first) continue;
-    size_t k = 1;
-    while (k < needle.size() && absl::ascii_tolower(static_cast<unsigned char>(hay[i + k])) == needle[k]) ++k;
-    if (k == needle.size()) return true;
+// `lower` is lower case.
+bool StartsWithLower(absl::string_view s, absl::string_view lower) {
+  if (lower.size() > s.size()) return false;
+  for (size_t k = 0; k < lower.size(); ++k) {
+    if (absl::ascii_tolower(static_cast<unsigned char>(s[k])) != lower[k]) return false;
   }
-  return false;
+  return true;
 }
 
 bool IsKnown(absl::string_view lower) {

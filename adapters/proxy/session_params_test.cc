@@ -97,6 +97,14 @@ TEST(SessionParamsTest, PreFilterSkipsOrdinaryDml) {
   EXPECT_TRUE(StatementMayChangeSession("create temporary table x (a int)"));
   EXPECT_TRUE(StatementMayChangeSession("SELECT 1; SET x.y = 1"));
   EXPECT_TRUE(StatementMayChangeSession("DISCARD ALL"));
+  // SELECT / WITH ... INTO a TEMP table, any case; "temp" or "into" alone is not enough.
+  EXPECT_TRUE(StatementMayChangeSession("select * InTo TeMp t2 from t"));
+  EXPECT_TRUE(StatementMayChangeSession("WITH a AS (SELECT 1) SELECT * INTO TEMPORARY t3 FROM a"));
+  EXPECT_FALSE(StatementMayChangeSession("SELECT temp FROM readings"));
+  EXPECT_FALSE(StatementMayChangeSession("SELECT * FROM t WHERE note = 'into'"));
+  EXPECT_FALSE(StatementMayChangeSession("CREATE TABLE t (a int)"));
+  EXPECT_TRUE(StatementMayChangeSession("SELECT PG_ADVISORY_XACT_LOCK(1)"));
+  EXPECT_TRUE(StatementMayChangeSession("select Set_Config('a.b', '1', false)"));
 }
 
 // RefusalFor (a Parse) answers as OnStatement would, and applies nothing.

@@ -325,11 +325,29 @@ bool StatementMayChangeSession(absl::string_view sql) {
                               "prepare", "declare"}) {
     if (w == k) return true;
   }
-  if (w == "create" && ContainsIgnoreCase(sql, "temp")) return true;
-  if ((w == "select" || w == "with") && ContainsIgnoreCase(sql, "temp") && ContainsIgnoreCase(sql, "into")) {
-    return true;
+  // The words looked for anywhere in the text, in one pass.
+  bool temp = false, into = false;
+  for (size_t k = 0; k < sql.size(); ++k) {
+    const absl::string_view rest = sql.substr(k);
+    switch (absl::ascii_tolower(static_cast<unsigned char>(sql[k]))) {
+      case 't':
+        temp = temp || StartsWithLower(rest, "temp");
+        break;
+      case 'i':
+        into = into || StartsWithLower(rest, "into");
+        break;
+      case 's':
+        if (StartsWithLower(rest, "set_config")) return true;
+        break;
+      case 'a':
+        if (StartsWithLower(rest, "advisory")) return true;
+        break;
+      default:
+        break;
+    }
   }
-  if (ContainsIgnoreCase(sql, "set_config") || ContainsIgnoreCase(sql, "advisory")) return true;
+  if (w == "create" && temp) return true;
+  if ((w == "select" || w == "with") && temp && into) return true;
   // Several statements in one string: parse to see each.
   const size_t semi = sql.find(';');
   if (semi != absl::string_view::npos) {
