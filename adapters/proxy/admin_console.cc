@@ -149,6 +149,8 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("restart_wait_ms", s.restart_wait_ns / 1000000);
     row("restart_cluster_relocks", s.restart_cluster_relocks);
     row("restart_cluster_retakes", s.restart_cluster_retakes);
+    row("restart_held_waits", s.restart_held_waits);
+    row("restart_hold_timeouts", s.restart_hold_timeouts);
     row("restart_gate_txns", s.restart_gate_txns);
     row("restart_gate_waits", s.restart_gate_waits);
     row("restart_gate_early", s.restart_gate_early);

@@ -112,7 +112,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 85"));
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 87"));
   EXPECT_TRUE(absl::StrContains(out, std::string("restart_matches") + std::string("\0\0\0\x02", 4) + "11"));
   EXPECT_TRUE(absl::StrContains(out, std::string("restart_wait_ms") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "restart_mismatches"));
@@ -120,6 +120,8 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, "restart_gate_early"));
   EXPECT_TRUE(absl::StrContains(out, "restart_cluster_relocks"));
   EXPECT_TRUE(absl::StrContains(out, "restart_cluster_retakes"));
+  EXPECT_TRUE(absl::StrContains(out, "restart_held_waits"));
+  EXPECT_TRUE(absl::StrContains(out, "restart_hold_timeouts"));
   EXPECT_TRUE(absl::StrContains(out, std::string("worker_key_cross_waits") + std::string("\0\0\0\x01", 4) + "8"));
   EXPECT_TRUE(absl::StrContains(out, "template_cap_wait_ms"));
   EXPECT_TRUE(absl::StrContains(out, "replay_matches"));

@@ -258,6 +258,9 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
   } else if (key == "cluster_relock_tries") {
     if (auto st = Int(key, value, 1, 100, &n); !st.ok()) return st;
     o->cluster_relock_tries = static_cast<int>(n);
+  } else if (key == "cluster_restart_hold_ms") {
+    if (auto st = Int(key, value, 0, 60000, &n); !st.ok()) return st;
+    o->cluster_restart_hold_ms = static_cast<int>(n);
   } else if (key == "cluster_fold_unlock") {
     return OnOff(key, value, &o->cluster_fold_unlock);
   } else if (key == "cluster_hot_threshold") {

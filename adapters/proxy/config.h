@@ -15,6 +15,7 @@
 //   cluster_publish_interval_ms = 1000  cluster_hot_threshold = 3  cluster_proxy_id = (host/pid/random)
 //   cluster_fold_unlock = on       (off: the unlock after the COMMIT's reply; reloadable)
 //   cluster_relock_tries = 10      (restart: tries of a key sorting before a held one, 1 ms apart; reloadable)
+//   cluster_restart_hold_ms = 5    (restart: a wait for local keys keeps backend and advisory keys this long; reloadable)
 //   steal_after_ms = 50            (affinity: affine transactions stealable after it; 0 never)
 //   metrics_port = 9127 (-1 off)   max_packet_size = 67108864
 //   max_prepared_statements = 512  admin_dbname = corral

@@ -111,6 +111,10 @@ void Proxy::Loop::Run() {
     // Input left in OpenSSL, or output the requests made (a key granted by
     // another loop started a transaction): no sleeping before the flush.
     if (!tls_pending_.empty() || !dirty_.empty()) timeout_ms = 0;
+    // A restart holding its backend for a bounded wait (RestartHold).
+    for (const auto& [id, w] : key_waiters_) {
+      if (w->restart_hold) timeout_ms = std::min(timeout_ms, 2);
+    }
     int n = epoll_wait(epfd_, events, 256, timeout_ms);
     for (int i = 0; i < n; ++i) {
       Conn* c = static_cast<Conn*>(events[i].data.ptr);
@@ -327,6 +331,7 @@ void Proxy::Loop::Timers() {
   if (now - timers_at_ < 1000000) return;
   timers_at_ = now;
   PublishWorker(now);  // workers > 1: SHOW views' rows for the other loops
+  RestartHoldTimers(now);
   AdoptClusterSchemas();  // cluster_name: a schema the catalog watch re-read
   for (auto& [k, p] : pools_) {
     for (auto& b : p->backends) {
@@ -532,6 +537,7 @@ absl::Status Proxy::Loop::Reload() {
     opt_.auth_query = fresh.auth_query;
     opt_.cluster_fold_unlock = fresh.cluster_fold_unlock;
     opt_.cluster_relock_tries = fresh.cluster_relock_tries;
+    opt_.cluster_restart_hold_ms = fresh.cluster_restart_hold_ms;
     ReloadCluster(fresh);
     for (auto& [name, db] : dbs_) {
       db->sched->SetPolicy(opt_.policy);

@@ -138,6 +138,11 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_restart_cluster_retakes_total",
           "Of them, those whose advisory keys all went back and were taken again in order (one was held elsewhere).",
           stats.restart_cluster_retakes);
+  counter("corral_restart_held_waits_total",
+          "Restarts that waited for local keys keeping their backend and advisory keys (multi-proxy mode).",
+          stats.restart_held_waits);
+  counter("corral_restart_hold_timeouts_total", "Of them, those whose wait ran past its bound and left the backend.",
+          stats.restart_hold_timeouts);
   counter("corral_restart_gate_txns_total",
           "Transactions of a template whose restarts closed wait cycles, admitted through its gate (restart_gate).",
           stats.restart_gate_txns);

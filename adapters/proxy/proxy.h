@@ -175,6 +175,13 @@ struct Options {
   // measured on two-row at 4 proxies, retries 1 / 3 / 10 tries: 638 / 322 /
   // 134 per 8 s at the same tps; 30 tries lost tps (RESULTS.md [Y22]).
   int cluster_relock_tries = 10;
+  // Multi-proxy mode with restart_on_hot_key: a restarted transaction whose
+  // local keys are not free waits for them up to this long keeping its
+  // backend and advisory keys (no other proxy changes the rows it read),
+  // then without them (0 = never keeps them). Reloadable. 5: about one hot
+  // transaction's run; two-row at 4 proxies retried 93 vs 163-242 per 8 s
+  // without (RESULTS.md [Y22]).
+  int cluster_restart_hold_ms = 5;
   int64_t query_wait_timeout_ms = 120000;  // 0 = none
   size_t max_message_bytes = 64u << 20;    // larger client messages are rejected
   // Back-pressure: when a client's unsent output passes this, the proxy

@@ -279,6 +279,12 @@ struct Client : Conn {
   uint64_t key_snap = 0;
   int64_t restart_since = 0;
   int restart_queue = 0;
+  // Multi-proxy mode: its restart waits for local keys keeping its backend
+  // and cluster keys (RestartHold) until restart_hold_until (monotonic ns);
+  // `restart_relock`: the cluster keys to take once they are granted.
+  bool restart_hold = false;
+  int64_t restart_hold_until = 0;
+  std::vector<int64_t> restart_relock;
   // Cycle gates (cycle_gates.h): the gate key its transaction holds or
   // waits for (0: none), and the keys it takes once the gate is granted
   // (its wait for the gate alone sits in no row's queue).
@@ -473,6 +479,19 @@ class Proxy::Loop : private AdminSource {
   // `relock`: keys hot in the cluster that its new references need and b
   // does not hold (sorted).
   void RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need, std::vector<int64_t> relock);
+  // Its local keys held: the cluster keys it lacks (waited for when they
+  // sort after those b holds, else tried), then its log runs again on b.
+  void RestartWithKeys(Client* c, Backend* b, std::vector<int64_t> relock);
+  // Multi-proxy mode, its local keys not granted at once: whether c waits
+  // for them keeping b and b's cluster keys (so no other proxy changes
+  // those rows meanwhile): when b holds cluster keys, `relock` sorts after
+  // them, and another backend of the pool is left to the key's holder.
+  // The wait is bounded (cluster_restart_hold_ms; RestartHoldTimers): a holder that
+  // needs a backend, or waits on the server for one of b's keys, is not
+  // kept waiting long.
+  bool RestartHold(Client* c, Backend* b, const std::vector<int64_t>& relock);
+  // Holds past their bound: they leave their backends (RestartElsewhere).
+  void RestartHoldTimers(int64_t now);
   // Its cluster keys tried on b (a cluster_try batch came back): all
   // taken, the log runs again here; else it leaves b (RestartElsewhere).
   void RestartTried(Client* c, Backend* b);

@@ -38,7 +38,13 @@
 // unit waiting for its keys: a key holder may itself be waiting for a
 // backend, and backends held by key waiters could otherwise all wait on it.
 // Granted (KeysGranted -> ApplyInbox -> RestartResume), it goes back to its
-// run queue; Attach re-runs the log instead of sending a BEGIN.
+// run queue; Attach re-runs the log instead of sending a BEGIN. In
+// multi-proxy mode a restart whose backend holds advisory keys first waits
+// keeping both, up to cluster_restart_hold_ms (RestartHold): given back, a
+// row it read could change through another proxy and its re-run differ.
+// Granted in time, it goes on on that backend (RestartWithKeys); past the
+// bound (RestartHoldTimers: a holder that needs a backend, or waits on the
+// server for one of its keys) it leaves as above.
 // Covered: transactions whose BEGIN the proxy held (a simple Query, as
 // pgbench, psql, asyncpg and pgjdbc send it), with later statements as
 // simple Queries or extended-protocol units (Parse / Bind / Describe /
@@ -212,14 +218,19 @@ void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need, 
   }
   if (!granted) {
     stats_.restart_key_waits++;
+    if (RestartHold(c, b, relock)) return;
     RestartElsewhere(c, b, /*granted=*/false);
     return;
   }
-  // Granted at once: re-run here, after the cluster keys it lacks. Waiting
-  // for keys that sort after every key b holds closes no cycle between
-  // proxies (each waits only for keys above those it holds); others are
-  // tried (RestartTried): taken, the keys it held were never let go, so no
-  // other proxy's transaction changed those rows meanwhile.
+  RestartWithKeys(c, b, std::move(relock));
+}
+
+void Proxy::Loop::RestartWithKeys(Client* c, Backend* b, std::vector<int64_t> relock) {
+  // Re-run here, after the cluster keys it lacks. Waiting for keys that
+  // sort after every key b holds closes no cycle between proxies (each
+  // waits only for keys above those it holds); others are tried
+  // (RestartTried): taken, the keys it held were never let go, so no other
+  // proxy's transaction changed those rows meanwhile.
   if (!relock.empty()) {
     if (b->adv_locks.empty() || relock.front() > b->adv_locks.back()) {
       LockMoreClusterKeys(b, relock);
@@ -229,6 +240,44 @@ void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need, 
     }
   }
   SendReplay(c, b);
+}
+
+bool Proxy::Loop::RestartHold(Client* c, Backend* b, const std::vector<int64_t>& relock) {
+  // Given back meanwhile, b's cluster keys would let another proxy's
+  // transaction change a row this one read, and its re-run would differ.
+  if (opt_.cluster_restart_hold_ms <= 0 || c->pool->db->cluster == nullptr || b->adv_locks.empty()) return false;
+  // (A holder of the keys it waits for that itself waits on the server
+  // for one of b's keys closes a cycle: rare, one row in a few; the bound
+  // ends it.)
+  (void)relock;
+  // A backend of the pool left to others (the key's holder may need one).
+  size_t held = 1;
+  for (const auto& [id, w] : key_waiters_) held += w->restart_hold && w->pool == c->pool ? 1 : 0;
+  if (held >= c->pool->backends.size()) return false;
+  stats_.restart_held_waits++;
+  const int64_t now = MonoNanos();
+  c->restart_hold = true;
+  c->restart_hold_until = now + int64_t{opt_.cluster_restart_hold_ms} * 1000000;
+  c->restart_relock = relock;
+  c->restart_since = now;
+  c->wait_since = now;
+  c->keys = Client::Keys::kWaiting;
+  key_waiters_[c->id] = c;
+  CapEnd(c, /*conflict=*/true);  // its template slot: the key's holder may wait for it
+  return true;
+}
+
+void Proxy::Loop::RestartHoldTimers(int64_t now) {
+  std::vector<Client*> late;
+  for (const auto& [id, w] : key_waiters_) {
+    if (w->restart_hold && now >= w->restart_hold_until) late.push_back(w);
+  }
+  for (Client* c : late) {
+    stats_.restart_hold_timeouts++;
+    c->restart_hold = false;
+    c->restart_relock.clear();
+    RestartElsewhere(c, c->backend, /*granted=*/false);  // still waiting, now without a backend
+  }
 }
 
 void Proxy::Loop::RestartTried(Client* c, Backend* b) {

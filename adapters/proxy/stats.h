@@ -136,6 +136,10 @@ struct Stats {
   // again in order (one was held by another session).
   std::atomic<int64_t> restart_cluster_relocks{0};
   std::atomic<int64_t> restart_cluster_retakes{0};
+  // Restarts that waited for local keys keeping their backend and cluster
+  // keys, and of them those that left it when the wait ran past its bound.
+  std::atomic<int64_t> restart_held_waits{0};
+  std::atomic<int64_t> restart_hold_timeouts{0};
   // Cycle gates (cycle_gates.h): transactions admitted through their
   // template's gate, of them those that waited for it, and gates given
   // back before the transaction ended (its key set complete).

@@ -161,6 +161,13 @@ void Proxy::Loop::ApplyInbox() {
     key_waiters_.erase(it);
     if (w->dead || w->keys != Client::Keys::kWaiting) continue;
     w->keys = Client::Keys::kHeld;
+    if (w->replay.restart && w->restart_hold) {  // a restart waiting on its backend (RestartHold)
+      w->restart_hold = false;
+      stats_.restart_wait_ns += MonoNanos() - w->restart_since;
+      RestartWithKeys(w, w->backend, std::move(w->restart_relock));
+      w->restart_relock.clear();
+      continue;
+    }
     if (w->replay.restart) {  // a restart waiting without a backend (restart_loop.cc)
       RestartResume(w);
       continue;

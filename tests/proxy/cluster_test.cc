@@ -80,6 +80,9 @@ class ClusterTest : public ScratchTableTest {
   // RELOAD turns sharing on, changes the threshold, turns it off, on a
   // proxy of `workers` loops.
   void ReloadScenario(int workers);
+  // A restart that waits for a local key with its advisory key kept; with
+  // `bounded` the bound (50 ms) ends the hold first.
+  void RestartHoldScenario(bool bounded);
   // Every row's `col` of p's SHOW CLUSTER (one per loop with workers > 1).
   std::vector<std::string> ClusterValues(ProxyUnderTest& p, const std::string& col) {
     std::vector<std::string> out;
@@ -733,6 +736,113 @@ TEST_F(ClusterTest, RestartTakesAKeyHotInTheClusterInOrder) {
     return Locks(key[1], true) + Locks(key[2], true) + Locks(key[1], false) + Locks(key[2], false) == 0 &&
            a.proxy().stats().cluster_locks_held.load() == 0 && b.proxy().stats().cluster_locks_held.load() == 0;
   }));
+}
+
+// A restart whose local key another client of the same proxy holds waits
+// for it keeping its backend and its advisory key (cluster_restart_hold_ms):
+// Z (via A) reads `held`, W (via A too) has updated `wanted`, Z's UPDATE of
+// `wanted` restarts; while W runs, Z's key on `held` stays granted to Z's
+// backend, so no other proxy could change the row Z read. Before, Z gave
+// its backend and key back during the wait (0 here), and a change to
+// `held` meanwhile failed its re-run. W commits: Z takes `wanted`'s key,
+// re-runs, its UPDATE goes on; nothing left locked.
+void ClusterTest::RestartHoldScenario(bool bounded) {
+  const std::string cluster = PgUniqueName("cl");
+  ProxyUnderTest a, b;
+  Options oa = ClusterOptions(cluster, cluster + "_a"), ob = ClusterOptions(cluster, cluster + "_b");
+  oa.restart_on_hot_key = ob.restart_on_hot_key = true;
+  oa.cluster_restart_hold_ms = bounded ? 50 : 60000;
+  ASSERT_TRUE(IsOk(a.Start(server_, oa)));
+  ASSERT_TRUE(IsOk(b.Start(server_, ob)));
+  // Both rows hot in A (local keys) and so in the cluster (B a peer).
+  LearnAbort(a, 1);
+  int64_t key[3] = {0, 0, 0};
+  ASSERT_TRUE(Eventually([&] { return (key[1] = PublishedKey(cluster, cluster + "_a")) != 0; }));
+  LearnAbort(a, 2);
+  ASSERT_TRUE(Eventually([&] {
+    const std::string v = ExecValue(
+        server_conn_, absl::StrCat("SELECT ref_hash FROM corral.hot_refs WHERE cluster_name = '", cluster,
+                                   "' AND proxy_id = '", cluster, "_a' AND ref_hash NOT IN (0, ", key[1], ")"));
+    key[2] = v.empty() || v.rfind("ERROR", 0) == 0 ? 0 : std::strtoll(v.c_str(), nullptr, 10);
+    return key[2] != 0;
+  }));
+  int updates[3] = {0, 1, 1};
+  const int held = key[1] < key[2] ? 1 : 2, wanted = 3 - held;  // waited for on the same backend after
+  PGconn* w = PQconnectdb(a.ClientConninfo().c_str());
+  PGconn* z = PQconnectdb(a.ClientConninfo().c_str());
+  bool done = false;
+  for (int attempt = 0; attempt < 20 && !done; ++attempt) {
+    EXPECT_TRUE(Eventually([&] { return ClusterValue(a, "hot_refs") == "2" && ClusterValue(b, "hot_refs") == "2"; }));
+    EXPECT_EQ(ExecValue(w, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+    EXPECT_EQ(ExecValue(w, Update(wanted)), "UPDATE 1");
+    EXPECT_EQ(ExecValue(z, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+    EXPECT_EQ(ExecValue(z, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", held)), absl::StrCat(updates[held]));
+    if (Locks(key[wanted], true) != 1 || Locks(key[held], true) != 1) {  // a round without the cluster: again
+      EXPECT_EQ(ExecValue(w, "ROLLBACK"), "ROLLBACK");
+      EXPECT_EQ(ExecValue(z, "ROLLBACK"), "ROLLBACK");
+      continue;
+    }
+    const int64_t holds = a.proxy().stats().restart_held_waits.load();
+    const int64_t timeouts = a.proxy().stats().restart_hold_timeouts.load();
+    const int64_t waits = a.proxy().stats().restart_key_waits.load();
+    EXPECT_EQ(PQsendQuery(z, Update(wanted).c_str()), 1);
+    ASSERT_TRUE(Eventually([&] { return a.proxy().stats().restart_key_waits.load() == waits + 1; }));
+    // Z waits in the proxy for W's local key, its own advisory key kept
+    // (given back, it would be 0 by now); past the bound, given back.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(Locks(key[held], true), bounded ? 0 : 1);
+    EXPECT_EQ(a.proxy().stats().restart_held_waits.load(), holds + 1);
+    EXPECT_EQ(a.proxy().stats().restart_hold_timeouts.load(), timeouts + (bounded ? 1 : 0));
+    EXPECT_EQ(Locks(key[wanted], false), 0);
+    EXPECT_EQ(ExecValue(w, "COMMIT"), "COMMIT");
+    updates[wanted]++;
+    EXPECT_EQ(PendingResult(z), "UPDATE 1");
+    EXPECT_EQ(ExecValue(z, "COMMIT"), "COMMIT");
+    updates[wanted]++;
+    EXPECT_EQ(a.proxy().stats().restart_hold_timeouts.load(), timeouts + (bounded ? 1 : 0));
+    done = true;
+  }
+  EXPECT_TRUE(done) << "no round with the cluster";
+  PQfinish(w);
+  PQfinish(z);
+  EXPECT_EQ(a.proxy().stats().restart_mismatches.load(), 0);
+  for (int row : {1, 2}) {
+    EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", row)),
+              absl::StrCat(updates[row]));
+  }
+  EXPECT_TRUE(Eventually([&] {
+    return Locks(key[1], true) + Locks(key[2], true) + Locks(key[1], false) + Locks(key[2], false) == 0 &&
+           a.proxy().stats().cluster_locks_held.load() == 0 && b.proxy().stats().cluster_locks_held.load() == 0;
+  }));
+}
+
+TEST_F(ClusterTest, RestartKeepsItsKeysWhileItWaitsForALocalKey) { RestartHoldScenario(/*bounded=*/false); }
+
+// Past cluster_restart_hold_ms the restart leaves its backend, giving its
+// keys back, and still waits for the local key: re-run and done as before.
+TEST_F(ClusterTest, RestartHoldEndsAtItsBound) { RestartHoldScenario(/*bounded=*/true); }
+
+// cluster_restart_hold_ms: 0..60000, 5 by default; a bad value names the key.
+TEST(ClusterConfigTest, RestartHoldKey) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/", PgUniqueName("corral_cluster_hold"), ".ini");
+  for (const auto& [text, ok, ms] : std::vector<std::tuple<std::string, bool, int>>{
+           {"cluster_restart_hold_ms = 0\n", true, 0},
+           {"cluster_restart_hold_ms = 20\n", true, 20},
+           {"", true, 5},
+           {"cluster_restart_hold_ms = -1\n", false, 5},
+           {"cluster_restart_hold_ms = soon\n", false, 5}}) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    Options o;
+    const absl::Status st = LoadConfigFile(path, &o);
+    EXPECT_EQ(st.ok(), ok) << text;
+    if (!ok) EXPECT_TRUE(absl::StrContains(st.message(), "cluster_restart_hold_ms")) << st.message();
+    EXPECT_EQ(o.cluster_restart_hold_ms, ms) << text;
+  }
+  std::remove(path.c_str());
 }
 
 TEST_F(ClusterTest, KilledClientLeavesTheKeyFree) {
