@@ -16,12 +16,13 @@
 // proxies still share what they learn but take no lock ("sharing-only" in
 // SHOW CLUSTER, logged once): a lock that does not exclude would only cost
 // round trips.
-// With a catalog watch (SetCatalogWatch), each round also reads a
-// fingerprint of the catalog's tables, columns, keys and functions
+// With a catalog watch (SetCatalogWatch), a round also reads (at most once
+// a second: it costs the server a few ms) a fingerprint of the catalog's
+// tables, columns, keys and functions
 // (CatalogFingerprintSql); when it changes (and in the first round) the
 // sync thread re-reads the catalog schema through the watch and the event
 // loops adopt it (schema_version / schema), so DDL (a foreign key added, a
-// column renamed) renames references on every proxy within a round or two
+// column renamed) renames references on every proxy within a second or two
 // without a RELOAD. The fingerprint rides in this proxy's heartbeat row;
 // SHOW CLUSTER shows it and how many live peers publish another one.
 // The event loop asks KeysFor(refs) per transaction: the advisory-lock keys
@@ -177,6 +178,8 @@ class ClusterSync {
   bool locks_checked_ = false;
   LoadSchema load_schema_;    // set before Start
   std::string catalog_fp_;    // sync thread: the fingerprint of the schema read last
+  int64_t catalog_watched_nanos_ = 0;  // sync thread: when it was read (MonoNanos)
+  static constexpr int64_t kCatalogWatchNanos = 1000000000;  // at most once a second
   std::atomic<uint64_t> schema_version_{0};
 
   // TsanVisibleMutex, not absl::Mutex: the TSan pass must see the hand-over.
