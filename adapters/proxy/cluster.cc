@@ -208,7 +208,8 @@ absl::Status ClusterSync::Round() {
   // The catalog's fingerprint costs the server a few ms (every relation,
   // column, key and function): read at most once a second, not each round
   // (4 proxies at a 200 ms interval: ~3 us of server CPU per pgbench -S read).
-  if (load_schema_ && (catalog_fp_.empty() || MonoNanos() - catalog_watched_nanos_ >= kCatalogWatchNanos)) {
+  if (load_schema_ &&
+      (catalog_fp_.empty() || MonoNanos() - catalog_watched_nanos_ >= o_.catalog_watch_ms * 1000000)) {
     absl::Status st = WatchCatalog();
     if (!st.ok()) return st;
     catalog_watched_nanos_ = MonoNanos();

@@ -129,6 +129,9 @@ class ClusterSync {
     int64_t publish_interval_ms = 1000;
     double hot_threshold = 3;
     size_t top_k = 64;  // references published per round
+    // The catalog watch reads the fingerprint at most this often (its
+    // query costs the server a few ms); 0: every round.
+    int64_t catalog_watch_ms = 1000;
   };
   using Connect = std::function<absl::StatusOr<std::unique_ptr<adapters::PgConnection>>()>;
   using LocalTop = std::function<std::vector<SharedRef>(size_t k)>;
@@ -179,7 +182,6 @@ class ClusterSync {
   LoadSchema load_schema_;    // set before Start
   std::string catalog_fp_;    // sync thread: the fingerprint of the schema read last
   int64_t catalog_watched_nanos_ = 0;  // sync thread: when it was read (MonoNanos)
-  static constexpr int64_t kCatalogWatchNanos = 1000000000;  // at most once a second
   std::atomic<uint64_t> schema_version_{0};
 
   // TsanVisibleMutex, not absl::Mutex: the TSan pass must see the hand-over.

@@ -159,7 +159,9 @@ TEST(ClusterSyncTest, CatalogWatchReReadsTheSchemaWhenTheFingerprintChanges) {
   FakeServer server;
   server.catalog_fp = "aaaaaaaa11112222";
   Stats stats;
-  ClusterSync sync(Opts(), server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
+  ClusterSync::Options o = Opts();
+  o.catalog_watch_ms = 0;  // every round
+  ClusterSync sync(o, server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
   int loads = 0;
   bool fail_load = false;
   sync.SetCatalogWatch([&]() -> absl::StatusOr<std::shared_ptr<const Schema>> {
@@ -204,6 +206,38 @@ TEST(ClusterSyncTest, CatalogWatchReReadsTheSchemaWhenTheFingerprintChanges) {
   EXPECT_EQ(v.catalog, "bbbbbbbb");
   EXPECT_EQ(v.catalog_reloads, 1);
   EXPECT_EQ(v.catalog_differs, 1);
+}
+
+// By default the fingerprint is read at most once a second: DDL right after
+// the first round is seen only when that second is up, not the next round.
+TEST(ClusterSyncTest, CatalogWatchReadsTheFingerprintAtMostOnceAnInterval) {
+  FakeServer server;
+  server.catalog_fp = "aaaaaaaa11112222";
+  Stats stats;
+  ClusterSync::Options o = Opts();
+  o.catalog_watch_ms = 60000;
+  ClusterSync sync(o, server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
+  int loads = 0;
+  sync.SetCatalogWatch([&]() -> absl::StatusOr<std::shared_ptr<const Schema>> {
+    ++loads;
+    SchemaBuilder b;
+    EXPECT_TRUE(b.AddTable(absl::StrCat("t", loads), {{"k", TypeClass::kNumeric}}).ok());
+    return b.Build();
+  });
+  ASSERT_TRUE(sync.SyncOnce().ok());
+  EXPECT_EQ(loads, 1);  // the first round reads it
+  auto fingerprint_reads = [&] {
+    int n = 0;
+    for (const std::string& s : server.conn->log()) n += absl::StrContains(s, "md5(") ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(fingerprint_reads(), 1);
+  server.catalog_fp = "bbbbbbbb33334444";
+  ASSERT_TRUE(sync.SyncOnce().ok());
+  ASSERT_TRUE(sync.SyncOnce().ok());
+  EXPECT_EQ(fingerprint_reads(), 1);
+  EXPECT_EQ(loads, 1);
+  EXPECT_EQ(sync.View().catalog, "aaaaaaaa");
 }
 
 TEST(ClusterSyncTest, UnreachableFallsBackToLocalOnlyAndCounts) {

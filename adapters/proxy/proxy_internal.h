@@ -484,8 +484,8 @@ class Proxy::Loop : private AdminSource {
   void RestartWithKeys(Client* c, Backend* b, std::vector<int64_t> relock);
   // Multi-proxy mode, its local keys not granted at once: whether c waits
   // for them keeping b and b's cluster keys (so no other proxy changes
-  // those rows meanwhile): when b holds cluster keys, `relock` sorts after
-  // them, and another backend of the pool is left to the key's holder.
+  // those rows meanwhile): when b holds cluster keys and another backend of
+  // the pool is left to the key's holder. `relock`: kept for the grant.
   // The wait is bounded (cluster_restart_hold_ms; RestartHoldTimers): a holder that
   // needs a backend, or waits on the server for one of b's keys, is not
   // kept waiting long.

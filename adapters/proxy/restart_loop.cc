@@ -249,7 +249,6 @@ bool Proxy::Loop::RestartHold(Client* c, Backend* b, const std::vector<int64_t>&
   // (A holder of the keys it waits for that itself waits on the server
   // for one of b's keys closes a cycle: rare, one row in a few; the bound
   // ends it.)
-  (void)relock;
   // A backend of the pool left to others (the key's holder may need one).
   size_t held = 1;
   for (const auto& [id, w] : key_waiters_) held += w->restart_hold && w->pool == c->pool ? 1 : 0;
@@ -270,7 +269,7 @@ bool Proxy::Loop::RestartHold(Client* c, Backend* b, const std::vector<int64_t>&
 void Proxy::Loop::RestartHoldTimers(int64_t now) {
   std::vector<Client*> late;
   for (const auto& [id, w] : key_waiters_) {
-    if (w->restart_hold && now >= w->restart_hold_until) late.push_back(w);
+    if (w->restart_hold && !w->dead && w->backend != nullptr && now >= w->restart_hold_until) late.push_back(w);
   }
   for (Client* c : late) {
     stats_.restart_hold_timeouts++;

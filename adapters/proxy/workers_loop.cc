@@ -161,8 +161,9 @@ void Proxy::Loop::ApplyInbox() {
     key_waiters_.erase(it);
     if (w->dead || w->keys != Client::Keys::kWaiting) continue;
     w->keys = Client::Keys::kHeld;
-    if (w->replay.restart && w->restart_hold) {  // a restart waiting on its backend (RestartHold)
-      w->restart_hold = false;
+    const bool held = w->restart_hold;
+    w->restart_hold = false;
+    if (w->replay.restart && held && w->backend != nullptr) {  // a restart waiting on its backend (RestartHold)
       stats_.restart_wait_ns += MonoNanos() - w->restart_since;
       RestartWithKeys(w, w->backend, std::move(w->restart_relock));
       w->restart_relock.clear();
