@@ -49,8 +49,6 @@ struct Effect {
 absl::optional<Refusal> StatementEffectsOf(absl::string_view sql, bool in_block, std::vector<Effect>* out);
 
 std::string Lower(absl::string_view s);
-// Whether `s` starts with `lower` (lower case) ignoring ASCII case.
-bool StartsWithLower(absl::string_view s, absl::string_view lower);
 // GUC_LIST_QUOTE parameters (search_path, ...).
 bool IsListQuote(absl::string_view lower);
 // 1 true, 0 false, -1 not a boolean (PostgreSQL's parse_bool, full words).

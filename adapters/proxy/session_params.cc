@@ -36,15 +36,6 @@ std::string Lower(absl::string_view s) { return absl::AsciiStrToLower(std::strin
 
 std::string_view Std(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
-// `lower` is lower case.
-bool StartsWithLower(absl::string_view s, absl::string_view lower) {
-  if (lower.size() > s.size()) return false;
-  for (size_t k = 0; k < lower.size(); ++k) {
-    if (absl::ascii_tolower(static_cast<unsigned char>(s[k])) != lower[k]) return false;
-  }
-  return true;
-}
-
 bool IsKnown(absl::string_view lower) {
   for (const char* k : kKnownParams) {
     if (lower == k) return true;

@@ -325,22 +325,23 @@ bool StatementMayChangeSession(absl::string_view sql) {
                               "prepare", "declare"}) {
     if (w == k) return true;
   }
-  // The words looked for anywhere in the text, in one pass.
+  // The words looked for anywhere in the text, in one pass (compared only
+  // where their first letter stands).
   bool temp = false, into = false;
   for (size_t k = 0; k < sql.size(); ++k) {
     const absl::string_view rest = sql.substr(k);
     switch (absl::ascii_tolower(static_cast<unsigned char>(sql[k]))) {
       case 't':
-        temp = temp || StartsWithLower(rest, "temp");
+        temp = temp || absl::StartsWithIgnoreCase(rest, "temp");
         break;
       case 'i':
-        into = into || StartsWithLower(rest, "into");
+        into = into || absl::StartsWithIgnoreCase(rest, "into");
         break;
       case 's':
-        if (StartsWithLower(rest, "set_config")) return true;
+        if (absl::StartsWithIgnoreCase(rest, "set_config")) return true;
         break;
       case 'a':
-        if (StartsWithLower(rest, "advisory")) return true;
+        if (absl::StartsWithIgnoreCase(rest, "advisory")) return true;
         break;
       default:
         break;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -539,15 +540,13 @@ TEST(ClusterConfigTest, FoldUnlockKey) {
   std::remove(path.c_str());
 }
 
-TEST(ClusterConfigTest, RelockTriesKey) {
+// Each `text` loaded as a config file: ok or not (a bad value names `key`),
+// and the value `get` reads from the Options then.
+void ExpectIntKey(const std::string& key, const std::vector<std::tuple<std::string, bool, int>>& cases,
+                  const std::function<int(const Options&)>& get) {
   const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/", PgUniqueName("corral_cluster_tries"), ".ini");
-  for (const auto& [text, ok, tries] : std::vector<std::tuple<std::string, bool, int>>{
-           {"cluster_relock_tries = 1\n", true, 1},
-           {"cluster_relock_tries = 20\n", true, 20},
-           {"", true, 10},
-           {"cluster_relock_tries = 0\n", false, 10},
-           {"cluster_relock_tries = many\n", false, 10}}) {
+  const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/", PgUniqueName("corral_cluster_key"), ".ini");
+  for (const auto& [text, ok, value] : cases) {
     FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);
     std::fputs(text.c_str(), f);
@@ -555,10 +554,20 @@ TEST(ClusterConfigTest, RelockTriesKey) {
     Options o;
     const absl::Status st = LoadConfigFile(path, &o);
     EXPECT_EQ(st.ok(), ok) << text;
-    if (!ok) EXPECT_TRUE(absl::StrContains(st.message(), "cluster_relock_tries")) << st.message();
-    EXPECT_EQ(o.cluster_relock_tries, tries) << text;
+    if (!ok) EXPECT_TRUE(absl::StrContains(st.message(), key)) << st.message();
+    EXPECT_EQ(get(o), value) << text;
   }
   std::remove(path.c_str());
+}
+
+TEST(ClusterConfigTest, RelockTriesKey) {
+  ExpectIntKey("cluster_relock_tries",
+               {{"cluster_relock_tries = 1\n", true, 1},
+                {"cluster_relock_tries = 20\n", true, 20},
+                {"", true, 10},
+                {"cluster_relock_tries = 0\n", false, 10},
+                {"cluster_relock_tries = many\n", false, 10}},
+               [](const Options& o) { return o.cluster_relock_tries; });
 }
 
 // RELOAD picks up the cluster_* keys: a proxy started with sharing off
@@ -824,25 +833,13 @@ TEST_F(ClusterTest, RestartHoldEndsAtItsBound) { RestartHoldScenario(/*bounded=*
 
 // cluster_restart_hold_ms: 0..60000, 5 by default; a bad value names the key.
 TEST(ClusterConfigTest, RestartHoldKey) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string path = absl::StrCat(tmp ? tmp : "/tmp", "/", PgUniqueName("corral_cluster_hold"), ".ini");
-  for (const auto& [text, ok, ms] : std::vector<std::tuple<std::string, bool, int>>{
-           {"cluster_restart_hold_ms = 0\n", true, 0},
-           {"cluster_restart_hold_ms = 20\n", true, 20},
-           {"", true, 5},
-           {"cluster_restart_hold_ms = -1\n", false, 5},
-           {"cluster_restart_hold_ms = soon\n", false, 5}}) {
-    FILE* f = std::fopen(path.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-    Options o;
-    const absl::Status st = LoadConfigFile(path, &o);
-    EXPECT_EQ(st.ok(), ok) << text;
-    if (!ok) EXPECT_TRUE(absl::StrContains(st.message(), "cluster_restart_hold_ms")) << st.message();
-    EXPECT_EQ(o.cluster_restart_hold_ms, ms) << text;
-  }
-  std::remove(path.c_str());
+  ExpectIntKey("cluster_restart_hold_ms",
+               {{"cluster_restart_hold_ms = 0\n", true, 0},
+                {"cluster_restart_hold_ms = 20\n", true, 20},
+                {"", true, 5},
+                {"cluster_restart_hold_ms = -1\n", false, 5},
+                {"cluster_restart_hold_ms = soon\n", false, 5}},
+               [](const Options& o) { return o.cluster_restart_hold_ms; });
 }
 
 TEST_F(ClusterTest, KilledClientLeavesTheKeyFree) {
