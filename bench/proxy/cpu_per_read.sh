@@ -10,6 +10,11 @@
 #
 #   bash bench/proxy/cpu_per_read.sh                          # pgbench -S, 2 rounds of 8 s
 #   ROUNDS=3 PGB_ARGS="-f bench/proxy/hot_row.sql -D rows=20 --max-tries=100" bash bench/proxy/cpu_per_read.sh
+#   BASELINE_BIN=/tmp/proxy_server_old bash bench/proxy/cpu_per_read.sh   # + an older build, same rounds
+#
+# BASELINE_BIN: another proxy_server binary (e.g. built from an earlier
+# commit) run as a third path "baseline" with the same configuration, so a
+# change's CPU per read is measured against the code before it in one run.
 #
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set. Per-read
 # CPU is what a 2-core box runs out of first: the proxy, pgbench and the
@@ -56,7 +61,9 @@ PY
   tail -1 "$WORK/rows.tsv" | awk -F'\t' '{ printf "round %s %-9s tps %7s  us/txn %6s  user %6s\n", $2, $1, $3, $4, $5 }'
 }
 
-for ROUND in $(seq 1 "$ROUNDS"); do
+# run_corral NAME BIN: one Corral proxy from BIN, measured as NAME.
+run_corral() {
+  local name=$1 bin=$2 port cpid
   port=$(free_port)
   cat > "$WORK/corral.ini" <<INI
 listen_addr = 127.0.0.1
@@ -68,12 +75,17 @@ templates = on
 replay = on
 restart_on_hot_key = on
 INI
-  "$SERVER_BIN" "$WORK/corral.ini" 2> "$WORK/corral.log" &
+  "$bin" "$WORK/corral.ini" 2> "$WORK/corral.log" &
   cpid=$!
   pids+=("$cpid")
   sleep 1.5
-  measure corral "$port" "$cpid"
+  measure "$name" "$port" "$cpid"
   kill "$cpid"; wait "$cpid" 2>/dev/null || true
+}
+
+for ROUND in $(seq 1 "$ROUNDS"); do
+  run_corral corral "$SERVER_BIN"
+  [ -n "${BASELINE_BIN:-}" ] && run_corral baseline "$BASELINE_BIN"
 
   port=$(free_port)
   pgbouncer_ini "$WORK/pgb.ini" "$DB" "$PGPORT" "$port" "$POOL" "$WORK/userlist.txt" "$WORK/pgb.log"
@@ -89,10 +101,13 @@ python3 - "$WORK/rows.tsv" <<'PY'
 import statistics, sys
 rows = [l.rstrip('\n').split('\t') for l in open(sys.argv[1])]
 med = {}
-for name in ('corral', 'pgbouncer'):
+names = [n for n in ('corral', 'baseline', 'pgbouncer') if any(x[0] == n for x in rows)]
+for name in names:
     r = [x for x in rows if x[0] == name]
     med[name] = [statistics.median(float(x[i]) for x in r) for i in (2, 3, 4)]
     print(f"median {name:<9} tps {med[name][0]:7.0f}  us/txn {med[name][1]:6.2f}  user {med[name][2]:6.2f}")
-c, b = med['corral'], med['pgbouncer']
-print(f"corral / pgbouncer: tps {c[0] / b[0]:.2f}x  CPU per txn {c[1] / b[1]:.2f}x  user {c[2] / b[2]:.2f}x")
+c = med['corral']
+for other in names[1:]:
+    b = med[other]
+    print(f"corral / {other}: tps {c[0] / b[0]:.2f}x  CPU per txn {c[1] / b[1]:.2f}x  user {c[2] / b[2]:.2f}x")
 PY
