@@ -82,7 +82,7 @@ HotSpots::HotSpots(int num_queues, int max_entries)
     : num_queues_(num_queues),
       max_entries_(std::max(1, max_entries)),
       entries_(new Entry[static_cast<size_t>(std::max(1, max_entries))]),
-      votes_(new Vote[static_cast<size_t>(std::max(1, num_queues))]) {}
+      leads_(new LeadTable[static_cast<size_t>(std::max(1, num_queues))]) {}
 
 bool HotSpots::Set(RefId ref, const std::vector<int>& queues_in) {
   std::vector<int> queues;
@@ -202,24 +202,68 @@ int HotSpots::MaxK() const {
   return k;
 }
 
+int RebalanceRule::PickLead(int64_t hi, int64_t lo, const std::vector<LeadCandidate>& leads) const {
+  for (size_t i = 0; i < leads.size(); ++i) {
+    if (leads[i].weight < min_lead_weight || leads[i].moved_lately || !Worth(hi, lo, leads[i].load)) continue;
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
 void HotSpots::NoteLead(int q, RefId lead) {
   if (q < 0 || q >= num_queues_ || lead.value() == 0) return;
-  Vote& v = votes_[q];
-  // Boyer-Moore majority vote; races only blur the vote.
-  if (v.ref.load(kRelaxed) == lead.value()) {
-    // Capped, so that a moved hot spot takes over within ~64 samples.
-    if (v.weight.load(kRelaxed) < 64) v.weight.fetch_add(1, kRelaxed);
-  } else if (v.weight.fetch_sub(1, kRelaxed) <= 1) {
-    v.ref.store(lead.value(), kRelaxed);
-    v.weight.store(1, kRelaxed);
+  LeadTable& t = leads_[q];
+  const uint64_t key = lead.value();
+  // Misra-Gries over kLeadSlots counters; races only blur the counts.
+  LeadSlot* empty = nullptr;
+  for (LeadSlot& s : t.slots) {
+    if (s.ref.load(kRelaxed) == key) {
+      if (s.weight.load(kRelaxed) < kMaxLeadWeight) s.weight.fetch_add(1, kRelaxed);
+      return;
+    }
+    if (empty == nullptr && s.weight.load(kRelaxed) <= 0) empty = &s;
+  }
+  if (empty != nullptr) {
+    empty->ref.store(key, kRelaxed);
+    empty->weight.store(1, kRelaxed);
+    return;
+  }
+  for (LeadSlot& s : t.slots) s.weight.fetch_sub(1, kRelaxed);
+}
+
+void HotSpots::AgeLeads() {
+  for (int q = 0; q < num_queues_; ++q) {
+    for (LeadSlot& s : leads_[q].slots) s.weight.store(s.weight.load(kRelaxed) / 2, kRelaxed);
   }
 }
 
+int HotSpots::Leads(int q, Lead* out) const {
+  if (q < 0 || q >= num_queues_) return 0;
+  int n = 0;
+  for (const LeadSlot& s : leads_[q].slots) {
+    const uint64_t r = s.ref.load(kRelaxed);
+    const int64_t w = s.weight.load(kRelaxed);
+    if (r == 0 || w <= 0) continue;
+    bool dup = false;  // a race can name one reference in two slots
+    for (int i = 0; i < n; ++i) {
+      if (out[i].ref.value() == r) {
+        out[i].weight += w;
+        dup = true;
+      }
+    }
+    if (!dup) out[n++] = Lead{RefId(r), w};
+  }
+  std::sort(out, out + n, [](const Lead& a, const Lead& b) {
+    return a.weight != b.weight ? a.weight > b.weight : a.ref.value() < b.ref.value();
+  });
+  return n;
+}
+
 RefId HotSpots::DominantLead(int q, int64_t* weight) const {
-  if (q < 0 || q >= num_queues_) return RefId(0);
-  const Vote& v = votes_[q];
-  if (weight != nullptr) *weight = std::max<int64_t>(0, v.weight.load(kRelaxed));
-  return RefId(v.ref.load(kRelaxed));
+  Lead leads[kLeadSlots];
+  const int n = Leads(q, leads);
+  if (weight != nullptr) *weight = n > 0 ? leads[0].weight : 0;
+  return n > 0 ? leads[0].ref : RefId(0);
 }
 
 uint32_t HotSpots::Routed(RefId ref) const {

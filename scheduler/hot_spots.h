@@ -48,7 +48,7 @@
 //   rule.Step(&st, SplitSample{.wait_ns = 900e3, .attempt_ns = 250e3, .aborts_per_commit = 0.1});  // k = 2
 //
 // Thread safety: SplitRule is a value (Next is const). HotSpots: Route,
-// NoteLead, DominantLead and Get from any thread; Set/Clear from one
+// NoteLead, Leads, DominantLead, AgeLeads and Get from any thread; Set/Clear from one
 // controlling thread at a time (a decision racing with Set uses the old or
 // the new set).
 #ifndef CORRAL_SCHEDULER_HOT_SPOTS_H_
@@ -135,6 +135,7 @@ struct SplitRule {
 //   auto [hi, lo] = rr.Pick({100, 2, 200, 100}, {true, true, true, true});  // hi = 2, lo = 1
 //   if (hi >= 0 && rr.Worth(200, 2, /*lead_load=*/100)) ... move hi's lead to lo ...
 //   for (auto [hi, lo] : rr.PickAll(started, movable)) ...
+//   int i = rr.PickLead(600, 40, {{64, 350, false}, {20, 150, false}});  // 1: the lighter lead
 struct RebalanceRule {
   double low = 0.5;
   double high = 1.3;
@@ -156,6 +157,23 @@ struct RebalanceRule {
     const double gap = static_cast<double>(hi - lo);
     return lead_load >= min_share * gap && lead_load < max_share * gap;
   }
+  // One of hi's lead references (HotSpots::Leads, heaviest first): its
+  // sampled weight, its transactions a window, whether it was moved lately.
+  struct LeadCandidate {
+    int64_t weight = 0;
+    double load = 0;
+    bool moved_lately = false;
+  };
+  // The first of `leads` (heaviest first) worth moving from a queue with
+  // `hi` to one with `lo`: weighed in at least `min_lead_weight` samples,
+  // Worth, not moved lately (the loads shift under a reference moved again
+  // soon: a hot spot forming, which splitting answers). -1 when none. A
+  // queue that runs one busy reference beside a lighter one moves the
+  // lighter one when the busy one's move would only swap the two queues
+  // (measured online, TPC-C after a hot phase: a warehouse alone would
+  // have swapped, the warehouse beside it stayed doubled up for 2 s).
+  int64_t min_lead_weight = 4;
+  int PickLead(int64_t hi, int64_t lo, const std::vector<LeadCandidate>& leads) const;
 };
 
 class HotSpots {
@@ -183,11 +201,23 @@ class HotSpots {
   std::vector<std::pair<RefId, int>> Entries() const;
   int MaxK() const;
 
-  // Majority vote of the references leading decisions on queue q (callers
-  // sample: a call per few decisions).
+  // Per queue, the references leading its decisions (callers sample: a
+  // call per few decisions): a Misra-Gries count over kLeadSlots counters,
+  // so a queue that runs two or three busy references names each of them
+  // (a majority vote names none: measured online, TPC-C, a queue running
+  // three warehouses kept its vote below 4 for 2 s and was not rebalanced).
+  // AgeLeads halves every count (the controller calls it once a window), so
+  // a reference that stopped leading there fades.
+  static constexpr int kLeadSlots = 4;
+  struct Lead {
+    RefId ref;
+    int64_t weight = 0;
+  };
   void NoteLead(int q, RefId lead);
-  // The reference that led most sampled decisions on q lately (RefId(0) with
-  // weight 0 when none); `weight` = its vote margin.
+  void AgeLeads();
+  // q's leads, heaviest first; returns how many (at most kLeadSlots).
+  int Leads(int q, Lead* out) const;
+  // The heaviest of them (RefId(0) with weight 0 when none).
   RefId DominantLead(int q, int64_t* weight = nullptr) const;
   // How many decisions Route has placed for `ref` so far (wraps; compare
   // differences): a split reference whose decisions stopped (the hot spot
@@ -202,15 +232,19 @@ class HotSpots {
     std::atomic<int32_t> queues[kMaxSet];
     mutable std::atomic<uint32_t> cursor{0};
   };
-  struct alignas(64) Vote {
+  static constexpr int64_t kMaxLeadWeight = 1 << 16;
+  struct LeadSlot {
     std::atomic<uint64_t> ref{0};
     std::atomic<int64_t> weight{0};
+  };
+  struct alignas(64) LeadTable {
+    LeadSlot slots[kLeadSlots];
   };
 
   const int num_queues_;
   const int max_entries_;
   std::unique_ptr<Entry[]> entries_;
-  std::unique_ptr<Vote[]> votes_;
+  std::unique_ptr<LeadTable[]> leads_;
   std::atomic<int> active_{0};
   std::function<int64_t(int)> probe_;
 };

@@ -194,6 +194,65 @@ TEST(HotSpotsTest, DominantLeadFollowsTheMajority) {
   EXPECT_EQ(hs.DominantLead(1), RefId(0));
 }
 
+// A queue running three equally busy references: a majority vote names none
+// of them; the lead table names each, heaviest first, and one that stops
+// leading there fades as the windows age the counts.
+TEST(HotSpotsTest, LeadsNamesEachOfSeveralBusyReferences) {
+  HotSpots hs(2, 1);
+  const RefId a = RefId::Of("w_id=1"), b = RefId::Of("w_id=2"), c = RefId::Of("w_id=3");
+  for (int i = 0; i < 40; ++i) {
+    hs.NoteLead(0, a);
+    hs.NoteLead(0, b);
+    hs.NoteLead(0, c);
+    if (i % 2 == 0) hs.NoteLead(0, a);  // a leads half as often again
+  }
+  HotSpots::Lead leads[HotSpots::kLeadSlots];
+  ASSERT_EQ(hs.Leads(0, leads), 3);
+  EXPECT_EQ(leads[0].ref, a);
+  EXPECT_EQ(leads[0].weight, 60);
+  EXPECT_EQ(leads[1].weight, 40);
+  EXPECT_EQ(leads[2].weight, 40);
+  EXPECT_TRUE((leads[1].ref == b && leads[2].ref == c) || (leads[1].ref == c && leads[2].ref == b));
+  EXPECT_EQ(hs.Leads(1, leads), 0);
+  // c stops leading on queue 0; a and b go on. Each window halves the counts.
+  for (int w = 0; w < 6; ++w) {
+    hs.AgeLeads();
+    for (int i = 0; i < 20; ++i) {
+      hs.NoteLead(0, a);
+      hs.NoteLead(0, b);
+    }
+  }
+  ASSERT_EQ(hs.Leads(0, leads), 2);  // c: 40 halved six times is gone
+  EXPECT_NE(leads[0].ref, c);
+  EXPECT_NE(leads[1].ref, c);
+  EXPECT_GE(leads[1].weight, 38);
+  // A fourth and fifth reference: Misra-Gries keeps the heavy ones.
+  for (int i = 0; i < 10; ++i) {
+    hs.NoteLead(0, RefId::Of("w_id=4"));
+    hs.NoteLead(0, RefId::Of("w_id=5"));
+  }
+  ASSERT_GE(hs.Leads(0, leads), 2);
+  EXPECT_TRUE(leads[0].ref == a || leads[0].ref == b);
+  EXPECT_TRUE(leads[1].ref == a || leads[1].ref == b);
+}
+
+TEST(RebalanceRuleTest, PickLeadMovesALighterLeadWhenTheHeaviestWouldSwapTheQueues) {
+  RebalanceRule rr;
+  // Measured after a TPC-C hot phase: a queue with 473 started (a warehouse
+  // of ~350 beside one of ~120) and an idle one with 39. Moving the
+  // heaviest (0.81 of the gap) would leave 350 vs 162: it is not worth it;
+  // the lighter one evens them.
+  EXPECT_EQ(rr.PickLead(473, 39, {{64, 350, false}, {20, 120, false}}), 1);
+  // Only the heaviest worth it: it.
+  EXPECT_EQ(rr.PickLead(650, 0, {{60, 320, false}, {50, 300, false}}), 0);
+  // Moved lately: the next one.
+  EXPECT_EQ(rr.PickLead(650, 0, {{60, 320, true}, {50, 300, false}}), 1);
+  // Too few samples, or nothing worth it: none.
+  EXPECT_EQ(rr.PickLead(650, 0, {{3, 320, false}}), -1);
+  EXPECT_EQ(rr.PickLead(473, 39, {{64, 350, false}, {20, 40, false}}), -1);
+  EXPECT_EQ(rr.PickLead(473, 39, {}), -1);
+}
+
 // Route counts a split reference's decisions (the scheduler drops one whose
 // decisions stopped: its hot spot moved).
 TEST(HotSpotsTest, RoutedCountsEachSplitReferencesDecisions) {

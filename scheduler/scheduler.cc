@@ -241,6 +241,7 @@ void Scheduler::MaybeTick(int64_t now) {
   if (f < 1.0) state_->Age(f);
   if (hot_spots_ != nullptr && now >= next_split_ns_) {
     SplitStep(now);
+    hot_spots_->AgeLeads();  // the next window's leads weigh most
     next_split_ns_ = now + options_.split.window_ns;
   }
   if (auto_on_.load(std::memory_order_acquire)) AutoStep(now);
@@ -437,20 +438,29 @@ bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
   }
   std::vector<RefId> moved;
   for (const auto& [hi, lo] : rule.PickAll(started, movable)) {
-    int64_t weight = 0;
-    const RefId lead = hot_spots_->DominantLead(hi, &weight);
-    if (lead.value() == 0 || weight < 4) continue;
-    state::State::Info info;
-    if (!state_->Get(lead, &info) || info.total == 0) continue;
-    // Its transactions a window, from its smoothed arrival rate.
-    const double lead_load = info.rate_per_s * static_cast<double>(options_.split.window_ns) / 1e9;
-    if (!rule.Worth(started[hi], started[lo], lead_load)) continue;
-    // A reference moved last, to be moved again soon: the loads shift under
-    // it (a hot spot forming); splitting, not moving, answers that.
-    if (rebalance_since_ < 5 * rule.cooldown_windows &&
-        std::find(rebalance_last_.begin(), rebalance_last_.end(), lead) != rebalance_last_.end()) {
-      continue;
+    // hi's leads, heaviest first, with their loads (RebalanceRule::PickLead).
+    HotSpots::Lead leads[HotSpots::kLeadSlots];
+    const int num_leads = hot_spots_->Leads(hi, leads);
+    std::vector<RebalanceRule::LeadCandidate> cands;
+    std::vector<state::State::Info> infos;
+    for (int i = 0; i < num_leads; ++i) {
+      state::State::Info info;
+      if (!state_->Get(leads[i].ref, &info) || info.total == 0) info = state::State::Info();
+      RebalanceRule::LeadCandidate c;
+      c.weight = info.total == 0 ? 0 : leads[i].weight;  // no row: nothing to move
+      // Its transactions a window, from its smoothed arrival rate.
+      c.load = info.rate_per_s * static_cast<double>(options_.split.window_ns) / 1e9;
+      c.moved_lately = rebalance_since_ < 5 * rule.cooldown_windows &&
+                       std::find(rebalance_last_.begin(), rebalance_last_.end(), leads[i].ref) !=
+                           rebalance_last_.end();
+      cands.push_back(c);
+      infos.push_back(info);
     }
+    const int pick = rule.PickLead(started[hi], started[lo], cands);
+    if (pick < 0) continue;
+    const RefId lead = leads[pick].ref;
+    const state::State::Info& info = infos[static_cast<size_t>(pick)];
+    const double lead_load = cands[static_cast<size_t>(pick)].load;
     std::vector<uint64_t> row(static_cast<size_t>(n), 0);
     row[static_cast<size_t>(lo)] = info.total;
     state_->Set(lead, row);
