@@ -109,13 +109,27 @@ void State::Prefetch(absl::Span<const RefId> refs) const {
   for (RefId r : refs) index_.PrefetchNode(r.value(), std::min(lines, 2));
 }
 
-void State::Fold(double* rate, uint32_t* cur, int64_t* win, int64_t window) const {
+void State::Fold(double* rate, uint32_t* cur, int64_t* win, int64_t window, uint16_t born_frac) const {
   if (window <= *win) return;
   const double a = options_.rate_alpha;
-  // The first window seen (or the first after R decayed to nothing) is R
-  // itself: blending it with the 0 before it would halve a new reference's
-  // rate for its first seconds.
-  *rate = *rate == 0 ? *cur : (1 - a) * *rate + a * *cur;
+  double c = *cur;
+  if (*rate == 0) {
+    // The first window seen (or the first after R decayed to nothing) is R
+    // itself: blending it with the 0 before it would halve a new reference's
+    // rate for its first seconds. A reference born inside that window
+    // counted arrivals over its part of it only: R is their pace there; a
+    // part under a quarter of the window says too little and is not folded
+    // (the next window, whole, is the first).
+    const double lived = 1.0 - born_frac / 65536.0;  // of the window
+    if (lived < 0.25) {
+      c = 0;
+    } else if (lived < 1.0) {
+      c = c / lived;
+    }
+    *rate = c;
+  } else {
+    *rate = (1 - a) * *rate + a * c;
+  }
   const int64_t gap = window - *win - 1;  // empty windows in between
   if (gap >= 64) {
     *rate = 0;  // (1 - a)^64 is negligible for any useful alpha
@@ -131,19 +145,26 @@ double State::RateAt(const Node& n, int64_t now_ns) const {
   double rate = n.rate.load(kRelaxed);
   uint32_t cur = n.cur.load(kRelaxed);
   int64_t win = n.window.load(kRelaxed);
-  Fold(&rate, &cur, &win, window);
+  const uint16_t born_frac = n.born_frac.load(kRelaxed);
+  Fold(&rate, &cur, &win, window, born_frac);
   // R over completed windows; the current partial window counts when its
   // pace is faster (makes a brand-new hot entry visible at once). Its pace:
-  // its count over the part of the window gone, once a quarter has gone
-  // (before that, the count alone: a handful of arrivals extrapolated 10x
-  // would be noise). Measured online: a warehouse read 0.4 s into a run had
-  // R = 0.4x its arrival rate without this, and the rebalancer judged it
-  // too light to move.
-  const double gone = static_cast<double>(now_ns % options_.rate_window_ns) /
-                      static_cast<double>(options_.rate_window_ns);
-  const double pace = gone >= 0.25 ? static_cast<double>(cur) / gone : static_cast<double>(cur);
+  // its count over the part of the window gone since the window began or
+  // the reference was born, whichever is later, once a quarter of a window
+  // has gone or 64 arrivals came (before that, the count alone: a handful
+  // of arrivals extrapolated 10x would be noise). Measured online: a
+  // warehouse read 0.4 s into a run had R = 0.4x its arrival rate with the
+  // count alone; read 0.2-0.4 s into a run that began late in a window,
+  // 0.1-0.4x with the pace since the window began, and the rebalancer
+  // judged it too light to move.
+  const int64_t w = options_.rate_window_ns;
+  // Still in the window it was born in: its part of it.
+  const double since = win == n.window.load(kRelaxed) ? born_frac / 65536.0 : 0.0;
+  const double gone = std::max(0.0, static_cast<double>(now_ns % w) / static_cast<double>(w) - since);
+  const double pace =
+      gone >= 0.25 || cur >= 64 ? static_cast<double>(cur) / std::max(gone, 0.01) : static_cast<double>(cur);
   const double per_window = std::max(rate, pace);
-  return per_window * 1e9 / static_cast<double>(options_.rate_window_ns);
+  return per_window * 1e9 / static_cast<double>(w);
 }
 
 int64_t State::Bump(Node* n, int qi, int64_t window) const {
@@ -151,7 +172,10 @@ int64_t State::Bump(Node* n, int qi, int64_t window) const {
   double rate = n->rate.load(kRelaxed);
   uint32_t cur = n->cur.load(kRelaxed);
   int64_t win = n->window.load(kRelaxed);
-  Fold(&rate, &cur, &win, window);
+  if (window > win) {
+    Fold(&rate, &cur, &win, window, n->born_frac.load(kRelaxed));
+    n->born_frac.store(0, kRelaxed);  // its first window is folded
+  }
   n->rate.store(rate, kRelaxed);
   n->cur.store(cur + 1, kRelaxed);
   n->window.store(win, kRelaxed);
@@ -176,7 +200,10 @@ State::Node* State::InitNode(history::RefNode* x, int64_t window) {
   new (&n->rate) std::atomic<double>(0);
   new (&n->window) std::atomic<int64_t>(window);
   new (&n->cur) std::atomic<uint32_t>(0);
-  new (&n->dead) std::atomic<uint32_t>(0);
+  new (&n->dead) std::atomic<uint16_t>(0);
+  const int64_t w = options_.rate_window_ns;
+  new (&n->born_frac) std::atomic<uint16_t>(static_cast<uint16_t>(
+      std::min<int64_t>(65535, (clock_->NowNanos() % w) * 65536 / w)));
   std::atomic<uint32_t>* counts = n->counts();
   for (int q = 0; q < num_queues_; ++q) new (&counts[q]) std::atomic<uint32_t>(0);
   return n;

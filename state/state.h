@@ -227,7 +227,10 @@ class State {
     std::atomic<double> rate{0};         // smoothed arrivals per window
     std::atomic<int64_t> window{0};      // window index of `cur`
     std::atomic<uint32_t> cur{0};        // arrivals in the current window
-    std::atomic<uint32_t> dead{0};       // erased (set under latch)
+    std::atomic<uint16_t> dead{0};       // erased (set under latch)
+    // Where in its window `window` the reference was first seen, in
+    // 1/65536ths of a window; 0 once that window is folded into `rate`.
+    std::atomic<uint16_t> born_frac{0};
     std::atomic<uint32_t>* counts() { return reinterpret_cast<std::atomic<uint32_t>*>(this + 1); }
     const std::atomic<uint32_t>* counts() const {
       return reinterpret_cast<const std::atomic<uint32_t>*>(this + 1);
@@ -254,7 +257,8 @@ class State {
   // Inserts (or bumps, if it is held) a reference. Inside a guard.
   void InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* inserted);
   // Smoothing of R: folds completed windows into rate (values, not atomics).
-  void Fold(double* rate, uint32_t* cur, int64_t* win, int64_t window) const;
+  // `born_frac`: the node's, for its window *win.
+  void Fold(double* rate, uint32_t* cur, int64_t* win, int64_t window, uint16_t born_frac) const;
   double RateAt(const Node& n, int64_t now_ns) const;  // per second
   void MaybeEvict();
   int64_t EvictPass(int64_t target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(evict_mu_);

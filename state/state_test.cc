@@ -151,6 +151,53 @@ TEST(StateTest, ANewReferenceReadsAtItsPaceNotAFractionOfIt) {
   EXPECT_NEAR(info.rate_per_s, 400.0, 0.01);
 }
 
+// A reference born late in a rate window reads its pace since it was born,
+// in that window and in R after it (a run that begins late in a window read
+// its warehouses at 0.1-0.4x their rates for its first second).
+TEST(StateTest, AReferenceBornLateInAWindowReadsItsPace) {
+  FakeClock clock;
+  State::Options o;
+  o.num_queues = 2;
+  o.rate_alpha = 0.5;
+  auto s = Make(o, &clock);
+  clock.Advance(700000000);  // t = 0.7 s
+  RefId r = RefId::Of("w_id=1");
+  State::Info info;
+  // 1,000 a second from 0.7 s: at 0.999 s, 300 arrivals in its 0.3 s.
+  for (int i = 0; i < 299; ++i) {
+    s->Record({r}, QueueId(0));
+    clock.Advance(1000000);
+  }
+  s->Record({r}, QueueId(0));
+  ASSERT_TRUE(s->Get(r, &info));
+  EXPECT_NEAR(info.rate_per_s, 1000.0, 15.0);
+  // Into the next window: R is the first window's 300 over its 0.3 s.
+  clock.Advance(1000000);  // t = 1.0 s
+  for (int i = 0; i < 50; ++i) {
+    s->Record({r}, QueueId(0));
+    clock.Advance(1000000);
+  }
+  ASSERT_TRUE(s->Get(r, &info));
+  EXPECT_NEAR(info.rate_per_s, 1000.0, 15.0);
+  // Born with less than a quarter of its window left (0.9 s of window 1 =
+  // t 1.9 s): that window is not R; 64 arrivals since the next one began
+  // read at their pace.
+  RefId late = RefId::Of("w_id=2");
+  clock.Advance(1900000000 - 1050000000);  // t = 1.9 s
+  for (int i = 0; i < 180; ++i) {
+    s->Record({late}, QueueId(1));
+    clock.Advance(1000000);
+  }
+  ASSERT_TRUE(s->Get(late, &info));  // t = 2.08 s, 80 in this window
+  EXPECT_NEAR(info.rate_per_s, 1000.0, 15.0);
+  // The count alone below 64 arrivals and a quarter window.
+  RefId young = RefId::Of("w_id=3");
+  for (int i = 0; i < 20; ++i) s->Record({young}, QueueId(1));
+  clock.Advance(10000000);
+  ASSERT_TRUE(s->Get(young, &info));
+  EXPECT_NEAR(info.rate_per_s, 20.0, 0.01);
+}
+
 TEST(StateTest, MaxBytesBoundsEntries) {
   FakeClock clock;
   State::Options o;
