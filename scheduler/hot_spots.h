@@ -17,11 +17,11 @@
 //       some wait, which says nothing),
 //   A = mean execution time of one attempt there (a retry costs one more A),
 //   r = conflict aborts per commit there (expected retries per transaction).
-//   grow   (k + 1) when W > (1 + r) A in `grow_windows` windows in a row: a
-//          waiting transaction would finish sooner on another queue even if
-//          it paid the current retries (in a row: one noisy window, or the
-//          start of a run before the State has spread the references, is
-//          not a hot spot).
+//   grow   (k + 1) when W > (1 + r) A: a waiting transaction would finish
+//          sooner on another queue even if it paid the current retries;
+//          the first split only after `grow_windows` windows in a row (one
+//          noisy window, or the start of a run before the State has spread
+//          the references, is not a hot spot), then a step a window.
 //          The step remembers r before it (r0) and, one window later, the
 //          wait it saved (S = W before - W after; S then fades by
 //          `saved_decay` per window, so a saving measured for a load that
@@ -89,7 +89,7 @@ struct SplitRule {
   int max_k = 4;                 // at most this many queues per reference
   double min_abort_rate = 0.02;  // shrink only above this many retries per commit
   double saved_decay = 0.7;      // S fades by this per window
-  int grow_windows = 2;          // "grow" must hold this many windows in a row
+  int grow_windows = 2;          // "grow" must hold this many windows in a row for the first split
   // A reference is split only while it carries at least this many times one
   // queue's fair share of the window's commits: a queue that says
   // "grow" becomes a split candidate only then, and a split reference that
