@@ -210,7 +210,7 @@ int HotSpots::MaxK() const {
 
 int RebalanceRule::PickLead(int64_t hi, int64_t lo, const std::vector<LeadCandidate>& leads) const {
   for (size_t i = 0; i < leads.size(); ++i) {
-    if (leads[i].weight < min_lead_weight || leads[i].moved_lately || !Worth(hi, lo, leads[i].load)) continue;
+    if (leads[i].weight < min_lead_weight || leads[i].moved_lately || leads[i].hot || !Worth(hi, lo, leads[i].load)) continue;
     return static_cast<int>(i);
   }
   return -1;

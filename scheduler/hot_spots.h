@@ -101,6 +101,16 @@ struct SplitRule {
   // rate 3-10% against hard-partition's 0.05%; a Zipf 0.99 warehouse
   // carries ~3x a queue's share).
   double min_load_share = 1.5;
+  // A split reference whose window carried less than this many times one
+  // queue's fair share fits in one queue again at once (a hot spot that
+  // cooled: measured online, TPC-C, the hot warehouse back to its eighth
+  // kept 4 queues for 0.7 s, 3 windows below min_load_share, at 5-7%
+  // aborts). Between this and min_load_share, three windows in a row.
+  double drop_load_share = 1.25;
+  bool ClearlyFits(double lead_load, int64_t window_commits, int queues) const {
+    return window_commits > 0 && queues > 0 &&
+           lead_load < drop_load_share * static_cast<double>(window_commits) / queues;
+  }
   // Whether a reference with `lead_load` transactions in a window where the
   // `queues` queues committed `window_started` is worth splitting.
   bool Candidate(double lead_load, int64_t window_started, int queues) const {
@@ -163,11 +173,15 @@ struct RebalanceRule {
     int64_t weight = 0;
     double load = 0;
     bool moved_lately = false;
+    bool hot = false;  // a split candidate (SplitRule::Candidate): split, not moved
   };
   // The first of `leads` (heaviest first) worth moving from a queue with
   // `hi` to one with `lo`: weighed in at least `min_lead_weight` samples,
   // Worth, not moved lately (the loads shift under a reference moved again
-  // soon: a hot spot forming, which splitting answers). -1 when none. A
+  // soon: a hot spot forming, which splitting answers), not hot (moved, a
+  // hot warehouse at the start of a hot phase doubled up with the idlest
+  // queue's warehouse, split there, and was found doubled up again when
+  // the phase ended). -1 when none. A
   // queue that runs one busy reference beside a lighter one moves the
   // lighter one when the busy one's move would only swap the two queues
   // (measured online, TPC-C after a hot phase: a warehouse alone would

@@ -84,6 +84,17 @@ TEST(SplitRuleTest, FollowsASyntheticHotSpotThatComesAndGoes) {
 // Uniform TPC-C, 8 warehouses on 8 queues: each warehouse carries one
 // queue's share, and a wait on its queue is not a hot spot; under a Zipf
 // 0.99 warehouse the hottest carries ~37% of all, 3x a queue's share.
+// A split reference back to about its queue's share (the hot phase ended)
+// fits at once; between that and a candidate's share it takes windows.
+TEST(SplitRuleTest, AReferenceBackToOneQueuesShareClearlyFits) {
+  SplitRule rule;
+  EXPECT_TRUE(rule.ClearlyFits(/*lead_load=*/130, /*window_commits=*/1000, /*queues=*/8));
+  EXPECT_FALSE(rule.ClearlyFits(170, 1000, 8));
+  EXPECT_FALSE(rule.Candidate(170, 1000, 8));  // 1.36 shares: neither
+  EXPECT_FALSE(rule.ClearlyFits(370, 1000, 8));
+  EXPECT_FALSE(rule.ClearlyFits(0, 0, 8));  // an empty window says nothing
+}
+
 TEST(SplitRuleTest, OnlyAReferenceThatOverflowsOneQueueIsACandidate) {
   SplitRule rule;
   EXPECT_FALSE(rule.Candidate(/*lead_load=*/125, /*window_started=*/1000, /*queues=*/8));
@@ -246,6 +257,8 @@ TEST(RebalanceRuleTest, PickLeadMovesALighterLeadWhenTheHeaviestWouldSwapTheQueu
   EXPECT_EQ(rr.PickLead(650, 0, {{60, 320, false}, {50, 300, false}}), 0);
   // Moved lately: the next one.
   EXPECT_EQ(rr.PickLead(650, 0, {{60, 320, true}, {50, 300, false}}), 1);
+  // A hot one (a split candidate) is split, not moved.
+  EXPECT_EQ(rr.PickLead(650, 66, {{120, 450, false, /*hot=*/true}}), -1);
   // Too few samples, or nothing worth it: none.
   EXPECT_EQ(rr.PickLead(650, 0, {{3, 320, false}}), -1);
   EXPECT_EQ(rr.PickLead(473, 39, {{64, 350, false}, {20, 40, false}}), -1);

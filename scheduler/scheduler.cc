@@ -381,6 +381,10 @@ void Scheduler::SplitStep(int64_t now) {
     e.fits_windows = options_.split.rule.Candidate(static_cast<double>(led), window_commits, num_queues_)
                          ? 0
                          : e.fits_windows + 1;
+    // (Only over a window it ran split: Route counts its decisions then.)
+    const bool clearly_fits =
+        k > 1 && options_.split.rule.ClearlyFits(static_cast<double>(led), window_commits, num_queues_);
+    if (clearly_fits) e.fits_windows = kUnledWindowsToDrop;
     const bool dropped = e.unled_windows >= kUnledWindowsToDrop || e.fits_windows >= kUnledWindowsToDrop;
     if (dropped) e.state.k = 1;
     const int next = e.state.k;
@@ -446,6 +450,7 @@ bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
   for (const SplitEntry& e : split_) {
     for (int q : e.queues) movable[q] = false;
   }
+  const int64_t window_commits = WindowCommits(d);
   std::vector<RefId> moved;
   for (const auto& [hi, lo] : rule.PickAll(started, movable)) {
     // hi's leads, heaviest first, with their loads (RebalanceRule::PickLead).
@@ -460,6 +465,7 @@ bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
       c.weight = info.total == 0 ? 0 : leads[i].weight;  // no row: nothing to move
       // Its transactions a window, from its smoothed arrival rate.
       c.load = info.rate_per_s * static_cast<double>(options_.split.window_ns) / 1e9;
+      c.hot = options_.split.rule.Candidate(c.load, window_commits, n);
       c.moved_lately = rebalance_since_ < 5 * rule.cooldown_windows &&
                        std::find(rebalance_last_.begin(), rebalance_last_.end(), leads[i].ref) !=
                            rebalance_last_.end();
