@@ -238,6 +238,8 @@ class Scheduler {
   bool auto_measuring_ = false;
   int64_t next_split_ns_ = 0;
   std::vector<QueueLoad> split_prev_;
+  int64_t split_prev_ns_ = 0;  // when split_prev_ was read (0: not yet)
+  int64_t window_len_ns_ = 0;  // the last window's length
   struct SplitEntry {
     RefId ref;
     std::vector<int> queues;  // in the order added (home queue first)
