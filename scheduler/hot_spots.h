@@ -36,8 +36,9 @@
 // entries, lock-free reads): reference -> its queue set. A decision whose
 // lead reference is split goes to the member of the set with the shortest
 // run queue (an injected probe; without one, round-robin). The table also
-// keeps, per queue, the reference that most often led decisions there (a
-// sampled majority vote), from which the controller picks candidates.
+// keeps, per queue, the references that most often led decisions there
+// (sampled, Misra-Gries over a few counters, aged each window), from which
+// the controller picks split candidates and the rebalancer the lead to move.
 //
 //   HotSpots hs(/*num_queues=*/8, /*max_entries=*/8);
 //   hs.Set(RefId::Of("w_id=1"), {2, 5});       // w_id=1 may run on queues 2 and 5
