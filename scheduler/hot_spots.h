@@ -109,14 +109,19 @@ struct SplitRule {
   // aborts). Between this and min_load_share, three windows in a row.
   double drop_load_share = 1.25;
   bool ClearlyFits(double lead_load, int64_t window_commits, int queues) const {
-    return window_commits > 0 && queues > 0 &&
-           lead_load < drop_load_share * static_cast<double>(window_commits) / queues;
+    const double shares = QueueShares(lead_load, window_commits, queues);
+    return shares >= 0 && shares < drop_load_share;
   }
   // Whether a reference with `lead_load` transactions in a window where the
   // `queues` queues committed `window_started` is worth splitting.
   bool Candidate(double lead_load, int64_t window_started, int queues) const {
-    return window_started > 0 && queues > 0 &&
-           lead_load >= min_load_share * static_cast<double>(window_started) / queues;
+    return QueueShares(lead_load, window_started, queues) >= min_load_share;
+  }
+  // `lead_load` in queue shares of the window's `window_commits` (-1 when
+  // the window is empty).
+  static double QueueShares(double lead_load, int64_t window_commits, int queues) {
+    if (window_commits <= 0 || queues <= 0) return -1;
+    return lead_load * queues / static_cast<double>(window_commits);
   }
   // Steps `st` by one window's measurements; returns the new k (st->k).
   int Step(SplitState* st, const SplitSample& s) const;

@@ -387,10 +387,11 @@ void Scheduler::SplitStep(int64_t now) {
     e.fits_windows = options_.split.rule.Candidate(static_cast<double>(led), window_commits, num_queues_)
                          ? 0
                          : e.fits_windows + 1;
-    // (Only over a window it ran split: Route counts its decisions then.)
-    const bool clearly_fits =
-        k > 1 && options_.split.rule.ClearlyFits(static_cast<double>(led), window_commits, num_queues_);
-    if (clearly_fits) e.fits_windows = kUnledWindowsToDrop;
+    // Well under that share, at once (only over a window it ran split:
+    // Route counts its decisions then).
+    if (k > 1 && options_.split.rule.ClearlyFits(static_cast<double>(led), window_commits, num_queues_)) {
+      e.fits_windows = kUnledWindowsToDrop;
+    }
     const bool dropped = e.unled_windows >= kUnledWindowsToDrop || e.fits_windows >= kUnledWindowsToDrop;
     if (dropped) e.state.k = 1;
     const int next = e.state.k;

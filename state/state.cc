@@ -144,7 +144,8 @@ double State::RateAt(const Node& n, int64_t now_ns) const {
   const int64_t window = now_ns / options_.rate_window_ns;
   double rate = n.rate.load(kRelaxed);
   uint32_t cur = n.cur.load(kRelaxed);
-  int64_t win = n.window.load(kRelaxed);
+  const int64_t node_win = n.window.load(kRelaxed);
+  int64_t win = node_win;
   const uint16_t born_frac = n.born_frac.load(kRelaxed);
   Fold(&rate, &cur, &win, window, born_frac);
   // R over completed windows; the current partial window counts when its
@@ -159,7 +160,7 @@ double State::RateAt(const Node& n, int64_t now_ns) const {
   // judged it too light to move.
   const int64_t w = options_.rate_window_ns;
   // Still in the window it was born in: its part of it.
-  const double since = win == n.window.load(kRelaxed) ? born_frac / 65536.0 : 0.0;
+  const double since = win == node_win ? born_frac / 65536.0 : 0.0;
   const double gone = std::max(0.0, static_cast<double>(now_ns % w) / static_cast<double>(w) - since);
   const double pace =
       gone >= 0.25 || cur >= 64 ? static_cast<double>(cur) / std::max(gone, 0.01) : static_cast<double>(cur);
@@ -191,30 +192,37 @@ int64_t State::Bump(Node* n, int qi, int64_t window) const {
   return 1;
 }
 
-State::Node* State::InitNode(history::RefNode* x, int64_t window) {
+State::WindowAt State::Now() const {
+  const int64_t now = clock_->NowNanos();
+  const int64_t w = options_.rate_window_ns;
+  WindowAt at;
+  at.index = now / w;
+  at.frac = static_cast<uint16_t>(std::min<int64_t>(65535, (now % w) * 65536 / w));
+  return at;
+}
+
+State::Node* State::InitNode(history::RefNode* x, WindowAt at) {
   Node* n = static_cast<Node*>(x);
   new (&n->latch) std::atomic<uint32_t>(0);
   new (&n->max_queue) std::atomic<int32_t>(-1);
   new (&n->total) std::atomic<uint64_t>(0);
   new (&n->seq) std::atomic<uint64_t>(next_seq_.fetch_add(1, kRelaxed));
   new (&n->rate) std::atomic<double>(0);
-  new (&n->window) std::atomic<int64_t>(window);
+  new (&n->window) std::atomic<int64_t>(at.index);
   new (&n->cur) std::atomic<uint32_t>(0);
   new (&n->dead) std::atomic<uint16_t>(0);
-  const int64_t w = options_.rate_window_ns;
-  new (&n->born_frac) std::atomic<uint16_t>(static_cast<uint16_t>(
-      std::min<int64_t>(65535, (clock_->NowNanos() % w) * 65536 / w)));
+  new (&n->born_frac) std::atomic<uint16_t>(at.frac);
   std::atomic<uint32_t>* counts = n->counts();
   for (int q = 0; q < num_queues_; ++q) new (&counts[q]) std::atomic<uint32_t>(0);
   return n;
 }
 
-void State::InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* inserted) {
+void State::InsertOrBump(RefId r, int qi, WindowAt at, int64_t* added, bool* inserted) {
   for (;;) {
     int64_t got = 0;
     auto [rn, fresh] = index_.FindOrInsert(r.value(), [&](history::RefNode* x) {
-      Node* n = InitNode(x, window);
-      got = Bump(n, qi, window);  // not yet published: no latch needed
+      Node* n = InitNode(x, at);
+      got = Bump(n, qi, at.index);  // not yet published: no latch needed
     });
     if (fresh) {
       *inserted = true;
@@ -224,7 +232,7 @@ void State::InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* 
     Node* n = static_cast<Node*>(rn);
     LockNode(n);
     if (n->dead.load(kRelaxed) == 0) {
-      *added += Bump(n, qi, window);
+      *added += Bump(n, qi, at.index);
       UnlockNode(n);
       return;
     }
@@ -232,7 +240,7 @@ void State::InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* 
   }
 }
 
-void State::RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_t window,
+void State::RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, WindowAt at,
                        int64_t* added, bool* inserted, bool distinct) {
   for (size_t i = 0; i < refs.size(); ++i) {
     if (i == skip || (!distinct && history::RefSeenBefore(refs, i))) continue;
@@ -243,11 +251,11 @@ void State::RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_
           n->max_queue.load(kRelaxed) != qi) {
         *added += 1;  // counts in the total only (see Options::reinforce_only)
       } else {
-        *added += Bump(n, qi, window);
+        *added += Bump(n, qi, at.index);
       }
       UnlockNode(n);
     } else {
-      InsertOrBump(r, qi, window, added, inserted);
+      InsertOrBump(r, qi, at, added, inserted);
     }
   }
 }
@@ -259,12 +267,12 @@ void State::Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked, b
     if (untracked != 0) totals_[qi].fetch_add(untracked, kRelaxed);
     return;
   }
-  const int64_t window = clock_->NowNanos() / options_.rate_window_ns;
+  const WindowAt at = Now();
   int64_t added = untracked;
   bool inserted = false;
   {
     history::ReaderDomain::Guard g(index_.domain());
-    RecordRest(refs, refs.size(), qi, window, &added, &inserted, distinct);
+    RecordRest(refs, refs.size(), qi, at, &added, &inserted, distinct);
   }
   totals_[qi].fetch_add(added, kRelaxed);
   if (inserted && bound_ > 0 && index_.size() > bound_) MaybeEvict();
@@ -273,7 +281,7 @@ void State::Record(absl::Span<const RefId> refs, QueueId q, int64_t untracked, b
 QueueId State::RecordChosen(absl::Span<const RefId> refs, size_t lead,
                             absl::FunctionRef<QueueId(const RowView&)> choose,
                             int64_t untracked, bool distinct) {
-  const int64_t window = clock_->NowNanos() / options_.rate_window_ns;
+  const WindowAt at = Now();
   const int n = num_queues_;
   QueueId chosen(-1);
   int64_t added = untracked;
@@ -283,15 +291,15 @@ QueueId State::RecordChosen(absl::Span<const RefId> refs, size_t lead,
     Node* node = FindLocked(refs[lead]);
     if (node != nullptr) {
       chosen = choose(RowView(node->counts(), n));
-      if (chosen.value() >= 0 && chosen.value() < n) added += Bump(node, chosen.value(), window);
+      if (chosen.value() >= 0 && chosen.value() < n) added += Bump(node, chosen.value(), at.index);
       UnlockNode(node);
     } else {
       chosen = choose(RowView());
     }
     const int qi = chosen.value();
     if (qi < 0 || qi >= n) return chosen;
-    if (node == nullptr) InsertOrBump(refs[lead], qi, window, &added, &inserted);
-    RecordRest(refs, lead, qi, window, &added, &inserted, distinct);
+    if (node == nullptr) InsertOrBump(refs[lead], qi, at, &added, &inserted);
+    RecordRest(refs, lead, qi, at, &added, &inserted, distinct);
   }
   totals_[chosen.value()].fetch_add(added, kRelaxed);
   if (inserted && bound_ > 0 && index_.size() > bound_) MaybeEvict();
@@ -346,7 +354,7 @@ void State::Set(RefId ref, absl::Span<const uint64_t> counts_in) {
     e->total.store(total, kRelaxed);
     e->max_queue.store(mq, kRelaxed);
   };
-  const int64_t window = clock_->NowNanos() / options_.rate_window_ns;
+  const WindowAt at = Now();
   {
     history::ReaderDomain::Guard g(index_.domain());
     for (;;) {
@@ -356,7 +364,7 @@ void State::Set(RefId ref, absl::Span<const uint64_t> counts_in) {
         break;
       }
       auto [rn, fresh] = index_.FindOrInsert(ref.value(), [&](history::RefNode* x) {
-        assign(InitNode(x, window));
+        assign(InitNode(x, at));
       });
       if (fresh) break;
       (void)rn;  // inserted by another thread meanwhile: assign under its latch

@@ -247,15 +247,22 @@ class State {
   Node* FindLocked(RefId r) const;
   // Constructs a fresh node's fields in the index's raw memory (zero counts,
   // the next first-seen number), before the index publishes it.
-  Node* InitNode(history::RefNode* x, int64_t window);
+  // The rate window at one clock read: its index and how far into it
+  // (1/65536ths), a new node's born_frac.
+  struct WindowAt {
+    int64_t index = 0;
+    uint16_t frac = 0;
+  };
+  WindowAt Now() const;
+  Node* InitNode(history::RefNode* x, WindowAt at);
   // One arrival of n's reference on queue qi (n latched or unpublished);
   // returns 1 when counts[qi] grew (0 when saturated), for the totals.
   int64_t Bump(Node* n, int qi, int64_t window) const;
   // Records refs[i] (i != skip, first occurrences only) on qi. Inside a guard.
-  void RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, int64_t window,
+  void RecordRest(absl::Span<const RefId> refs, size_t skip, int qi, WindowAt at,
                   int64_t* added, bool* inserted, bool distinct);
   // Inserts (or bumps, if it is held) a reference. Inside a guard.
-  void InsertOrBump(RefId r, int qi, int64_t window, int64_t* added, bool* inserted);
+  void InsertOrBump(RefId r, int qi, WindowAt at, int64_t* added, bool* inserted);
   // Smoothing of R: folds completed windows into rate (values, not atomics).
   // `born_frac`: the node's, for its window *win.
   void Fold(double* rate, uint32_t* cur, int64_t* win, int64_t window, uint16_t born_frac) const;

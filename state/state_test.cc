@@ -97,20 +97,28 @@ TEST(StateTest, SetAdjustsTotals) {
   EXPECT_EQ(info.total, 2u);
 }
 
-TEST(StateTest, ArrivalRateIsSmoothedAndDecays) {
-  FakeClock clock;
+// The rate tests' State: 2 queues, R smoothed with alpha 0.5.
+std::unique_ptr<State> MakeRateState(const Clock* clock) {
   State::Options o;
   o.num_queues = 2;
   o.rate_alpha = 0.5;
-  auto s = Make(o, &clock);
+  return Make(o, clock);
+}
+
+// n arrivals of r on q, the clock advancing gap_ns after each.
+void Arrive(State* s, FakeClock* clock, RefId r, QueueId q, int n, int64_t gap_ns) {
+  for (int i = 0; i < n; ++i) {
+    s->Record({r}, q);
+    clock->Advance(gap_ns);
+  }
+}
+
+TEST(StateTest, ArrivalRateIsSmoothedAndDecays) {
+  FakeClock clock;
+  auto s = MakeRateState(&clock);
   RefId r = RefId::Of("hot=1");
   // 100 arrivals per second for 10 seconds: R converges to 100/s.
-  for (int sec = 0; sec < 10; ++sec) {
-    for (int i = 0; i < 100; ++i) {
-      s->Record({r}, QueueId(0));
-      clock.Advance(10000000);
-    }
-  }
+  Arrive(s.get(), &clock, r, QueueId(0), 1000, 10000000);
   State::Info info;
   ASSERT_TRUE(s->Get(r, &info));
   EXPECT_NEAR(info.rate_per_s, 100.0, 1.0);
@@ -123,17 +131,11 @@ TEST(StateTest, ArrivalRateIsSmoothedAndDecays) {
 
 TEST(StateTest, ANewReferenceReadsAtItsPaceNotAFractionOfIt) {
   FakeClock clock;
-  State::Options o;
-  o.num_queues = 2;
-  o.rate_alpha = 0.5;
-  auto s = Make(o, &clock);
+  auto s = MakeRateState(&clock);
   RefId r = RefId::Of("w_id=3");
   // 1,000 arrivals a second, read 0.4 s into the first window: the pace
   // (400 / 0.4 s), not the 400 counted so far.
-  for (int i = 0; i < 400; ++i) {
-    s->Record({r}, QueueId(0));
-    clock.Advance(1000000);
-  }
+  Arrive(s.get(), &clock, r, QueueId(0), 400, 1000000);
   State::Info info;
   ASSERT_TRUE(s->Get(r, &info));
   EXPECT_NEAR(info.rate_per_s, 1000.0, 10.0);
@@ -156,27 +158,18 @@ TEST(StateTest, ANewReferenceReadsAtItsPaceNotAFractionOfIt) {
 // its warehouses at 0.1-0.4x their rates for its first second).
 TEST(StateTest, AReferenceBornLateInAWindowReadsItsPace) {
   FakeClock clock;
-  State::Options o;
-  o.num_queues = 2;
-  o.rate_alpha = 0.5;
-  auto s = Make(o, &clock);
+  auto s = MakeRateState(&clock);
   clock.Advance(700000000);  // t = 0.7 s
   RefId r = RefId::Of("w_id=1");
   State::Info info;
   // 1,000 a second from 0.7 s: at 0.999 s, 300 arrivals in its 0.3 s.
-  for (int i = 0; i < 299; ++i) {
-    s->Record({r}, QueueId(0));
-    clock.Advance(1000000);
-  }
+  Arrive(s.get(), &clock, r, QueueId(0), 299, 1000000);
   s->Record({r}, QueueId(0));
   ASSERT_TRUE(s->Get(r, &info));
   EXPECT_NEAR(info.rate_per_s, 1000.0, 15.0);
   // Into the next window: R is the first window's 300 over its 0.3 s.
   clock.Advance(1000000);  // t = 1.0 s
-  for (int i = 0; i < 50; ++i) {
-    s->Record({r}, QueueId(0));
-    clock.Advance(1000000);
-  }
+  Arrive(s.get(), &clock, r, QueueId(0), 50, 1000000);
   ASSERT_TRUE(s->Get(r, &info));
   EXPECT_NEAR(info.rate_per_s, 1000.0, 15.0);
   // Born with less than a quarter of its window left (0.9 s of window 1 =
@@ -184,10 +177,7 @@ TEST(StateTest, AReferenceBornLateInAWindowReadsItsPace) {
   // read at their pace.
   RefId late = RefId::Of("w_id=2");
   clock.Advance(1900000000 - 1050000000);  // t = 1.9 s
-  for (int i = 0; i < 180; ++i) {
-    s->Record({late}, QueueId(1));
-    clock.Advance(1000000);
-  }
+  Arrive(s.get(), &clock, late, QueueId(1), 180, 1000000);
   ASSERT_TRUE(s->Get(late, &info));  // t = 2.08 s, 80 in this window
   EXPECT_NEAR(info.rate_per_s, 1000.0, 15.0);
   // The count alone below 64 arrivals and a quarter window.
