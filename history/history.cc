@@ -39,7 +39,8 @@ bool History::RecordOne(RefId ref, bool committed, const TextProvider* texts, si
   return true;
 }
 
-void History::Record(absl::Span<const RefId> refs, bool committed, const TextProvider* texts) {
+void History::Record(absl::Span<const RefId> refs, bool committed, const TextProvider* texts,
+                     RefId skip) {
   if (frozen()) {
     ignored_frozen_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -49,7 +50,7 @@ void History::Record(absl::Span<const RefId> refs, bool committed, const TextPro
     {
       ReaderDomain::Guard g(index_.domain());
       for (; i < refs.size(); ++i) {
-        if (RefSeenBefore(refs, i)) continue;
+        if (RefSeenBefore(refs, i) || (skip.value() != 0 && refs[i] == skip)) continue;
         if (!RecordOne(refs[i], committed, texts, i)) break;
       }
     }
@@ -74,6 +75,19 @@ void History::Add(RefId ref, uint64_t aborts, uint64_t commits) {
   }
   // After the change: a reader that saw the old epoch re-reads.
   epoch_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+bool History::CapAborts(RefId ref, uint64_t aborts) {
+  {
+    ReaderDomain::Guard g(index_.domain());
+    Node* n = static_cast<Node*>(index_.Find(ref.value()));
+    if (n == nullptr) return false;
+    uint64_t cur = n->aborts.load(std::memory_order_relaxed);
+    while (cur > aborts && !n->aborts.compare_exchange_weak(cur, aborts, std::memory_order_relaxed)) {
+    }
+  }
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
+  return true;
 }
 
 bool History::Get(RefId ref, Counts* out) const {

@@ -108,13 +108,17 @@ class History {
   // Records one attempt's outcome for all of `refs`: committed -> commits++,
   // otherwise (a conflict abort) aborts++; a reference named twice counts
   // once. Ignored while frozen. `texts`, if
-  // given, names refs[i] for the display table.
+  // given, names refs[i] for the display table. `skip` (non-zero) is not
+  // counted (the Scheduler's aborts of a transaction its lead placed).
   void Record(absl::Span<const RefId> refs, bool committed,
-              const TextProvider* texts = nullptr);
+              const TextProvider* texts = nullptr, RefId skip = RefId(0));
   void RecordCommit(absl::Span<const RefId> refs) { Record(refs, true); }
   void RecordAbort(absl::Span<const RefId> refs) { Record(refs, false); }
   // Adds explicit amounts (tests, loading a saved table). Ignores the freeze.
   void Add(RefId ref, uint64_t aborts, uint64_t commits);
+  // Sets a held reference's abort count to at most `aborts` (commits kept);
+  // false when it is not held. Ignores the freeze.
+  bool CapAborts(RefId ref, uint64_t aborts);
 
   // Current counters of `ref`; false when it is not in the table.
   bool Get(RefId ref, Counts* out) const;

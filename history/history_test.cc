@@ -224,6 +224,32 @@ TEST(HistoryTest, RegenerateWhileRecordingAndReading) {
   EXPECT_EQ(h.size(), 1);
 }
 
+TEST(HistoryTest, RecordSkipsTheReferenceItIsToldTo) {
+  History h;
+  const RefId a = RefId::Of("w_id=5"), b = RefId::Of("d_id=2");
+  RefVec refs = {a, b, a};
+  h.Record(refs, /*committed=*/false, nullptr, /*skip=*/a);  // named twice: skipped both times
+  h.Record(refs, false, nullptr, RefId(0));                 // 0: skips nothing
+  History::Counts c;
+  ASSERT_TRUE(h.Get(a, &c));
+  EXPECT_EQ(c.aborts, 1u);
+  ASSERT_TRUE(h.Get(b, &c));
+  EXPECT_EQ(c.aborts, 2u);
+}
+
+TEST(HistoryTest, CapAbortsLowersOnlyAndKeepsCommits) {
+  History h;
+  const RefId a = RefId::Of("w_id=5");
+  h.Add(a, 800, 40);
+  EXPECT_TRUE(h.CapAborts(a, 25));
+  EXPECT_TRUE(h.CapAborts(a, 100));  // a cap above the count changes nothing
+  History::Counts c;
+  ASSERT_TRUE(h.Get(a, &c));
+  EXPECT_EQ(c.aborts, 25u);
+  EXPECT_EQ(c.commits, 40u);
+  EXPECT_FALSE(h.CapAborts(RefId::Of("w_id=6"), 1));
+}
+
 TEST(HistoryTest, ReferenceNamedTwiceInOneAttemptCountsOnce) {
   History h;
   const RefId a = RefId::Of("w_id=5"), b = RefId::Of("i_id=2");

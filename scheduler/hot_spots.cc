@@ -29,16 +29,27 @@ std::pair<int, int> RebalanceRule::Pick(const std::vector<int64_t>& started,
   return {hi, lo};
 }
 
-std::vector<std::pair<int, int>> RebalanceRule::PickAll(const std::vector<int64_t>& started,
-                                                         std::vector<bool> movable) const {
-  std::vector<std::pair<int, int>> pairs;
-  for (;;) {
-    const std::pair<int, int> p = Pick(started, movable);
-    if (p.first < 0) return pairs;
-    pairs.push_back(p);
-    movable[p.first] = false;
-    movable[p.second] = false;
+std::vector<std::pair<int, int>> RebalanceRule::PlanMoves(
+    const std::vector<int64_t>& started, std::vector<bool> movable,
+    absl::FunctionRef<double(int hi, int lo, int64_t est_hi, int64_t est_lo)> move) const {
+  std::vector<std::pair<int, int>> moved;
+  std::vector<int64_t> est = started;
+  // Each round closes a queue (a target, or a source with nothing to move).
+  for (size_t round = 0; round < est.size(); ++round) {
+    const auto [hi, lo] = Pick(est, movable);
+    if (hi < 0) break;
+    const double load = move(hi, lo, est[hi], est[lo]);
+    if (load < 0) {
+      movable[hi] = false;
+      continue;
+    }
+    const int64_t l = static_cast<int64_t>(load + 0.5);
+    est[hi] -= std::min(l, est[hi]);
+    est[lo] += l;
+    movable[lo] = false;
+    moved.emplace_back(hi, lo);
   }
+  return moved;
 }
 
 int SplitRule::Step(SplitState* st, const SplitSample& s) const {

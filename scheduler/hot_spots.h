@@ -62,6 +62,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "common/ids.h"
 
 namespace corral {
@@ -139,18 +140,22 @@ struct SplitRule {
 // less than `max_share` of the gap (so the move evens the two instead of
 // swapping them: a queue with one hot reference is split, not moved) and at
 // least `min_share` of it (a light reference would not even them). A window
-// pairs as many queues as qualify (PickAll: the busiest with the least busy,
-// then the next two, each queue once), so a start that doubled up three
-// warehouses and left two queues idle is mended in one window instead of
-// one pair per cooldown (measured online on TPC-C, 8 warehouses: two idle
-// queues took until 1.2 s to fill, at 7-13k tps against 20k after). Then
+// makes as many moves as qualify (PlanMoves: the busiest with the least
+// busy, then again on the loads the moves leave, each queue a target once
+// but a source as often as it stays busy), so a start that doubled up
+// warehouses on two queues, or tripled them on one, and left queues idle is
+// mended in one window instead of one move per cooldown (measured online on
+// TPC-C, 8 warehouses: two idle queues took until 1.2 s to fill, at 7-13k
+// tps against 20k after; a tripled queue kept two until 0.8 s). Then
 // `cooldown_windows` windows without a move, so the moves are measured
 // before the next.
 //
 //   RebalanceRule rr;
 //   auto [hi, lo] = rr.Pick({100, 2, 200, 100}, {true, true, true, true});  // hi = 2, lo = 1
 //   if (hi >= 0 && rr.Worth(200, 2, /*lead_load=*/100)) ... move hi's lead to lo ...
-//   for (auto [hi, lo] : rr.PickAll(started, movable)) ...
+//   rr.PlanMoves(started, movable, [&](int hi, int lo, int64_t est_hi, int64_t est_lo) {
+//     ... move one of hi's leads to lo; return its load (< 0: none) ...
+//   });
 //   int i = rr.PickLead(600, 40, {{64, 350, false}, {20, 150, false}});  // 1: the lighter lead
 struct RebalanceRule {
   double low = 0.5;
@@ -162,10 +167,15 @@ struct RebalanceRule {
   // queue, transactions started in the window; `movable`: queues outside
   // every split set (others are neither source nor target).
   std::pair<int, int> Pick(const std::vector<int64_t>& started, const std::vector<bool>& movable) const;
-  // Every (hi, lo) pair Pick finds when each pair's queues leave the
-  // movable set after it is picked, busiest first (the mean stays the
-  // mean over all queues).
-  std::vector<std::pair<int, int>> PickAll(const std::vector<int64_t>& started, std::vector<bool> movable) const;
+  // One window's moves: Pick on the estimated loads (at first `started`),
+  // then `move(hi, lo, est_hi, est_lo)` moves one of hi's leads to lo and
+  // returns its load (transactions a window), or < 0 when none is worth
+  // moving (hi then stops being a source). After a move the estimates
+  // shift by the load, lo takes no second lead, and hi stays a source while
+  // Pick still finds it busiest. Returns the (hi, lo) pairs moved, in order.
+  std::vector<std::pair<int, int>> PlanMoves(
+      const std::vector<int64_t>& started, std::vector<bool> movable,
+      absl::FunctionRef<double(int hi, int lo, int64_t est_hi, int64_t est_lo)> move) const;
   // Whether moving a lead reference that started `lead_load` transactions in
   // the window from a queue with `hi` to one with `lo` evens them.
   // A lead carrying less than `min_share` of the gap would not even it.

@@ -1,6 +1,7 @@
 #include "scheduler/hot_spots.h"
 
 #include <map>
+#include <tuple>
 
 #include "gtest/gtest.h"
 
@@ -136,16 +137,43 @@ TEST(RebalanceRuleTest, PairsEveryDoubledQueueWithAnIdleOneInOneWindow) {
   // warehouses each, queues 1 and 6 none (mean 313).
   const std::vector<int64_t> started = {316, 20, 287, 341, 310, 571, 0, 659};
   const std::vector<bool> all(8, true);
+  // Each doubled queue's lead carries about half its load.
+  auto half = [&](int hi, int, int64_t est_hi, int64_t) { return est_hi == started[hi] ? est_hi / 2.0 : -1.0; };
   const std::vector<std::pair<int, int>> want = {{7, 6}, {5, 1}};
-  EXPECT_EQ(rr.PickAll(started, all), want);
+  EXPECT_EQ(rr.PlanMoves(started, all, half), want);
   // Pick alone finds only the first pair.
   EXPECT_EQ(rr.Pick(started, all), want[0]);
   // A queue outside the movable set is in no pair.
   std::vector<bool> movable = all;
   movable[6] = false;
   const std::vector<std::pair<int, int>> without6 = {{7, 1}};  // then 5 has no idle partner
-  EXPECT_EQ(rr.PickAll(started, movable), without6);
-  EXPECT_TRUE(rr.PickAll({100, 90, 110, 100}, all).empty());
+  EXPECT_EQ(rr.PlanMoves(started, movable, half), without6);
+  int calls = 0;
+  auto count = [&](int, int, int64_t, int64_t) { ++calls; return 50.0; };
+  EXPECT_TRUE(rr.PlanMoves({100, 90, 110, 100}, all, count).empty());
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(RebalanceRuleTest, ATripledQueueGivesALeadToEachIdleQueueInOneWindow) {
+  RebalanceRule rr;
+  // Three warehouses on queue 2, queues 1 and 5 idle (mean 300).
+  const std::vector<int64_t> started = {300, 0, 900, 300, 300, 0, 300, 300};
+  const std::vector<bool> all(8, true);
+  std::vector<std::tuple<int, int, int64_t, int64_t>> seen;
+  auto move = [&](int hi, int lo, int64_t est_hi, int64_t est_lo) {
+    seen.emplace_back(hi, lo, est_hi, est_lo);
+    return 300.0;  // one warehouse
+  };
+  const std::vector<std::pair<int, int>> want = {{2, 1}, {2, 5}};
+  EXPECT_EQ(rr.PlanMoves(started, all, move), want);
+  // The second move was judged on the loads the first left.
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1], std::make_tuple(2, 5, int64_t{600}, int64_t{0}));
+  // A busiest queue with nothing worth moving gives way to the next one.
+  const std::vector<int64_t> two = {300, 0, 900, 300, 300, 0, 700, 300};
+  auto not2 = [&](int hi, int, int64_t, int64_t) { return hi == 2 ? -1.0 : 350.0; };
+  const std::vector<std::pair<int, int>> want6 = {{6, 1}};
+  EXPECT_EQ(rr.PlanMoves(two, all, not2), want6);
 }
 
 TEST(HotSpotsTest, RoutesASplitReferenceToItsShortestQueue) {

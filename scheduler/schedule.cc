@@ -47,6 +47,8 @@ struct LastPlace {
   bool partial = false;          // scoring-only: `tracked` + `untracked`
   std::vector<RefId> tracked;    // references given a row
   int64_t untracked = 0;         // references counted in the total only
+  RefId placed_by{0};            // the lead that chose the queue (0: none)
+  bool placed_split = false;     // ... one of its split set's
 };
 thread_local LastPlace tls_last;
 
@@ -85,6 +87,7 @@ Schedule::Schedule(const history::History* history, state::State* state, const P
       lead_seeds_rows_(options.lead_seeds_rows),
       ref_multiplicity_(options.ref_multiplicity),
       established_lead_share_(options.established_lead_share),
+      lead_attributed_aborts_(options.lead_attributed_aborts),
       hot_spots_(options.hot_spots),
       instance_(next_instance.fetch_add(1)),
       state_(state),
@@ -280,19 +283,40 @@ Schedule::WeightSummary Schedule::Weights(const Policy& p, absl::Span<const RefI
 }
 
 Schedule::WeightSummary Schedule::Established(absl::Span<const RefId> refs, const double* w,
+                                              absl::Span<const uint16_t> mult,
                                               WeightSummary ws) const {
   const double floor = ws.best * established_lead_share_;
   uint64_t* row = tls_scratch.row.data();
   size_t top = ws.lead;
   uint64_t top_placed = 0;
+  // The candidates with rows (the first few; a transaction has one to three).
+  constexpr int kCand = 8;
+  size_t cand[kCand];
+  uint64_t cand_placed[kCand];
+  int ncand = 0;
   for (size_t i = 0; i < refs.size(); ++i) {
     if (w[i] <= 0 || w[i] < floor || !state_->ReadRow(refs[i], row)) continue;
     uint64_t placed = 0;
     for (int q = 0; q < num_queues_; ++q) placed += row[q];
+    if (ncand < kCand) {
+      cand[ncand] = i;
+      cand_placed[ncand++] = placed;
+    }
     if (placed > top_placed || (placed == top_placed && placed > 0 && w[i] > w[top])) {
       top_placed = placed;
       top = i;
     }
+  }
+  // Rows within 0.8x of the top's placements are alike (two warehouses of a
+  // uniform load): the one the transaction names in more statements leads
+  // (a remote Payment's home warehouse: 5 statements, its customer's 3-5).
+  auto m = [&](size_t i) -> int { return ref_multiplicity_ && i < mult.size() ? mult[i] : 1; };
+  if (top_placed > 0) {
+    size_t pick = top;
+    for (int c = 0; c < ncand; ++c) {
+      if (cand_placed[c] * 5 >= top_placed * 4 && m(cand[c]) > m(pick)) pick = cand[c];
+    }
+    top = pick;
   }
   if (top_placed > 0 && (top != ws.lead || ws.tied > 1)) {
     ws.lead = top;
@@ -347,7 +371,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
   double* w = s.Weights(refs.size());
   WeightSummary ws = Weights(p, refs, txn.ref_mult, w, txn.refs_distinct);
   if (established_lead_share_ > 0 && lead_seeds_rows_ && p.aggregation == Aggregation::kMax && ws.best > 0) {
-    ws = Established(refs, w, ws);
+    ws = Established(refs, w, txn.ref_mult, ws);
   }
   const RefId lead = ws.best > 0 && ws.lead < refs.size() ? refs[ws.lead] : RefId(0);
 
@@ -377,8 +401,12 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
   }
 
   QueueId q;
+  last.placed_by = RefId(0);
+  last.placed_split = false;
   if (hot_spots_ != nullptr && ws.best > 0 && hot_spots_->Route(lead, &q)) {
     // A split hot reference: one of its k queues, the State records it there.
+    last.placed_by = lead;
+    last.placed_split = true;
     state_->Record(rec, q, untracked, txn.refs_distinct);
   } else if (p.aggregation == Aggregation::kMax && ws.tied <= 1 && !rec.empty()) {
     // One State operation on the lead reads its row, scores and records; no
@@ -402,6 +430,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
           },
           untracked, txn.refs_distinct);
     };
+    last.placed_by = lead;
     if (lead_seeds_rows_ && best > 0 && !state_->Contains(rec[rec_lead])) {
       // Seeding a new row: one seed at a time, so that concurrent seeds see
       // each other's choices (and a second transaction of the same reference
@@ -451,6 +480,9 @@ QueueId Schedule::Place(Txn& txn, bool* state_recorded) {
   const QueueId q =
       learned ? PlaceLearned(p, txn) : DecideWith(p, txn.refs, txn.partition_key, nullptr, {});
   txn.queue = q;
+  const bool attributed = lead_attributed_aborts_ && learned && tls_last.owner == this;
+  txn.placed_by = attributed ? tls_last.placed_by : RefId(0);
+  txn.placed_split = attributed && tls_last.placed_split;
   *state_recorded = learned;
   return q;
 }

@@ -157,6 +157,26 @@ struct ScheduleOptions {
   // kept a district reference that led early: 3 of 12 uniform cells of the
   // online spec stuck at 0.7x hard-partition with 4% aborts.)
   double established_lead_share = 0;
+  // Lead-attributed aborts (learned policies; off = every reference counts
+  // every conflict abort): the lead that placed a transaction says whom its
+  // conflict aborts count for (Txn::placed_by, placed_split;
+  // RecordConflictAbort in worker_pool.h).
+  //  - A lead that placed it on its own queue is spared: it serialized the
+  //    transaction with that queue, so the conflict came from another
+  //    queue, evidence for the transaction's other references. Why: online,
+  //    aborts feed the weights that route, and canonical single naming's
+  //    d_id=3 (district 3 of every warehouse) gathered the aborts of the
+  //    transactions it had itself led off their warehouses' queues until it
+  //    outweighed them: in half the online TPC-C runs one queue ran 1.3x
+  //    the mean at 3% aborts (0.2% in the other half); with the lead spared,
+  //    0.2-0.3% in every run.
+  //  - A split lead (one of its k queues) takes them alone: conflicts among
+  //    its queues are the split's accepted cost, not evidence about the
+  //    finer references its transactions also name (after a hot TPC-C
+  //    warehouse's split its districts' d_id references, heavy with its
+  //    aborts, led other warehouses' transactions off their queues for 1-2 s).
+  // The runner turns it on in online mode.
+  bool lead_attributed_aborts = false;
 
   // The three rules above on, no read cache: scheduler::Scheduler's default.
   static ScheduleOptions WithRules() {
@@ -219,7 +239,8 @@ class Schedule {
   // `distinct`: refs holds no reference twice (no duplicate scan).
   // "Established lead" (ScheduleOptions): ws with its lead moved to the
   // candidate whose State row has placed the most transactions.
-  WeightSummary Established(absl::Span<const RefId> refs, const double* w, WeightSummary ws) const;
+  WeightSummary Established(absl::Span<const RefId> refs, const double* w,
+                            absl::Span<const uint16_t> mult, WeightSummary ws) const;
   WeightSummary Weights(const Policy& p, absl::Span<const RefId> refs,
                         absl::Span<const uint16_t> mult, double* w, bool distinct = false) const;
   // Scores from weights (as Weights gives them) and State rows.
@@ -251,6 +272,7 @@ class Schedule {
   const bool lead_seeds_rows_;
   const bool ref_multiplicity_;
   const double established_lead_share_;
+  const bool lead_attributed_aborts_;
   HotSpots* const hot_spots_;
   const uint64_t instance_;  // identifies this Schedule in thread caches
   state::State* const state_;

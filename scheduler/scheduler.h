@@ -35,6 +35,8 @@
 //     wait, removed last-added first (scheduler/hot_spots.h). With
 //     split.rebalance, the same window moves a lead reference off a queue
 //     that runs two busy ones onto an underused queue (RebalanceRule).
+//     During the first window after Start, a look every quarter window
+//     rebalances a start whose queues are far apart (EarlyRebalance).
 //   - --policy=auto (Options::autopolicy): a PolicyBandit over the arms,
 //     reward = commits per second over a window (after `settle_ns` following
 //     a switch); each switch is logged with its reason (Options::log) and
@@ -196,6 +198,11 @@ class Scheduler {
   void SplitStep(int64_t now);
   // Rebalancing (Options::split.rebalance), on SplitStep's window `d`:
   // whether a lead reference moved.
+  // Each queue's load now (*cur) and since `prev` (*d).
+  void WindowLoads(const std::vector<QueueLoad>& prev, std::vector<QueueLoad>* cur,
+                   std::vector<QueueLoad>* d) const;
+  // Start's early look (see above); true when it moved a lead.
+  bool EarlyRebalance(int64_t now);
   bool Rebalance(const std::vector<QueueLoad>& d, int64_t now);
   // SplitRule::Candidate for a reference not split yet: its State arrival
   // rate against the window's commits (WindowCommits of its loads).
@@ -240,6 +247,12 @@ class Scheduler {
   std::vector<QueueLoad> split_prev_;
   int64_t split_prev_ns_ = 0;  // when split_prev_ was read (0: not yet)
   int64_t window_len_ns_ = 0;  // the last window's length
+  // Start's early rebalancing looks (EarlyRebalance): the next (0: none
+  // due), until when, and the loads at the last one.
+  int64_t early_look_ns_ = 0;
+  int64_t early_until_ns_ = 0;
+  std::vector<QueueLoad> early_prev_;
+  int64_t early_prev_ns_ = 0;
   struct SplitEntry {
     RefId ref;
     std::vector<int> queues;  // in the order added (home queue first)
@@ -247,7 +260,12 @@ class Scheduler {
     uint32_t routed = 0;    // HotSpots::Routed at the last window
     int unled_windows = 0;  // windows in a row with fewer than min_started of its decisions
     int fits_windows = 0;   // windows in a row in which it fit in one queue (WorthSplitting false)
+    int max_k = 1;          // the most queues it ran on
+    uint64_t aborts_before = 0;  // its History abort count when it became a candidate
+    int64_t since_ns = 0;        // when
   };
+  // A split reference back on one queue: its History aborts capped (see .cc).
+  void UnsplitCounts(const SplitEntry& e, int64_t now);
   std::vector<SplitEntry> split_;
   std::vector<SplitState> split_probe_;  // per queue outside every set: its own k=1 rule state
   std::vector<RefId> rebalance_last_;    // the references moved in the last window with moves

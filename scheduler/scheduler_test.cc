@@ -33,12 +33,18 @@ class FakeExecutor : public Executor {
     if (t.type.value() == 4) return ExecResult::Failed(absl::InternalError("boom"));
     if (h % 4 == 0) {
       conflicts.fetch_add(1, std::memory_order_relaxed);
+      if (t.placed_by == shared_ref) conflicts_placed_by_shared.fetch_add(1, std::memory_order_relaxed);
+      if (t.placed_by.value() != 0) conflicts_placed.fetch_add(1, std::memory_order_relaxed);
       return ExecResult::Conflict(h % 8 == 0 ? AbortCause::kValidation : AbortCause::kLockConflict);
     }
     commits.fetch_add(1, std::memory_order_relaxed);
     return ExecResult::Commit();
   }
   std::atomic<uint64_t> attempts{0}, conflicts{0}, commits{0};
+  // Conflicts of transactions a lead placed on one queue (Txn::placed_by),
+  // and of those the lead `shared_ref` placed.
+  std::atomic<uint64_t> conflicts_placed{0}, conflicts_placed_by_shared{0};
+  RefId shared_ref{0};
 };
 
 TEST(SchedulerTest, CreateValidates) {
@@ -99,9 +105,11 @@ TEST(SchedulerTest, ConcurrentStressExactCounts) {
   o.stealing = true;
   o.schedule.state_scoring_only = false;  // rows for every reference: exact counts below
   o.schedule.lead_seeds_rows = false;     // every placement counts in every row (no reinforce-only)
+  o.schedule.lead_attributed_aborts = true;
   std::vector<FakeExecutor> execs(kQueues);
   std::vector<Executor*> ptrs;
   for (auto& e : execs) ptrs.push_back(&e);
+  for (auto& e : execs) e.shared_ref = RefId::Of("shared=1");
   const int total = kProducers * kPerProducer;
   std::vector<std::atomic<int>> done(total);
   std::atomic<uint64_t> hook_attempts{0};
@@ -132,11 +140,13 @@ TEST(SchedulerTest, ConcurrentStressExactCounts) {
   s->Stop();
   for (int i = 0; i < total; ++i) ASSERT_EQ(done[i].load(), 1) << i;
 
-  uint64_t attempts = 0, conflicts = 0, commits = 0;
+  uint64_t attempts = 0, conflicts = 0, commits = 0, placed = 0, placed_by_shared = 0;
   for (auto& e : execs) {
     attempts += e.attempts;
     conflicts += e.conflicts;
     commits += e.commits;
+    placed += e.conflicts_placed;
+    placed_by_shared += e.conflicts_placed_by_shared;
   }
   const WorkerStats st = s->Stats();
   EXPECT_EQ(st.txns, static_cast<uint64_t>(total));
@@ -155,17 +165,24 @@ TEST(SchedulerTest, ConcurrentStressExactCounts) {
   EXPECT_GT(st.per_type.at(1).commits, 0u);
   EXPECT_EQ(st.per_type.at(3).user_aborts + st.per_type.at(4).failures,
             st.user_aborts + st.failures);
-  // History: the shared reference saw every commit and every conflict abort.
+  // History: the shared reference saw every commit, and every conflict abort
+  // but those of transactions it placed itself (an abort there came from
+  // another queue: evidence for the transaction's other references, not for
+  // the lead that serialized it; Scheduler's header).
   history::History::Counts c;
   ASSERT_TRUE(s->history().Get(shared, &c));
   EXPECT_EQ(c.commits, commits);
-  EXPECT_EQ(c.aborts, conflicts);
-  uint64_t sum = 0;
+  EXPECT_EQ(c.aborts, conflicts - placed_by_shared);
+  EXPECT_GT(placed, 0u);
+  uint64_t sum = 0, w_aborts = 0;
   for (int w = 0; w < 7; ++w) {
     ASSERT_TRUE(s->history().Get(RefId::Of("w_id=" + std::to_string(w)), &c));
     sum += c.commits + c.aborts;
+    w_aborts += c.aborts;
   }
-  EXPECT_EQ(sum, commits + conflicts);
+  EXPECT_EQ(sum - w_aborts, commits);
+  // Each abort counted for both references but the one that placed it.
+  EXPECT_EQ(w_aborts + conflicts - placed_by_shared, 2 * conflicts - placed);
   // State saw every placement of the shared reference.
   state::State::Info info;
   ASSERT_TRUE(s->state().Get(shared, &info));
@@ -342,6 +359,106 @@ TEST(SchedulerOnlineTest, AgingRunsOnTheTickerNotInSubmit) {
       ASSERT_TRUE(s->history().Get(hot, &c));
       EXPECT_EQ(c.aborts, 200u);
     }
+    s->Stop();
+  }
+}
+
+TEST(SchedulerTest, ConflictAbortsCountAsTheLeadThatPlacedThemSays) {
+  const RefId lead = RefId::Of("w_id=1"), other = RefId::Of("d_id=3");
+  auto aborts_after = [&](RefId placed_by, bool split) {
+    history::History h;
+    Txn t;
+    t.refs = {lead, other};
+    t.placed_by = placed_by;
+    t.placed_split = split;
+    RecordConflictAbort(h, t);
+    history::History::Counts c;
+    std::pair<uint64_t, uint64_t> out{0, 0};
+    if (h.Get(lead, &c)) out.first = c.aborts;
+    if (h.Get(other, &c)) out.second = c.aborts;
+    return out;
+  };
+  EXPECT_EQ(aborts_after(RefId(0), false), std::make_pair(uint64_t{1}, uint64_t{1}));  // no lead: all
+  EXPECT_EQ(aborts_after(lead, false), std::make_pair(uint64_t{0}, uint64_t{1}));     // spared
+  EXPECT_EQ(aborts_after(lead, true), std::make_pair(uint64_t{1}, uint64_t{0}));      // split: alone
+}
+
+// Commits every attempt; counts them.
+class CommitExecutor : public Executor {
+ public:
+  ExecResult Execute(Txn&) override {
+    commits.fetch_add(1, std::memory_order_relaxed);
+    return ExecResult::Commit();
+  }
+  std::atomic<uint64_t> commits{0};
+};
+
+// A start that placed two busy references on one queue beside an idle one
+// is mended by an early look a quarter window in, before the first split
+// window; a start whose queues are even is left alone.
+TEST(SchedulerOnlineTest, EarlyLookMovesADoubledUpReferenceToAnIdleQueue) {
+  const RefId r[4] = {RefId::Of("w_id=1"), RefId::Of("w_id=2"), RefId::Of("w_id=3"), RefId::Of("w_id=4")};
+  for (bool doubled : {true, false}) {
+    SCOPED_TRACE(doubled ? "two references on queue 0, queue 3 idle" : "one reference a queue");
+    FakeClock clock;
+    std::vector<CommitExecutor> execs(4);
+    std::vector<Executor*> ptrs;
+    for (auto& e : execs) ptrs.push_back(&e);
+    Scheduler::Options o;
+    o.num_queues = 4;
+    o.stealing = false;
+    o.background_tick = false;  // ticks run in Submit, on the fake clock
+    o.tick_ns = 1000000;
+    o.split.enabled = true;     // 200 ms windows, rebalancing on
+    std::vector<std::string> logged;
+    o.log = [&logged](const std::string& line) { logged.push_back(line); };
+    std::atomic<int> done{0};
+    auto hook = [&](std::unique_ptr<Txn>, const ExecResult&, int) { done.fetch_add(1); };
+    auto s = Scheduler::Create(o, ptrs, hook, &clock).value();
+    // Equal learned weights; rows: r0 and r1 on queue 0 (doubled) or on
+    // queues 0 and 3, r2 on 1, r3 on 2.
+    const int home[4] = {0, doubled ? 0 : 3, 1, 2};
+    for (int i = 0; i < 4; ++i) {
+      s->history().Add(r[i], 100, 0);
+      std::vector<uint64_t> row(4, 0);
+      row[home[i]] = 50;
+      s->state().Set(r[i], row);
+    }
+    ASSERT_TRUE(s->Start().ok());
+    // 40 ms of arrivals, 100 per reference (in turn: the Schedule samples
+    // every 8th decision's lead), so each reference's rate is known.
+    const int kTxns = 400;
+    for (int i = 0; i < kTxns; ++i) {
+      auto t = std::make_unique<Txn>();
+      t->refs = {r[i / 100]};
+      ASSERT_TRUE(s->Submit(std::move(t)).ok());
+      clock.Advance(100000);
+    }
+    for (int i = 0; i < 60000 && done.load() < kTxns; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(done.load(), kTxns);
+    EXPECT_EQ(s->rebalance_moves(), 0);  // no look yet
+    // A quarter window (50 ms) in: the next decision's tick looks.
+    clock.Advance(11000000);
+    auto t = std::make_unique<Txn>();
+    t->refs = {r[2]};
+    ASSERT_TRUE(s->Submit(std::move(t)).ok());
+    if (!doubled) {
+      EXPECT_EQ(s->rebalance_moves(), 0);
+      EXPECT_TRUE(logged.empty());
+      s->Stop();
+      continue;
+    }
+    EXPECT_EQ(s->rebalance_moves(), 1);
+    ASSERT_EQ(logged.size(), 1u);
+    EXPECT_NE(logged[0].find("queue 0 -> 3"), std::string::npos) << logged[0];
+    // One of the two now has its row on queue 3, the other stays on 0.
+    uint64_t row0[4], row1[4];
+    ASSERT_TRUE(s->state().ReadRow(r[0], row0));
+    ASSERT_TRUE(s->state().ReadRow(r[1], row1));
+    EXPECT_EQ((row0[3] > 0) + (row1[3] > 0), 1);
+    EXPECT_EQ((row0[0] > 0) + (row1[0] > 0), 1);
     s->Stop();
   }
 }

@@ -96,6 +96,12 @@ class Txn {
   int64_t decision_start_ns = 0;  // when scheduling began (response time origin)
   int64_t enqueue_ns = 0;         // when it entered its run queue
   QueueId queue{-1};              // queue chosen by the schedule
+  // The lead that placed it (learned, with
+  // ScheduleOptions::lead_attributed_aborts; 0 = none), and whether on one
+  // of its split set's queues: whom its conflict aborts count for
+  // (RecordConflictAbort, worker_pool.h).
+  RefId placed_by{0};
+  bool placed_split = false;
   int32_t attempts = 0;           // attempts so far (retries included)
 
   // The references the History learns from (learn_refs, else refs).

@@ -10,6 +10,14 @@
 namespace corral {
 namespace scheduler {
 
+void RecordConflictAbort(history::History& history, const Txn& txn) {
+  if (txn.placed_split && txn.placed_by.value() != 0) {
+    history.Record(absl::MakeConstSpan(&txn.placed_by, 1), /*committed=*/false);
+  } else {
+    history.Record(txn.learned_refs(), /*committed=*/false, nullptr, txn.placed_by);
+  }
+}
+
 void WorkerStats::Merge(const WorkerStats& o) {
   txns += o.txns;
   attempts += o.attempts;
@@ -99,7 +107,7 @@ void WorkerPool::RunTxn(int w, std::unique_ptr<Txn> txn, bool stolen) {
     ++conflicts;
     const size_t c = static_cast<size_t>(result.cause);
     if (c < by_cause.size()) ++by_cause[c];
-    if (history_ != nullptr) history_->RecordAbort(txn->learned_refs());
+    if (history_ != nullptr) RecordConflictAbort(*history_, *txn);
     if (options_.max_attempts > 0 && txn->attempts >= options_.max_attempts) {
       gave_up = true;
       break;

@@ -90,6 +90,12 @@ struct QueueLoad {
 using CompletionHook =
     std::function<void(std::unique_ptr<Txn> txn, const ExecResult& result, int worker)>;
 
+// One conflict abort of `txn` into the History: every reference of
+// txn.learned_refs() counts it, but as its lead decided (Txn::placed_by,
+// ScheduleOptions::lead_attributed_aborts): a lead that placed it on its own
+// queue does not, a split lead counts it alone.
+void RecordConflictAbort(history::History& history, const Txn& txn);
+
 class WorkerPool {
  public:
   struct Options {

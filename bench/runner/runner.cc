@@ -472,6 +472,9 @@ absl::StatusOr<RunMetrics> Runner::RunOnce(const BenchConfig& c, const RunSpec& 
   // that has led a transaction's kind keeps it unless a rival is 2x heavier
   // (scheduler/schedule.h, "Established lead").
   if (c.mode == RunMode::kOnline) so.schedule.established_lead_share = 0.5;
+  // Online, a transaction's aborts do not count for the lead that placed it
+  // (scheduler/schedule.h, "Lead-spared aborts").
+  if (c.mode == RunMode::kOnline) so.schedule.lead_attributed_aborts = true;
   so.autopolicy.enabled = auto_policy;
   std::mutex log_mu;
   std::vector<std::string> switch_log;
