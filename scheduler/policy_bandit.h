@@ -10,15 +10,17 @@
 //   s_i / n_i / best_mean + explore * sqrt(2 ln(sum n) / n_i)
 // (rewards normalized by the best mean, so `explore` does not depend on the
 // throughput's scale). A change detector makes a shift visible quickly:
-// `shift_windows` windows in a row whose average reward differs from the
-// current arm's mean before them by more than `change` (relative), in the
-// same direction, are a shift (in a row: one noisy window on a shared machine
-// is not; an average: one quieter window among them does not hide it). On a shift
-// every other arm's past is dropped and each is tried again (in arm order)
-// before the bandit chooses: an arm that lost before the shift may win after
-// it, and its stale mean would keep it from ever being tried (a UCB bonus
-// large enough to overcome a 30% gap takes tens of windows to grow). The
-// current arm keeps its recent windows, scaled by `forget`.
+// `shift_windows` windows in a row, whichever arms played them, whose
+// rewards differ from their arms' means before them by more than `change`
+// (relative, on average), in the same direction, are a shift (in a row: one
+// noisy window on a shared machine is not; an average: one quieter window
+// among them does not hide it; only arms whose means rest on
+// `streak_min_windows`). On a shift the current arm keeps only its windows
+// in it, every other arm's past is dropped and each is tried again (in arm
+// order) before the bandit chooses: an arm that lost before
+// the shift may win after it, and its stale mean would keep it from ever
+// being tried (a UCB bonus large enough to overcome a 30% gap takes tens of
+// windows to grow).
 //
 //   PolicyBandit b({.arms = 3});
 //   int arm = b.current();                  // 0 first
@@ -46,8 +48,8 @@ class PolicyBandit {
     // after a hot one moves random routing's throughput by 15-20% while
     // hard-partition's doubles: the detector must see the smaller move.
     double change = 0.12;
-    double forget = 0.2;     // the current arm's n_i and s_i are scaled by this on a shift
     int shift_windows = 3;   // deviating windows in a row that make a shift
+    double streak_min_windows = 1.5;  // an arm's (discounted) windows for its windows to count in one
   };
   struct Step {
     int arm = 0;
@@ -71,12 +73,15 @@ class PolicyBandit {
   std::vector<bool> played_;       // since the last shift
   std::vector<bool> ever_played_;  // for the log
   int current_ = 0;
-  // The current arm's windows in a row whose average is off its mean before
-  // them (streak_ref_) by more than `change`, in direction streak_dir_.
+  // Windows in a row (any arms) whose rewards, as ratios to their arms'
+  // means before the streak (streak_ref_, per arm, 0 = not in it), average
+  // off 1 by more than `change`, in direction streak_dir_; per arm, its
+  // windows in the streak.
+  void ClearStreak();
   int streak_n_ = 0;
   int streak_dir_ = 0;
-  double streak_sum_ = 0;
-  double streak_ref_ = 0;
+  double streak_ratio_sum_ = 0;
+  std::vector<double> streak_ref_, streak_arm_n_, streak_arm_s_;
 };
 
 }  // namespace scheduler
