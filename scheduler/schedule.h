@@ -150,7 +150,13 @@ struct ScheduleOptions {
   // online, 8 warehouses on 8 queues, no splitting: one queue at 1.6-1.8x
   // the mean commits, led by d_id references, and 4% aborts). The
   // reference that has led its transactions all along keeps them unless a
-  // rival is clearly heavier. The runner turns it on in online mode.
+  // rival is clearly heavier. Between rows that placed alike (within 0.8x
+  // of the most), the reference the transaction names in more statements
+  // leads (ref_multiplicity): a remote Payment names its home warehouse in
+  // 5 statements and its customer's in 3-5, and two warehouses of a uniform
+  // load place alike (not measured apart from lead-attributed aborts, below,
+  // with which online TPC-C's uniform phases run at 0.1-0.3% aborts). The
+  // runner turns it on in online mode.
   // (Tried and removed: keeping the top weight between two established
   // rows unless the other placed 1.5x as many. It halved the aborts of a
   // remote Payment's two warehouses in single runs, but online it also

@@ -290,8 +290,18 @@ void Scheduler::SplitStep(int64_t now) {
   split_prev_ns_ = now;
   if (first) return;
   // Only learned decisions consult the split table; measurements under a
-  // baseline say nothing about it.
-  if (schedule_->policy().kind != PolicyKind::kLearned) return;
+  // baseline say nothing about it. A split does not outlive the learned
+  // policy that measured it (auto moving to a baseline arm): it would route
+  // over stale queue sets when a learned arm came back, and report a split
+  // that is not running.
+  if (schedule_->policy().kind != PolicyKind::kLearned) {
+    for (const SplitEntry& e : split_) {
+      hot_spots_->Set(e.ref, {});
+      if (e.max_k > 1) UnsplitCounts(e, now);
+    }
+    split_.clear();
+    return;
+  }
   auto mean_wait = [&](int q) {
     return d[q].started > 0 ? static_cast<double>(d[q].wait_ns) / static_cast<double>(d[q].started) : 0.0;
   };
