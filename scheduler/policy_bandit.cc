@@ -14,24 +14,65 @@ PolicyBandit::PolicyBandit(const Options& options)
       s_(n_.size(), 0.0),
       played_(n_.size(), false),
       ever_played_(n_.size(), false),
-      streak_ref_(n_.size(), 0.0),
-      streak_arm_n_(n_.size(), 0.0),
-      streak_arm_s_(n_.size(), 0.0) {}
+      a_(n_.size(), 0.0) {
+  for (Streak* st : {&reward_streak_, &abort_streak_}) {
+    st->ref.assign(n_.size(), 0.0);
+    st->arm_n.assign(n_.size(), 0.0);
+    st->arm_s.assign(n_.size(), 0.0);
+    st->arm_a.assign(n_.size(), 0.0);
+  }
+}
 
-void PolicyBandit::ClearStreak() {
-  streak_n_ = 0;
-  streak_dir_ = 0;
-  streak_ratio_sum_ = 0;
-  std::fill(streak_ref_.begin(), streak_ref_.end(), 0.0);
-  std::fill(streak_arm_n_.begin(), streak_arm_n_.end(), 0.0);
-  std::fill(streak_arm_s_.begin(), streak_arm_s_.end(), 0.0);
+void PolicyBandit::Streak::Clear() {
+  n = 0;
+  dir = 0;
+  ratio_sum = 0;
+  std::fill(ref.begin(), ref.end(), 0.0);
+  std::fill(arm_n.begin(), arm_n.end(), 0.0);
+  std::fill(arm_s.begin(), arm_s.end(), 0.0);
+  std::fill(arm_a.begin(), arm_a.end(), 0.0);
+}
+
+bool PolicyBandit::Observe(Streak* st, int cur, double value, double mean, double reward,
+                           double abort_rate, double change, double min_abs) const {
+  if (st->ref[cur] <= 0) st->ref[cur] = mean;
+  if (st->ref[cur] <= 0) return false;  // nothing to compare with
+  const auto dir_of = [&](double v, double ref) {
+    return std::abs(v / ref - 1.0) <= change || std::abs(v - ref) <= min_abs ? 0 : (v > ref ? 1 : -1);
+  };
+  const double ratio = value / st->ref[cur];
+  // The streak's windows on average, as if at one reference of 1.
+  const int dir = st->n > 0 ? dir_of((st->ratio_sum + ratio) / (st->n + 1), 1.0) : 0;
+  if (st->n > 0 && dir == st->dir && (min_abs <= 0 || dir_of(value, st->ref[cur]) == dir)) {
+    ++st->n;
+    st->ratio_sum += ratio;
+  } else {
+    st->Clear();
+    if (mean <= 0) return false;
+    st->ref[cur] = mean;
+    st->dir = dir_of(value, mean);
+    if (st->dir != 0) {
+      st->n = 1;
+      st->ratio_sum = value / mean;
+    }
+  }
+  if (st->n > 0) {
+    st->arm_n[cur] += 1;
+    st->arm_s[cur] += reward;
+    st->arm_a[cur] += std::max(0.0, abort_rate);
+  }
+  return st->n >= std::max(1, options_.shift_windows);
 }
 
 double PolicyBandit::Mean(int arm) const {
   return n_[arm] > 1e-12 ? s_[arm] / n_[arm] : 0.0;
 }
 
-PolicyBandit::Step PolicyBandit::Update(double reward) {
+double PolicyBandit::AbortMean(int arm) const {
+  return n_[arm] > 1e-12 ? a_[arm] / n_[arm] : 0.0;
+}
+
+PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate) {
   const int k = arms();
   const int cur = current_;
   reward = std::max(0.0, reward);
@@ -40,38 +81,26 @@ PolicyBandit::Step PolicyBandit::Update(double reward) {
   // on average off their arms' means from before the streak (each arm's
   // mean held from its first window in the streak, so a mean adapting to
   // the new windows does not hide the shift, nor one noisier window among
-  // them break it) by more than `change`, in one direction. Across arms:
+  // them break it) by more than `change`, in one direction; or (given) whose
+  // abort rates are each off their arms' mean abort rates by more than
+  // `abort_change` and `abort_min_abs`, in one direction. Across arms:
   // the bandit explores meanwhile, and a streak that restarted with every
   // switch let a collapsed arm win on its old mean for 1.6 s of a 5 s phase
-  // (measured online, TPC-C). A window of an arm whose mean rests on less
-  // than `streak_min_windows` (discounted) windows neither extends nor
-  // breaks the streak (a one-window mean is noise: shifts in a steady
+  // (measured online, TPC-C). The abort rate: random routing's throughput
+  // moves only 15-20% when a hot phase ends, within the windows' noise, and
+  // auto stayed on it for 2 s of the uniform phase after (its abort rate
+  // fell from 0.35 to 0.22 at once). A window of an arm whose mean rests on
+  // less than `streak_min_windows` (discounted) windows neither extends
+  // nor breaks a streak (a one-window mean is noise: shifts in a steady
   // uniform phase).
   if (played_[cur] && n_[cur] >= options_.streak_min_windows) {
-    if (streak_ref_[cur] <= 0) streak_ref_[cur] = Mean(cur);
-    const double ratio = streak_ref_[cur] > 0 ? reward / streak_ref_[cur] : 1.0;
-    const auto dir_of = [this](double r) {
-      return std::abs(r - 1.0) <= options_.change ? 0 : (r > 1.0 ? 1 : -1);
-    };
-    const int dir = dir_of((streak_ratio_sum_ + ratio) / (streak_n_ + 1));
-    if (streak_n_ > 0 && dir == streak_dir_) {
-      ++streak_n_;
-      streak_ratio_sum_ += ratio;
-    } else {
-      ClearStreak();
-      streak_ref_[cur] = Mean(cur);
-      streak_dir_ = dir_of(reward / std::max(streak_ref_[cur], 1e-12));
-      if (streak_dir_ != 0) {
-        streak_n_ = 1;
-        streak_ratio_sum_ = reward / streak_ref_[cur];
-      }
-    }
-    if (streak_n_ > 0) {
-      streak_arm_n_[cur] += 1;
-      streak_arm_s_[cur] += reward;
-    }
-    if (streak_n_ >= std::max(1, options_.shift_windows)) {
-      const double avg = streak_ratio_sum_ / streak_n_;
+    const bool by_reward =
+        Observe(&reward_streak_, cur, reward, Mean(cur), reward, abort_rate, options_.change, 0);
+    const bool by_aborts = abort_rate >= 0 && Observe(&abort_streak_, cur, abort_rate, AbortMean(cur), reward,
+                                                      abort_rate, options_.abort_change, options_.abort_min_abs);
+    if (by_reward || by_aborts) {
+      const Streak& st = by_reward ? reward_streak_ : abort_streak_;
+      const double avg = st.ratio_sum / st.n;
       // Every arm's past is stale: the current arm keeps only its windows in
       // the streak (this one is added below), the others are tried again
       // before the bandit chooses (their windows in the streak straddled
@@ -82,25 +111,30 @@ PolicyBandit::Step PolicyBandit::Update(double reward) {
       // the hot phase that had just cut it to 9k, and auto went back to it.
       for (int i = 0; i < k; ++i) {
         if (i == cur) {
-          n_[i] = streak_arm_n_[i] - 1;
-          s_[i] = streak_arm_s_[i] - reward;
+          n_[i] = st.arm_n[i] - 1;
+          s_[i] = st.arm_s[i] - reward;
+          a_[i] = st.arm_a[i] - std::max(0.0, abort_rate);
         } else {
           n_[i] = 0;
           s_[i] = 0;
+          a_[i] = 0;
           played_[i] = false;
         }
       }
-      why_shift = absl::StrFormat("shift: windows at %.2fx their arms' means over %d windows; ", avg,
-                                  std::max(1, options_.shift_windows));
-      ClearStreak();
+      why_shift = absl::StrFormat("shift: windows at %.2fx their arms' mean %s over %d windows; ", avg,
+                                  by_reward ? "throughput" : "abort rate", std::max(1, options_.shift_windows));
+      reward_streak_.Clear();
+      abort_streak_.Clear();
     }
   }
   for (int i = 0; i < k; ++i) {
     n_[i] *= options_.discount;
     s_[i] *= options_.discount;
+    a_[i] *= options_.discount;
   }
   n_[cur] += 1;
   s_[cur] += reward;
+  a_[cur] += std::max(0.0, abort_rate);
   played_[cur] = true;
   ever_played_[cur] = true;
 

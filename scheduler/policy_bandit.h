@@ -14,8 +14,11 @@
 // rewards differ from their arms' means before them by more than `change`
 // (relative, on average), in the same direction, are a shift (in a row: one
 // noisy window on a shared machine is not; an average: one quieter window
-// among them does not hide it; only arms whose means rest on
-// `streak_min_windows`). On a shift the current arm keeps only its windows
+// among them does not hide it); so are as many windows in a row, given
+// their abort rates, each off its arm's mean abort rate by `abort_change`
+// (relative) and `abort_min_abs`, in one direction (random routing's
+// throughput barely moves when a hot spot ends; its abort rate does). Only
+// arms whose means rest on `streak_min_windows` count. On a shift the current arm keeps only its windows
 // in it, every other arm's past is dropped and each is tried again (in arm
 // order) before the bandit chooses: an arm that lost before
 // the shift may win after it, and its stale mean would keep it from ever
@@ -50,6 +53,11 @@ class PolicyBandit {
     double change = 0.12;
     int shift_windows = 3;   // deviating windows in a row that make a shift
     double streak_min_windows = 1.5;  // an arm's (discounted) windows for its windows to count in one
+    // The abort rate's shift (when Update is given it): each window of the
+    // streak off its arm's mean abort rate by more than this (relative) and
+    // by more than abort_min_abs (absolute: 0.002 against 0.004 is noise).
+    double abort_change = 0.25;
+    double abort_min_abs = 0.03;
   };
   struct Step {
     int arm = 0;
@@ -61,11 +69,14 @@ class PolicyBandit {
 
   int current() const { return current_; }
   int arms() const { return static_cast<int>(n_.size()); }
-  // The reward of the window just run on current(); returns the next arm.
-  Step Update(double reward);
+  // The reward of the window just run on current() and, if known (>= 0), its
+  // abort rate (conflict aborts per attempt); returns the next arm.
+  Step Update(double reward, double abort_rate = -1);
   // Discounted mean reward of an arm (0 when never played).
   double Mean(int arm) const;
   double Plays(int arm) const { return n_[arm]; }
+  // Discounted mean abort rate of an arm (0 when never played or not given).
+  double AbortMean(int arm) const;
 
  private:
   const Options options_;
@@ -73,15 +84,24 @@ class PolicyBandit {
   std::vector<bool> played_;       // since the last shift
   std::vector<bool> ever_played_;  // for the log
   int current_ = 0;
-  // Windows in a row (any arms) whose rewards, as ratios to their arms'
-  // means before the streak (streak_ref_, per arm, 0 = not in it), average
-  // off 1 by more than `change`, in direction streak_dir_; per arm, its
-  // windows in the streak.
-  void ClearStreak();
-  int streak_n_ = 0;
-  int streak_dir_ = 0;
-  double streak_ratio_sum_ = 0;
-  std::vector<double> streak_ref_, streak_arm_n_, streak_arm_s_;
+  // Windows in a row (any arms) whose values (rewards, or abort rates), as
+  // ratios to their arms' means before the streak (ref, per arm, 0 = not in
+  // it), are off 1 by more than the signal's change, in direction `dir`;
+  // per arm, its windows in the streak and their rewards and abort rates.
+  struct Streak {
+    int n = 0;
+    int dir = 0;
+    double ratio_sum = 0;
+    std::vector<double> ref, arm_n, arm_s, arm_a;
+    void Clear();
+  };
+  // Feeds one window of arm `cur` (its `value`, the arm's `mean` of it, the
+  // window's reward and abort rate) to *st; true when the streak makes a
+  // shift.
+  bool Observe(Streak* st, int cur, double value, double mean, double reward, double abort_rate,
+               double change, double min_abs) const;
+  Streak reward_streak_, abort_streak_;
+  std::vector<double> a_;  // discounted abort-rate sums (with n_)
 };
 
 }  // namespace scheduler

@@ -181,6 +181,7 @@ void Scheduler::ReportOutcome(const Txn& txn, Outcome outcome) {
     routed_commits_.fetch_add(1, std::memory_order_relaxed);
     history_->RecordCommit(txn.learned_refs());
   } else if (outcome == Outcome::kConflictAbort) {
+    routed_aborts_.fetch_add(1, std::memory_order_relaxed);
     RecordConflictAbort(*history_, txn);
   }
 }
@@ -240,10 +241,18 @@ void Scheduler::Log(const std::string& line) const {
   }
 }
 
-uint64_t Scheduler::CommitsSoFar() const {
-  if (pool_ == nullptr) return routed_commits_.load(std::memory_order_relaxed);
-  uint64_t n = 0;
-  for (int w = 0; w < pool_->num_workers(); ++w) n += pool_->Load(w).commits;
+uint64_t Scheduler::CommitsSoFar(uint64_t* conflict_aborts) const {
+  if (pool_ == nullptr) {
+    if (conflict_aborts != nullptr) *conflict_aborts = routed_aborts_.load(std::memory_order_relaxed);
+    return routed_commits_.load(std::memory_order_relaxed);
+  }
+  uint64_t n = 0, a = 0;
+  for (int w = 0; w < pool_->num_workers(); ++w) {
+    const QueueLoad l = pool_->Load(w);
+    n += l.commits;
+    a += l.conflict_aborts;
+  }
+  if (conflict_aborts != nullptr) *conflict_aborts = a;
   return n;
 }
 
@@ -611,18 +620,23 @@ void Scheduler::AutoStep(int64_t now) {
     if (now < auto_measure_from_ns_) return;  // settling after a switch
     auto_measuring_ = true;
     auto_measure_from_ns_ = now;
-    auto_commits0_ = CommitsSoFar();
+    auto_commits0_ = CommitsSoFar(&auto_aborts0_);
     return;
   }
   if (now - auto_measure_from_ns_ < options_.autopolicy.window_ns) return;
-  const uint64_t commits = CommitsSoFar();
+  uint64_t aborts = 0;
+  const uint64_t commits = CommitsSoFar(&aborts);
   const double reward = static_cast<double>(commits - auto_commits0_) * 1e9 /
                         static_cast<double>(now - auto_measure_from_ns_);
+  const uint64_t attempts = (commits - auto_commits0_) + (aborts - auto_aborts0_);
+  const double abort_rate =
+      attempts > 0 ? static_cast<double>(aborts - auto_aborts0_) / static_cast<double>(attempts) : -1.0;
   const int from_arm = bandit_->current();
-  const PolicyBandit::Step step = bandit_->Update(reward);
+  const PolicyBandit::Step step = bandit_->Update(reward, abort_rate);
   if (!step.switched) {
     auto_measure_from_ns_ = now;  // the next window starts at once
     auto_commits0_ = commits;
+    auto_aborts0_ = aborts;
     return;
   }
   const std::string from = PolicyName(arms_[from_arm]);

@@ -209,7 +209,8 @@ class Scheduler {
   bool WorthSplitting(RefId lead, int64_t window_commits) const;
   static int64_t WindowCommits(const std::vector<QueueLoad>& d);
   void AutoStep(int64_t now);
-  uint64_t CommitsSoFar() const;
+  // Commits so far, and (if non-null) conflict aborts.
+  uint64_t CommitsSoFar(uint64_t* conflict_aborts = nullptr) const;
   void Log(const std::string& line) const;
 
   Options options_;
@@ -233,6 +234,7 @@ class Scheduler {
   std::condition_variable ticker_cv_;
   bool ticker_stop_ = false;  // guarded by ticker_mu_
   std::atomic<uint64_t> routed_commits_{0};  // routing-only: ReportOutcome commits
+  std::atomic<uint64_t> routed_aborts_{0};   // ... and conflict aborts
   std::atomic<bool> auto_on_{false};
   std::atomic<int64_t> switch_count_{0};
   mutable std::mutex switches_mu_;
@@ -242,6 +244,7 @@ class Scheduler {
   std::unique_ptr<PolicyBandit> bandit_;
   int64_t auto_measure_from_ns_ = 0;  // window start (after settling)
   uint64_t auto_commits0_ = 0;
+  uint64_t auto_aborts0_ = 0;
   bool auto_measuring_ = false;
   int64_t next_split_ns_ = 0;
   std::vector<QueueLoad> split_prev_;
