@@ -59,7 +59,7 @@ bool PolicyBandit::Observe(Streak* st, int cur, double value, double mean, doubl
   if (st->n > 0) {
     st->arm_n[cur] += 1;
     st->arm_s[cur] += reward;
-    st->arm_a[cur] += std::max(0.0, abort_rate);
+    st->arm_a[cur] += abort_rate;
   }
   return st->n >= std::max(1, options_.shift_windows);
 }
@@ -76,6 +76,8 @@ PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate) {
   const int k = arms();
   const int cur = current_;
   reward = std::max(0.0, reward);
+  const bool have_aborts = abort_rate >= 0;
+  abort_rate = std::max(0.0, abort_rate);
   std::string why_shift;
   // A shift: windows in a row, whichever arms played them, whose rewards are
   // on average off their arms' means from before the streak (each arm's
@@ -96,7 +98,7 @@ PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate) {
   if (played_[cur] && n_[cur] >= options_.streak_min_windows) {
     const bool by_reward =
         Observe(&reward_streak_, cur, reward, Mean(cur), reward, abort_rate, options_.change, 0);
-    const bool by_aborts = abort_rate >= 0 && Observe(&abort_streak_, cur, abort_rate, AbortMean(cur), reward,
+    const bool by_aborts = have_aborts && Observe(&abort_streak_, cur, abort_rate, AbortMean(cur), reward,
                                                       abort_rate, options_.abort_change, options_.abort_min_abs);
     if (by_reward || by_aborts) {
       const Streak& st = by_reward ? reward_streak_ : abort_streak_;
@@ -113,7 +115,7 @@ PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate) {
         if (i == cur) {
           n_[i] = st.arm_n[i] - 1;
           s_[i] = st.arm_s[i] - reward;
-          a_[i] = st.arm_a[i] - std::max(0.0, abort_rate);
+          a_[i] = st.arm_a[i] - abort_rate;
         } else {
           n_[i] = 0;
           s_[i] = 0;
@@ -134,7 +136,7 @@ PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate) {
   }
   n_[cur] += 1;
   s_[cur] += reward;
-  a_[cur] += std::max(0.0, abort_rate);
+  a_[cur] += abort_rate;
   played_[cur] = true;
   ever_played_[cur] = true;
 

@@ -18,6 +18,13 @@ double Reward(const std::vector<double>& means, int arm, uint64_t* rng) {
   return means[arm] * (0.95 + 0.1 * u);
 }
 
+// A bandit over means.size() arms that has run `windows` windows of Reward.
+PolicyBandit Ran(const std::vector<double>& means, int windows, uint64_t* rng) {
+  PolicyBandit b({.arms = static_cast<int>(means.size())});
+  for (int w = 0; w < windows; ++w) b.Update(Reward(means, b.current(), rng));
+  return b;
+}
+
 TEST(PolicyBanditTest, ConvergesToTheBestArm) {
   const std::vector<double> means = {10000, 15000, 12000, 8000};
   PolicyBandit b({.arms = 4});
@@ -35,9 +42,8 @@ TEST(PolicyBanditTest, ConvergesToTheBestArm) {
 
 TEST(PolicyBanditTest, FollowsAShift) {
   std::vector<double> means = {10000, 15000, 12000};
-  PolicyBandit b({.arms = 3});
   uint64_t rng = 7;
-  for (int w = 0; w < 100; ++w) b.Update(Reward(means, b.current(), &rng));
+  PolicyBandit b = Ran(means, 100, &rng);
   ASSERT_EQ(b.current(), 1);
   means = {10000, 6000, 12000};  // the best arm collapses
   int settled_at = -1;
@@ -58,9 +64,8 @@ TEST(PolicyBanditTest, FollowsAShift) {
 // it had fallen to 9k).
 TEST(PolicyBanditTest, TheArmThatShowedAShiftKeepsOnlyItsWindowsSinceIt) {
   std::vector<double> means = {18000, 15000, 14000};
-  PolicyBandit b({.arms = 3});
   uint64_t rng = 3;
-  for (int w = 0; w < 100; ++w) b.Update(Reward(means, b.current(), &rng));
+  PolicyBandit b = Ran(means, 100, &rng);
   ASSERT_EQ(b.current(), 0);
   means = {9000, 13500, 13000};
   int back_to_0 = 0;
@@ -83,10 +88,17 @@ TEST(PolicyBanditTest, TheArmThatShowedAShiftKeepsOnlyItsWindowsSinceIt) {
 // routing when a hot spot ends: +11% throughput, aborts 0.35 -> 0.22) is
 // seen in three windows; doubled abort rates near zero are not a shift.
 TEST(PolicyBanditTest, AShiftSeenInTheAbortRate) {
-  PolicyBandit b({.arms = 2});
-  b.Update(13000, 0.35);
-  b.Update(9000, 0.0);  // both tried; arm 0 is better
-  for (int w = 0; w < 30; ++w) b.Update(b.current() == 0 ? 13000 : 9000, b.current() == 0 ? 0.35 : 0.0);
+  // Two arms, 32 windows: arm 0 at 13000 with `aborts0`, arm 1 at 9000 with
+  // none (no abort rates given when aborts0 < 0).
+  auto settled = [](double aborts0) {
+    PolicyBandit b({.arms = 2});
+    for (int w = 0; w < 32; ++w) {
+      const bool arm0 = b.current() == 0;
+      b.Update(arm0 ? 13000 : 9000, aborts0 < 0 ? -1.0 : (arm0 ? aborts0 : 0.0));
+    }
+    return b;
+  };
+  PolicyBandit b = settled(0.35);
   ASSERT_EQ(b.current(), 0);
   EXPECT_NEAR(b.AbortMean(0), 0.35, 0.01);
   PolicyBandit::Step s;
@@ -100,16 +112,10 @@ TEST(PolicyBanditTest, AShiftSeenInTheAbortRate) {
   EXPECT_EQ(s.arm, 1);  // tried again
   EXPECT_NEAR(b.AbortMean(0), 0.22, 0.01);  // the windows since the shift only
   // Without the abort rates the same rewards are no shift.
-  PolicyBandit quiet({.arms = 2});
-  quiet.Update(13000);
-  quiet.Update(9000);
-  for (int w = 0; w < 30; ++w) quiet.Update(quiet.current() == 0 ? 13000 : 9000);
+  PolicyBandit quiet = settled(-1);
   for (int w = 0; w < 5; ++w) EXPECT_EQ(quiet.Update(14400).reason.find("shift"), std::string::npos);
   // Abort rates of 0.004 against 0.002: under abort_min_abs, no shift.
-  PolicyBandit low({.arms = 2});
-  low.Update(13000, 0.002);
-  low.Update(9000, 0.0);
-  for (int w = 0; w < 30; ++w) low.Update(low.current() == 0 ? 13000 : 9000, low.current() == 0 ? 0.002 : 0.0);
+  PolicyBandit low = settled(0.002);
   for (int w = 0; w < 5; ++w) EXPECT_EQ(low.Update(13000, 0.004).reason.find("shift"), std::string::npos);
 }
 
@@ -162,9 +168,8 @@ TEST(PolicyBanditTest, OneQuieterWindowDoesNotHideAShift) {
 // gain, and the loser's stale mean kept it untried for the rest of the run.
 TEST(PolicyBanditTest, AnArmThatLostBeforeAShiftIsTriedAgain) {
   std::vector<double> means = {13000, 10000};
-  PolicyBandit b({.arms = 2});
   uint64_t rng = 3;
-  for (int w = 0; w < 60; ++w) b.Update(Reward(means, b.current(), &rng));
+  PolicyBandit b = Ran(means, 60, &rng);
   ASSERT_EQ(b.current(), 0);
   means = {15400, 20000};
   int settled_at = -1;
@@ -181,9 +186,8 @@ TEST(PolicyBanditTest, AnArmThatLostBeforeAShiftIsTriedAgain) {
 // The same gain with the other arm still worse: one re-try, then back.
 TEST(PolicyBanditTest, AShiftThatChangesNothingCostsOneWindowPerArm) {
   std::vector<double> means = {13000, 10000, 9000};
-  PolicyBandit b({.arms = 3});
   uint64_t rng = 5;
-  for (int w = 0; w < 60; ++w) b.Update(Reward(means, b.current(), &rng));
+  PolicyBandit b = Ran(means, 60, &rng);
   ASSERT_EQ(b.current(), 0);
   means = {15400, 10000, 9000};
   std::vector<int> plays(3, 0);

@@ -47,8 +47,6 @@ struct LastPlace {
   bool partial = false;          // scoring-only: `tracked` + `untracked`
   std::vector<RefId> tracked;    // references given a row
   int64_t untracked = 0;         // references counted in the total only
-  RefId placed_by{0};            // the lead that chose the queue (0: none)
-  bool placed_split = false;     // ... one of its split set's
 };
 thread_local LastPlace tls_last;
 
@@ -363,7 +361,7 @@ QueueId Schedule::DecideLearned(const Policy& p, absl::Span<const RefId> refs,
   return QueueId(PickQueue(scores, /*advance=*/false, Seeds(p, refs, ws) ? seeds_.get() : nullptr));
 }
 
-QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
+QueueId Schedule::PlaceLearned(const Policy& p, Txn& txn) {
   const absl::Span<const RefId> refs = txn.refs;
   const int n = num_queues_;
   Scratch& s = tls_scratch;
@@ -401,12 +399,12 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
   }
 
   QueueId q;
-  last.placed_by = RefId(0);
-  last.placed_split = false;
   if (hot_spots_ != nullptr && ws.best > 0 && hot_spots_->Route(lead, &q)) {
     // A split hot reference: one of its k queues, the State records it there.
-    last.placed_by = lead;
-    last.placed_split = true;
+    if (lead_attributed_aborts_) {
+      txn.placed_by = lead;
+      txn.placed_split = true;
+    }
     state_->Record(rec, q, untracked, txn.refs_distinct);
   } else if (p.aggregation == Aggregation::kMax && ws.tied <= 1 && !rec.empty()) {
     // One State operation on the lead reads its row, scores and records; no
@@ -430,7 +428,7 @@ QueueId Schedule::PlaceLearned(const Policy& p, const Txn& txn) {
           },
           untracked, txn.refs_distinct);
     };
-    last.placed_by = lead;
+    if (lead_attributed_aborts_) txn.placed_by = lead;
     if (lead_seeds_rows_ && best > 0 && !state_->Contains(rec[rec_lead])) {
       // Seeding a new row: one seed at a time, so that concurrent seeds see
       // each other's choices (and a second transaction of the same reference
@@ -477,12 +475,11 @@ QueueId Schedule::Place(Txn& txn) {
 QueueId Schedule::Place(Txn& txn, bool* state_recorded) {
   const Policy p = policy();
   const bool learned = p.kind == PolicyKind::kLearned;
+  txn.placed_by = RefId(0);  // PlaceLearned names the lead (lead_attributed_aborts)
+  txn.placed_split = false;
   const QueueId q =
       learned ? PlaceLearned(p, txn) : DecideWith(p, txn.refs, txn.partition_key, nullptr, {});
   txn.queue = q;
-  const bool attributed = lead_attributed_aborts_ && learned && tls_last.owner == this;
-  txn.placed_by = attributed ? tls_last.placed_by : RefId(0);
-  txn.placed_split = attributed && tls_last.placed_split;
   *state_recorded = learned;
   return q;
 }

@@ -231,7 +231,7 @@ class Schedule {
                      std::vector<double>* scores_out, absl::Span<const uint16_t> mult) const;
   QueueId DecideLearned(const Policy& p, absl::Span<const RefId> refs,
                         std::vector<double>* scores_out, absl::Span<const uint16_t> mult) const;
-  QueueId PlaceLearned(const Policy& p, const Txn& txn);
+  QueueId PlaceLearned(const Policy& p, Txn& txn);
   // Weights of refs into w[i] (-1 for a repeated reference); returns the
   // number of distinct references, the top weight, the first reference with
   // it and how many distinct references share it (0 when best is 0).

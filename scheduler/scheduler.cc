@@ -305,10 +305,10 @@ void Scheduler::SplitStep(int64_t now) {
   // that is not running.
   if (schedule_->policy().kind != PolicyKind::kLearned) {
     for (const SplitEntry& e : split_) {
-      hot_spots_->Set(e.ref, {});
       if (e.max_k > 1) UnsplitCounts(e, now);
     }
     split_.clear();
+    hot_spots_->Clear();
     return;
   }
   auto mean_wait = [&](int q) {
@@ -357,7 +357,7 @@ void Scheduler::SplitStep(int64_t now) {
   // Rebalancing first: a queue that waits because it runs two busy leads
   // while another queue idles is evened by a move, which costs no conflicts;
   // a split of it would. A window with a move starts no split.
-  const bool moved = options_.split.rebalance && Rebalance(d, now);
+  const bool moved = options_.split.rebalance && Rebalance(d, window_len_ns_, /*early=*/false);
   // New candidates: a queue outside every set whose own rule (k = 1) says
   // "grow", led by one reference.
   split_probe_.resize(static_cast<size_t>(n));
@@ -535,28 +535,20 @@ bool Scheduler::EarlyRebalance(int64_t now) {
     lo = std::min(lo, s);
   }
   if (2 * hi * n < 3 * sum || 4 * lo * n > sum) return false;
-  const int64_t len = window_len_ns_;
-  window_len_ns_ = len_ns;
-  // Not held back by a cooldown (the looks are a quarter window apart, each
-  // on loads the last move already shaped); the references moved stay put
-  // (RebalanceRule's moved_lately).
-  rebalance_since_ = options_.split.rebalance_rule.cooldown_windows;
-  const bool moved = Rebalance(d, now);
-  window_len_ns_ = len;
-  if (!moved) return false;
-  // The first window is measured from the move, and may move again.
-  rebalance_since_ = options_.split.rebalance_rule.cooldown_windows;
+  if (!Rebalance(d, len_ns, /*early=*/true)) return false;
+  // The first window is measured from the move.
   split_prev_ = early_prev_;  // the loads now
   split_prev_ns_ = now;
   next_split_ns_ = now + options_.split.window_ns;
   return true;
 }
 
-bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
-  (void)now;
-  ++rebalance_since_;
+bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t window_ns, bool early) {
   const RebalanceRule& rule = options_.split.rebalance_rule;
-  if (rebalance_since_ <= rule.cooldown_windows) return false;  // the last moves are measured first
+  // The last moves are measured first; not an early look's (they are a
+  // quarter window apart, each on loads the last move already shaped; the
+  // references moved stay put: RebalanceRule's moved_lately).
+  if (!early && ++rebalance_since_ <= rule.cooldown_windows) return false;
   const int n = num_queues_;
   std::vector<int64_t> started(n);
   std::vector<bool> movable(n, true);
@@ -585,7 +577,7 @@ bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
       RebalanceRule::LeadCandidate c;
       c.weight = info.total == 0 || gone ? 0 : leads[i].weight;  // no row: nothing to move
       // Its transactions a window, from its smoothed arrival rate.
-      c.load = info.rate_per_s * static_cast<double>(window_len_ns_) / 1e9;
+      c.load = info.rate_per_s * static_cast<double>(window_ns) / 1e9;
       c.hot = options_.split.rule.Candidate(c.load, window_commits, n);
       c.moved_lately = rebalance_since_ < 5 * rule.cooldown_windows &&
                        std::find(rebalance_last_.begin(), rebalance_last_.end(), leads[i].ref) !=
@@ -611,7 +603,8 @@ bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t now) {
   });
   if (moved.empty()) return false;
   rebalance_last_ = std::move(moved);
-  rebalance_since_ = 0;
+  // After an early look the first window may move again.
+  rebalance_since_ = early ? rule.cooldown_windows : 0;
   return true;
 }
 

@@ -196,14 +196,15 @@ class Scheduler {
   void TickerLoop();
   void StopTicker();
   void SplitStep(int64_t now);
-  // Rebalancing (Options::split.rebalance), on SplitStep's window `d`:
-  // whether a lead reference moved.
   // Each queue's load now (*cur) and since `prev` (*d).
   void WindowLoads(const std::vector<QueueLoad>& prev, std::vector<QueueLoad>* cur,
                    std::vector<QueueLoad>* d) const;
   // Start's early look (see above); true when it moved a lead.
   bool EarlyRebalance(int64_t now);
-  bool Rebalance(const std::vector<QueueLoad>& d, int64_t now);
+  // Rebalancing (Options::split.rebalance) on the loads `d` of a window of
+  // `window_ns` (SplitStep's, or an early look's quarter): whether a lead
+  // reference moved.
+  bool Rebalance(const std::vector<QueueLoad>& d, int64_t window_ns, bool early);
   // SplitRule::Candidate for a reference not split yet: its State arrival
   // rate against the window's commits (WindowCommits of its loads).
   bool WorthSplitting(RefId lead, int64_t window_commits) const;
