@@ -12,6 +12,10 @@
 #
 #   bash bench/proxy/moving.sh                       # 4 windows of 10 s
 #   WINDOWS=6 WINDOW=10 CLIENTS=16 POOL=8 bash bench/proxy/moving.sh
+#   CORRAL_ARGS="templates=on replay=on restart_on_hot_key=on" bash bench/proxy/moving.sh
+#
+# CORRAL_ARGS: config overrides (key=value ...) for the Corral proxy, as
+# bench/proxy/run.sh's modes pass them.
 #
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
 set -euo pipefail
@@ -25,6 +29,7 @@ HOT_ROWS=${HOT_ROWS:-20}
 MAX_TRIES=${MAX_TRIES:-100}
 POLICY=${POLICY:-count-max-canonical-single}
 PATHS=${PATHS:-pgbouncer corral}
+CORRAL_ARGS=${CORRAL_ARGS:-}
 DB=corral_bench
 . bench/proxy/lib.sh
 SERVER_BIN=$(proxy_server_bin) || { echo "build failed"; exit 1; }
@@ -53,7 +58,7 @@ max_client_conn = 200
 server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=$DB
 policy = $POLICY
 INI
-"$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[corral]} 2> "$WORK/corral.log" &
+"$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[corral]} $CORRAL_ARGS 2> "$WORK/corral.log" &
 pids+=($!)
 sleep 2
 
