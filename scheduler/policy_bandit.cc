@@ -161,7 +161,7 @@ PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate) {
     double best_score = -1;
     for (int i = 0; i < k; ++i) {
       const double bonus = options_.explore * std::sqrt(2 * log_total / std::max(n_[i], 1e-3));
-      const double score = Mean(i) / scale + bonus;
+      const double score = Mean(i) / scale + bonus + (i == cur ? options_.switch_margin : 0.0);
       // Ties keep the current arm (no switch for nothing).
       if (score > best_score + 1e-12 || (i == cur && std::abs(score - best_score) <= 1e-12)) {
         best_score = score;

@@ -9,7 +9,8 @@
 // never played, else the argmax of
 //   s_i / n_i / best_mean + explore * sqrt(2 ln(sum n) / n_i)
 // (rewards normalized by the best mean, so `explore` does not depend on the
-// throughput's scale). A change detector makes a shift visible quickly:
+// throughput's scale), with the current arm's score raised by
+// `switch_margin` (a switch has a cost of its own). A change detector makes a shift visible quickly:
 // `shift_windows` windows in a row, whichever arms played them, whose
 // rewards differ from their arms' means before them by more than `change`
 // (relative, on average), in the same direction, are a shift (in a row: one
@@ -47,6 +48,12 @@ class PolicyBandit {
     int arms = 1;
     double discount = 0.95;  // per window
     double explore = 0.03;   // UCB bonus weight (small: a mean 20% below the best is re-tried about every 40 windows)
+    // The current arm's score is raised by this much (relative to the best
+    // mean) when the next arm is chosen: a switch costs a transient (the
+    // placement reshuffles: online TPC-C, a learned arm's first window after
+    // another learned arm ran 15-20% below both), so two arms whose means
+    // are within it do not trade places on every noisy window.
+    double switch_margin = 0.03;
     // Relative reward change that counts as a shift. TPC-C's uniform phase
     // after a hot one moves random routing's throughput by 15-20% while
     // hard-partition's doubles: the detector must see the smaller move.

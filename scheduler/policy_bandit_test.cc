@@ -201,6 +201,32 @@ TEST(PolicyBanditTest, AShiftThatChangesNothingCostsOneWindowPerArm) {
   EXPECT_GE(plays[2], 1);
 }
 
+// Two arms within a percent of each other (count-max and fraction-max on
+// online TPC-C's uniform phase): the noise must not trade them back and
+// forth, a switch costs a transient of its own (their first window after
+// each other ran 15-20% below both).
+int SwitchesBetweenNearTwins(double margin) {
+  const std::vector<double> means = {20000, 20200, 15000};
+  PolicyBandit::Options o;
+  o.arms = 3;
+  o.switch_margin = margin;
+  PolicyBandit b(o);
+  uint64_t rng = 11;
+  int switches = 0;
+  for (int w = 0; w < 200; ++w) {
+    const PolicyBandit::Step s = b.Update(Reward(means, b.current(), &rng));
+    if (w >= 20 && s.switched) ++switches;
+  }
+  return switches;
+}
+
+TEST(PolicyBanditTest, NearTwinArmsDoNotTradePlacesOnNoise) {
+  const int with_margin = SwitchesBetweenNearTwins(PolicyBandit::Options().switch_margin);
+  const int without = SwitchesBetweenNearTwins(0);
+  EXPECT_LE(with_margin, 12);
+  EXPECT_GE(without, 2 * with_margin + 10) << with_margin;
+}
+
 TEST(PolicyBanditTest, TriesEveryArmFirstAndSaysWhy) {
   PolicyBandit b({.arms = 3});
   EXPECT_EQ(b.current(), 0);

@@ -223,6 +223,11 @@ void Scheduler::SetAuto(bool on) {
   }
 }
 
+int Scheduler::HotQueues() const {
+  if (hot_spots_ == nullptr || schedule_->policy().kind != PolicyKind::kLearned) return 1;
+  return hot_spots_->MaxK();
+}
+
 std::string Scheduler::PolicyLabel() const {
   const std::string name = PolicyName(schedule_->policy());
   return auto_policy() ? absl::StrCat("auto (", name, ")") : name;
@@ -299,18 +304,16 @@ void Scheduler::SplitStep(int64_t now) {
   split_prev_ns_ = now;
   if (first) return;
   // Only learned decisions consult the split table; measurements under a
-  // baseline say nothing about it. A split does not outlive the learned
-  // policy that measured it (auto moving to a baseline arm): it would route
-  // over stale queue sets when a learned arm came back, and report a split
-  // that is not running.
-  if (schedule_->policy().kind != PolicyKind::kLearned) {
-    for (const SplitEntry& e : split_) {
-      if (e.max_k > 1) UnsplitCounts(e, now);
-    }
-    split_.clear();
-    hot_spots_->Clear();
-    return;
-  }
+  // baseline say nothing about it, so the table stays as the learned policy
+  // left it (HotQueues() reports 1 meanwhile) and the rule resumes from it
+  // when a learned arm comes back (auto). Clearing it instead made every
+  // learned arm's trial after a baseline arm start unsplit: online TPC-C's
+  // hot phase, count-max's 4-queue split ran at 14.7k, its next trial,
+  // after hard-partition and original, at 7.9k, so auto stayed on original
+  // (12.9k). A set gone stale (the hot spot ended meanwhile) is back under
+  // 1.25 queue shares and given back in the learned arm's first window
+  // (SplitRule::ClearlyFits).
+  if (schedule_->policy().kind != PolicyKind::kLearned) return;
   auto mean_wait = [&](int q) {
     return d[q].started > 0 ? static_cast<double>(d[q].wait_ns) / static_cast<double>(d[q].started) : 0.0;
   };

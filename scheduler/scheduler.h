@@ -174,8 +174,10 @@ class Scheduler {
   int64_t switch_count() const { return switch_count_.load(std::memory_order_relaxed); }
   // Online tuning step now if one is due (see above).
   void Tick();
-  // The largest k of a split hot reference (1 when none is split).
-  int HotQueues() const { return hot_spots_ == nullptr ? 1 : hot_spots_->MaxK(); }
+  // The largest k of a split hot reference the current policy routes over
+  // (1 when none is split, and under a baseline policy, which keeps the
+  // split table for a learned one but does not consult it).
+  int HotQueues() const;
   // Lead references moved between queues by rebalancing so far.
   int64_t rebalance_moves() const { return rebalance_moves_.load(std::memory_order_relaxed); }
   HotSpots* hot_spots() { return hot_spots_.get(); }

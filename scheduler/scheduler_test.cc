@@ -459,6 +459,52 @@ TEST(SchedulerOnlineTest, EarlyLookMovesADoubledUpReferenceToAnIdleQueue) {
   }
 }
 
+// A baseline policy (auto exploring original or hard-partition) neither
+// consults nor measures the split table, and leaves it as the learned
+// policy left it: the learned arm's next trial resumes on its k queues
+// instead of starting unsplit (online TPC-C's hot phase: count-max's 4-queue
+// split ran at 14.7k, its trial after the baselines, cleared, at 7.9k).
+TEST(SchedulerOnlineTest, ABaselinePolicyKeepsTheSplitTableForTheLearnedOne) {
+  FakeClock clock;
+  std::vector<CommitExecutor> execs(4);
+  std::vector<Executor*> ptrs;
+  for (auto& e : execs) ptrs.push_back(&e);
+  Scheduler::Options o;
+  o.num_queues = 4;
+  o.stealing = false;
+  o.background_tick = false;  // ticks run in Submit, on the fake clock
+  o.tick_ns = 1000000;
+  o.split.enabled = true;  // 200 ms split windows
+  std::atomic<int> done{0};
+  auto hook = [&](std::unique_ptr<Txn>, const ExecResult&, int) { done.fetch_add(1); };
+  auto s = Scheduler::Create(o, ptrs, hook, &clock).value();
+  ASSERT_TRUE(s->Start().ok());
+  const RefId hot = RefId::Of("w_id=1");
+  ASSERT_TRUE(s->hot_spots()->Set(hot, {0, 1, 2}));
+  EXPECT_EQ(s->HotQueues(), 3);
+  int submitted = 0;
+  auto windows = [&](int n) {  // n split windows, a decision in each
+    for (int w = 0; w < n; ++w) {
+      clock.Advance(210000000);
+      auto t = std::make_unique<Txn>();
+      t->refs = {RefId::Of("w_id=2")};
+      ASSERT_TRUE(s->Submit(std::move(t)).ok());
+      ++submitted;
+    }
+  };
+  s->SetPolicy(ParsePolicy("original").value());
+  windows(3);
+  EXPECT_EQ(s->HotQueues(), 1);  // not routed over meanwhile
+  EXPECT_EQ(s->hot_spots()->Get(hot), (std::vector<int>{0, 1, 2}));
+  s->SetPolicy(ParsePolicy("count-max-canonical-single").value());
+  EXPECT_EQ(s->HotQueues(), 3);
+  for (int i = 0; i < 60000 && done.load() < submitted; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(done.load(), submitted);
+  s->Stop();
+}
+
 TEST(SchedulerOnlineTest, AutoPicksTheArmWithMoreCommitsAndLogsWhy) {
   FakeClock clock;
   Scheduler::Options o;
