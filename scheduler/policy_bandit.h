@@ -9,22 +9,21 @@
 // never played, else the argmax of
 //   s_i / n_i / best_mean + explore * sqrt(2 ln(sum n) / n_i)
 // (rewards normalized by the best mean, so `explore` does not depend on the
-// throughput's scale), with the current arm's score raised by
-// `switch_margin` (a switch has a cost of its own). A change detector makes a shift visible quickly:
-// `shift_windows` windows in a row, whichever arms played them, whose
+// throughput's scale), with the current arm's score raised by `switch_margin`
+// (a switch has a cost of its own). A change detector makes a shift visible
+// quickly: `shift_windows` windows in a row, whichever arms played them, whose
 // rewards differ from their arms' means before them by more than `change`
 // (relative, on average), in the same direction, are a shift (in a row: one
-// noisy window on a shared machine is not; an average: one quieter window
-// among them does not hide it); so are as many windows in a row, given
-// their abort rates, each off its arm's mean abort rate by `abort_change`
-// (relative) and `abort_min_abs`, in one direction (random routing's
-// throughput barely moves when a hot spot ends; its abort rate does). Only
-// arms whose means rest on `streak_min_windows` count. On a shift the current arm keeps only its windows
+// noisy window on a shared machine is not; an average: one quieter window among
+// them does not hide it); so are as many windows in a row, given their abort
+// rates, each off its arm's mean abort rate by `abort_change` (relative) and
+// `abort_min_abs`, in one direction (random routing's throughput barely moves
+// when a hot spot ends; its abort rate does). Only arms whose means rest on
+// `streak_min_windows` count. On a shift the current arm keeps only its windows
 // in it, every other arm's past is dropped and each is tried again (in arm
-// order) before the bandit chooses: an arm that lost before
-// the shift may win after it, and its stale mean would keep it from ever
-// being tried (a UCB bonus large enough to overcome a 30% gap takes tens of
-// windows to grow).
+// order) before the bandit chooses: an arm that lost before the shift may win
+// after it, and its stale mean would keep it from ever being tried (a UCB bonus
+// large enough to overcome a 30% gap takes tens of windows to grow).
 //
 //   PolicyBandit b({.arms = 3});
 //   int arm = b.current();                  // 0 first
