@@ -17,6 +17,14 @@
 # CORRAL_ARGS: config overrides (key=value ...) for the Corral proxy, as
 # bench/proxy/run.sh's modes pass them.
 #
+# INTERLEAVE=1: the paths take turns a window at a time (PgBouncer's window
+# 1, Corral's window 1, PgBouncer's window 2, ...), one pgbench run per
+# window, the hot set moved before each; a window's ratio then compares the
+# two paths a window apart instead of a whole run apart (on the 2-core box
+# the same path's tps moved 1.3-1.6x between windows of one run). Each
+# proxy stays up between its windows, so Corral meets every window's rows
+# as a move, as in the continuous run; its History ages meanwhile.
+#
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,6 +38,7 @@ MAX_TRIES=${MAX_TRIES:-100}
 POLICY=${POLICY:-count-max-canonical-single}
 PATHS=${PATHS:-pgbouncer corral}
 CORRAL_ARGS=${CORRAL_ARGS:-}
+INTERLEAVE=${INTERLEAVE:-0}
 DB=corral_bench
 . bench/proxy/lib.sh
 SERVER_BIN=$(proxy_server_bin) || { echo "build failed"; exit 1; }
@@ -68,6 +77,25 @@ move() {  # window index -> the hot set's offset
 
 RES="$WORK/windows.tsv"
 : > "$RES"
+if [ "$INTERLEAVE" = 1 ]; then
+  for ((w = 1; w <= WINDOWS; w++)); do
+    for path in $PATHS; do
+      move "$((w - 1))"
+      mkdir -p "$WORK/$path"
+      ( cd "$WORK/$path" && pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 \
+          -T "$WINDOW" -f "$OLDPWD/bench/proxy/moving_hot.sql" -D rows="$HOT_ROWS" \
+          --max-tries="$MAX_TRIES" $DB > "out$w.txt" 2>&1 ) || true
+      # pgbench's summary: transactions processed and retried in the window.
+      awk -v p="$path" -v w="$w" -v OFS='\t' '
+        /^number of transactions actually processed/ { n = $NF }
+        /^number of failed transactions/ { f = $5 }
+        /^number of transactions retried/ { r = $5 }
+        END { print p, w, n + 0, r + 0, f + 0 }' "$WORK/$path/out$w.txt" >> "$RES"
+      grep -E "^tps" "$WORK/$path/out$w.txt" | sed "s/^/# $path window $w: /"
+    done
+  done
+  PATHS=""  # done: straight to the table
+fi
 for path in $PATHS; do
   move 0
   mkdir -p "$WORK/$path"
