@@ -45,6 +45,14 @@
 #   OUT=bench/results/p25 bash bench/proxy/multi.sh
 #   VACUUM_BEFORE_RUN=1 bash bench/proxy/multi.sh   # VACUUM pgbench_accounts before every run
 #   RESTART=off bash bench/proxy/multi.sh            # Corral fleets without restart on a hot key
+#   INTERLEAVE=1 ROUNDS=3 bash bench/proxy/multi.sh  # fleets side by side per workload, 3 rounds
+#
+# INTERLEAVE=1 (with FRESH_FLEET=1): per N, the fleets take turns per
+# workload (a workload's runs on every fleet follow one another) instead of
+# each fleet running every workload in turn, and ROUNDS repeats the whole
+# order: a ratio between fleets then compares runs about a minute apart,
+# not several (on the 2-core box one fleet's tps swung 1.5x between runs).
+# results.tsv gains a round column.
 #
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
 set -euo pipefail
@@ -64,6 +72,8 @@ INTERVAL_MS=${INTERVAL_MS:-200}
 THRESHOLD=${THRESHOLD:-3}
 RESTART=${RESTART:-on}
 FRESH_FLEET=${FRESH_FLEET:-1}
+INTERLEAVE=${INTERLEAVE:-0}
+ROUNDS=${ROUNDS:-1}
 OUT=${OUT:-$(mktemp -d /tmp/corral-multi.XXXXXX)}
 DB=corral_multi
 . bench/proxy/lib.sh
@@ -178,44 +188,63 @@ snapshot() {  # fleet n workload
 # is not the one that pays for them.
 pgbench -n -h 127.0.0.1 -p "$PGPORT" -U postgres -c 4 -j 1 -T 3 -S $DB > /dev/null 2>&1 || true
 RES="$OUT/results.tsv"
-echo -e "n\tfleet\tworkload\ttps\tretried\tfailed\tproxy_us\tserver_us\tload1" > "$RES"
+echo -e "n\tfleet\tworkload\ttps\tretried\tfailed\tproxy_us\tserver_us\tload1\tround" > "$RES"
 echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s warmup=${WARMUP}s scale=$SCALE hot_rows=$HOT_ROWS" \
-  "interval_ms=$INTERVAL_MS threshold=$THRESHOLD nproc=$(nproc)" | tee "$OUT/header.txt"
+  "interval_ms=$INTERVAL_MS threshold=$THRESHOLD nproc=$(nproc) interleave=$INTERLEAVE rounds=$ROUNDS" \
+  | tee "$OUT/header.txt"
 echo "# start: $(date -u) $(uptime)" | tee -a "$OUT/header.txt"
-for n in $PROXIES; do
-  for fleet in $FLEETS; do
-    [ "$FRESH_FLEET" = 1 ] || start_fleet "$fleet" "$n"
-    for w in $WORKLOADS; do
-      [ "$FRESH_FLEET" = 1 ] && start_fleet "$fleet" "$n"
-      case $w in
-        hot-row) args=(-f bench/proxy/hot_row.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
-        two-row) args=(-f bench/proxy/contended.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
-        hot-row-rc) args=(-f "$WORK/hot_row-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
-        two-row-rc) args=(-f "$WORK/contended-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
-        select-only) args=(-S) ;;
-      esac
-      # VACUUM_BEFORE_RUN=1: every fleet's run starts from a vacuumed table (after
-      # heavy update runs, non-HOT updates put SSI read locks on the index page
-      # and fail transactions on different rows: lib.sh's bench_db note).
-      if [ "${VACUUM_BEFORE_RUN:-0}" = 1 ]; then
-        psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "VACUUM pgbench_accounts" >/dev/null
-      fi
-      [ "$WARMUP" -gt 0 ] && split_run "$WARMUP" "${args[@]}" >/dev/null
-      p0=$(cpu_ticks "${fleet_pids[@]}")
-      s0=$(cpu_ticks all "$PG_PID")
-      read -r tps retried failed < <(split_run "$DUR" "${args[@]}")
-      p1=$(cpu_ticks "${fleet_pids[@]}")
-      s1=$(cpu_ticks all "$PG_PID")
-      load1=$(cut -d' ' -f1 /proc/loadavg)
-      read -r pus sus < <(awk -v p="$((p1 - p0))" -v s="$((s1 - s0))" -v t="$tps" -v d="$DUR" -v hz="$TICK" \
-        'BEGIN { n = t * d; if (n < 1) n = 1; printf "%.0f %.0f\n", p * 1e6 / hz / n, s * 1e6 / hz / n }')
-      snapshot "$fleet" "$n" "$w"
-      printf 'n=%s %-12s %-11s tps=%-9s retried=%-7s failed=%-5s proxy_us=%-5s server_us=%-5s load=%s\n' "$n" \
-        "$fleet" "$w" "$tps" "$retried" "$failed" "$pus" "$sus" "$load1"
-      echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed\t$pus\t$sus\t$load1" >> "$RES"
-      [ "$FRESH_FLEET" = 1 ] && stop_fleet
+
+one_run() {  # fleet n workload round: one measured run on the fleet started
+  local fleet=$1 n=$2 w=$3 round=$4 args p0 s0 p1 s1 tps retried failed load1 pus sus
+  case $w in
+    hot-row) args=(-f bench/proxy/hot_row.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
+    two-row) args=(-f bench/proxy/contended.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
+    hot-row-rc) args=(-f "$WORK/hot_row-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
+    two-row-rc) args=(-f "$WORK/contended-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
+    select-only) args=(-S) ;;
+  esac
+  # VACUUM_BEFORE_RUN=1: every fleet's run starts from a vacuumed table (after
+  # heavy update runs, non-HOT updates put SSI read locks on the index page
+  # and fail transactions on different rows: lib.sh's bench_db note).
+  if [ "${VACUUM_BEFORE_RUN:-0}" = 1 ]; then
+    psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "VACUUM pgbench_accounts" >/dev/null
+  fi
+  [ "$WARMUP" -gt 0 ] && split_run "$WARMUP" "${args[@]}" >/dev/null
+  p0=$(cpu_ticks "${fleet_pids[@]}")
+  s0=$(cpu_ticks all "$PG_PID")
+  read -r tps retried failed < <(split_run "$DUR" "${args[@]}")
+  p1=$(cpu_ticks "${fleet_pids[@]}")
+  s1=$(cpu_ticks all "$PG_PID")
+  load1=$(cut -d' ' -f1 /proc/loadavg)
+  read -r pus sus < <(awk -v p="$((p1 - p0))" -v s="$((s1 - s0))" -v t="$tps" -v d="$DUR" -v hz="$TICK" \
+    'BEGIN { n = t * d; if (n < 1) n = 1; printf "%.0f %.0f\n", p * 1e6 / hz / n, s * 1e6 / hz / n }')
+  snapshot "$fleet" "$n" "$w"
+  printf 'n=%s %-12s %-11s tps=%-9s retried=%-7s failed=%-5s proxy_us=%-5s server_us=%-5s load=%s round=%s\n' \
+    "$n" "$fleet" "$w" "$tps" "$retried" "$failed" "$pus" "$sus" "$load1" "$round"
+  echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed\t$pus\t$sus\t$load1\t$round" >> "$RES"
+}
+
+for round in $(seq 1 "$ROUNDS"); do
+  for n in $PROXIES; do
+    if [ "$INTERLEAVE" = 1 ] && [ "$FRESH_FLEET" = 1 ]; then
+      for w in $WORKLOADS; do
+        for fleet in $FLEETS; do
+          start_fleet "$fleet" "$n"
+          one_run "$fleet" "$n" "$w" "$round"
+          stop_fleet
+        done
+      done
+      continue
+    fi
+    for fleet in $FLEETS; do
+      [ "$FRESH_FLEET" = 1 ] || start_fleet "$fleet" "$n"
+      for w in $WORKLOADS; do
+        [ "$FRESH_FLEET" = 1 ] && start_fleet "$fleet" "$n"
+        one_run "$fleet" "$n" "$w" "$round"
+        [ "$FRESH_FLEET" = 1 ] && stop_fleet
+      done
+      stop_fleet
     done
-    stop_fleet
   done
 done
 echo "# end: $(date -u) $(uptime)" | tee -a "$OUT/header.txt"
