@@ -105,11 +105,19 @@ class ClusterTest : public ScratchTableTest {
   // Whether a transaction of `update` through b takes `key` on its backend.
   // A sync round a loaded machine delays drops b to local learning for it
   // (HoldHotRow): tried again once b sees the reference hot again.
+  // Whether B's transaction running `update` takes advisory key `key`,
+  // tried until B's merged view has it: B's view may hold more than the
+  // one reference (a proxy that re-read its schema mid-test publishes a
+  // row under its old name too: ForeignKeyAdded..., when another test's
+  // DDL triggered A's re-read just before the ALTER, failed waiting for
+  // exactly one), so each try waits for at least one and the tries are
+  // spaced.
   bool TakesKey(ProxyUnderTest& b, const std::string& update, int64_t key) {
     PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
     bool locked = false;
-    for (int attempt = 0; attempt < 20 && !locked; ++attempt) {
-      if (!Eventually([&] { return ClusterValue(b, "hot_refs") == "1"; })) break;
+    for (int attempt = 0; attempt < 100 && !locked; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (!Eventually([&] { return std::atoi(ClusterValue(b, "hot_refs").c_str()) >= 1; })) break;
       if (ExecValue(y, "BEGIN") != "BEGIN" || ExecValue(y, update) != "UPDATE 1") break;
       locked = Locks(key, true) == 1;
       ExecValue(y, "ROLLBACK");
