@@ -389,6 +389,22 @@ class CommitExecutor : public Executor {
   ExecResult Execute(Txn&) override { return ExecResult::Commit(); }
 };
 
+// Four queues of CommitExecutors, stealing off, ticks run in Submit on a
+// fake clock, hot-spot splitting on (200 ms windows, rebalancing on).
+struct SplitTestSetup {
+  std::vector<CommitExecutor> execs{4};
+  std::vector<Executor*> ptrs;
+  Scheduler::Options o;
+  SplitTestSetup() {
+    for (auto& e : execs) ptrs.push_back(&e);
+    o.num_queues = 4;
+    o.stealing = false;
+    o.background_tick = false;
+    o.tick_ns = 1000000;
+    o.split.enabled = true;
+  }
+};
+
 // A start that placed two busy references on one queue beside an idle one
 // is mended by an early look a quarter window in, before the first split
 // window; a start whose queues are even is left alone.
@@ -397,15 +413,9 @@ TEST(SchedulerOnlineTest, EarlyLookMovesADoubledUpReferenceToAnIdleQueue) {
   for (bool doubled : {true, false}) {
     SCOPED_TRACE(doubled ? "two references on queue 0, queue 3 idle" : "one reference a queue");
     FakeClock clock;
-    std::vector<CommitExecutor> execs(4);
-    std::vector<Executor*> ptrs;
-    for (auto& e : execs) ptrs.push_back(&e);
-    Scheduler::Options o;
-    o.num_queues = 4;
-    o.stealing = false;
-    o.background_tick = false;  // ticks run in Submit, on the fake clock
-    o.tick_ns = 1000000;
-    o.split.enabled = true;     // 200 ms windows, rebalancing on
+    SplitTestSetup setup;
+    Scheduler::Options& o = setup.o;
+    std::vector<Executor*>& ptrs = setup.ptrs;
     std::vector<std::string> logged;
     o.log = [&logged](const std::string& line) { logged.push_back(line); };
     std::atomic<int> done{0};
@@ -466,18 +476,10 @@ TEST(SchedulerOnlineTest, EarlyLookMovesADoubledUpReferenceToAnIdleQueue) {
 // split ran at 14.7k, its trial after the baselines, cleared, at 7.9k).
 TEST(SchedulerOnlineTest, ABaselinePolicyKeepsTheSplitTableForTheLearnedOne) {
   FakeClock clock;
-  std::vector<CommitExecutor> execs(4);
-  std::vector<Executor*> ptrs;
-  for (auto& e : execs) ptrs.push_back(&e);
-  Scheduler::Options o;
-  o.num_queues = 4;
-  o.stealing = false;
-  o.background_tick = false;  // ticks run in Submit, on the fake clock
-  o.tick_ns = 1000000;
-  o.split.enabled = true;  // 200 ms split windows
+  SplitTestSetup setup;
   std::atomic<int> done{0};
   auto hook = [&](std::unique_ptr<Txn>, const ExecResult&, int) { done.fetch_add(1); };
-  auto s = Scheduler::Create(o, ptrs, hook, &clock).value();
+  auto s = Scheduler::Create(setup.o, setup.ptrs, hook, &clock).value();
   ASSERT_TRUE(s->Start().ok());
   const RefId hot = RefId::Of("w_id=1");
   ASSERT_TRUE(s->hot_spots()->Set(hot, {0, 1, 2}));
