@@ -15,7 +15,7 @@ PolicyBandit::PolicyBandit(const Options& options)
       played_(n_.size(), false),
       ever_played_(n_.size(), false),
       a_(n_.size(), 0.0) {
-  for (Streak* st : {&reward_streak_, &abort_streak_}) {
+  for (Streak* st : {&reward_streak_, &abort_streak_, &mix_streak_}) {
     st->ref.assign(n_.size(), 0.0);
     st->arm_n.assign(n_.size(), 0.0);
     st->arm_s.assign(n_.size(), 0.0);
@@ -72,7 +72,7 @@ double PolicyBandit::AbortMean(int arm) const {
   return n_[arm] > 1e-12 ? a_[arm] / n_[arm] : 0.0;
 }
 
-PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate) {
+PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate, int mix_off) {
   const int k = arms();
   const int cur = current_;
   reward = std::max(0.0, reward);
@@ -95,39 +95,55 @@ PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate) {
   // less than `streak_min_windows` (discounted) windows neither extends
   // nor breaks a streak (a one-window mean is noise: shifts in a steady
   // uniform phase).
+  bool by_reward = false, by_aborts = false, by_mix = false;
   if (played_[cur] && n_[cur] >= options_.streak_min_windows) {
-    const bool by_reward =
-        Observe(&reward_streak_, cur, reward, Mean(cur), reward, abort_rate, options_.change, 0);
-    const bool by_aborts = have_aborts && Observe(&abort_streak_, cur, abort_rate, AbortMean(cur), reward,
-                                                      abort_rate, options_.abort_change, options_.abort_min_abs);
-    if (by_reward || by_aborts) {
-      const Streak& st = by_reward ? reward_streak_ : abort_streak_;
-      const double avg = st.ratio_sum / st.n;
-      // Every arm's past is stale: the current arm keeps only its windows in
-      // the streak (this one is added below), the others are tried again
-      // before the bandit chooses (their windows in the streak straddled
-      // the shift: measured online, TPC-C, count-max's one window in it at
-      // 7k kept it from the hot phase its 14k would have won). Keeping a
-      // share of the whole past kept the mean from before the shift:
-      // hard-partition's uniform-phase mean (18k) outbid every arm's 13k in
-      // the hot phase that had just cut it to 9k, and auto went back to it.
-      for (int i = 0; i < k; ++i) {
-        if (i == cur) {
-          n_[i] = st.arm_n[i] - 1;
-          s_[i] = st.arm_s[i] - reward;
-          a_[i] = st.arm_a[i] - abort_rate;
-        } else {
-          n_[i] = 0;
-          s_[i] = 0;
-          a_[i] = 0;
-          played_[i] = false;
-        }
+    by_reward = Observe(&reward_streak_, cur, reward, Mean(cur), reward, abort_rate, options_.change, 0);
+    by_aborts = have_aborts && Observe(&abort_streak_, cur, abort_rate, AbortMean(cur), reward, abort_rate,
+                                       options_.abort_change, options_.abort_min_abs);
+  }
+  // The reference mix: the caller's judgement of each window, whichever arm
+  // ran it, so no arm's mean has to be old enough.
+  if (mix_off == 0) {
+    mix_streak_.Clear();
+  } else if (mix_off > 0) {
+    ++mix_streak_.n;
+    mix_streak_.arm_n[cur] += 1;
+    mix_streak_.arm_s[cur] += reward;
+    mix_streak_.arm_a[cur] += abort_rate;
+    by_mix = mix_streak_.n >= std::max(1, options_.mix_windows);
+  }
+  if (by_reward || by_aborts || by_mix) {
+    const Streak& st = by_reward ? reward_streak_ : by_aborts ? abort_streak_ : mix_streak_;
+    // Every arm's past is stale: the current arm keeps only its windows in
+    // the streak (this one is added below), the others are tried again
+    // before the bandit chooses (their windows in the streak straddled
+    // the shift: measured online, TPC-C, count-max's one window in it at
+    // 7k kept it from the hot phase its 14k would have won). Keeping a
+    // share of the whole past kept the mean from before the shift:
+    // hard-partition's uniform-phase mean (18k) outbid every arm's 13k in
+    // the hot phase that had just cut it to 9k, and auto went back to it.
+    for (int i = 0; i < k; ++i) {
+      if (i == cur) {
+        n_[i] = std::max(0.0, st.arm_n[i] - 1);
+        s_[i] = std::max(0.0, st.arm_s[i] - reward);
+        a_[i] = std::max(0.0, st.arm_a[i] - abort_rate);
+      } else {
+        n_[i] = 0;
+        s_[i] = 0;
+        a_[i] = 0;
+        played_[i] = false;
       }
-      why_shift = absl::StrFormat("shift: windows at %.2fx their arms' mean %s over %d windows; ", avg,
-                                  by_reward ? "throughput" : "abort rate", std::max(1, options_.shift_windows));
-      reward_streak_.Clear();
-      abort_streak_.Clear();
     }
+    if (by_mix && !by_reward && !by_aborts) {
+      why_shift = absl::StrFormat("shift: reference mix off over %d windows; ", mix_streak_.n);
+    } else {
+      why_shift = absl::StrFormat("shift: windows at %.2fx their arms' mean %s over %d windows; ",
+                                  st.ratio_sum / st.n, by_reward ? "throughput" : "abort rate",
+                                  std::max(1, options_.shift_windows));
+    }
+    reward_streak_.Clear();
+    abort_streak_.Clear();
+    mix_streak_.Clear();
   }
   for (int i = 0; i < k; ++i) {
     n_[i] *= options_.discount;
@@ -141,6 +157,7 @@ PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate) {
   ever_played_[cur] = true;
 
   Step step;
+  step.shifted = !why_shift.empty();
   for (int i = 0; i < k; ++i) {
     if (!played_[i]) {
       step.arm = i;

@@ -64,11 +64,16 @@ class PolicyBandit {
     // by more than abort_min_abs (absolute: 0.002 against 0.004 is noise).
     double abort_change = 0.25;
     double abort_min_abs = 0.03;
+    // The reference mix's shift (when Update is given it: MixShift, a signal
+    // that does not depend on the arm running): this many windows in a row
+    // off the mix before them. Not gated by streak_min_windows.
+    int mix_windows = 2;
   };
   struct Step {
     int arm = 0;
     bool switched = false;
-    std::string reason;  // why this arm (for the switch log)
+    bool shifted = false;  // a shift was found in this window (every other arm's past dropped)
+    std::string reason;    // why this arm (for the switch log)
   };
 
   explicit PolicyBandit(const Options& options);
@@ -76,8 +81,10 @@ class PolicyBandit {
   int current() const { return current_; }
   int arms() const { return static_cast<int>(n_.size()); }
   // The reward of the window just run on current() and, if known (>= 0), its
-  // abort rate (conflict aborts per attempt); returns the next arm.
-  Step Update(double reward, double abort_rate = -1);
+  // abort rate (conflict aborts per attempt) and whether its reference mix was
+  // off the mix before (1), on it (0) or not judged (-1: neither extends nor
+  // breaks a streak); returns the next arm.
+  Step Update(double reward, double abort_rate = -1, int mix_off = -1);
   // Discounted mean reward of an arm (0 when never played).
   double Mean(int arm) const;
   double Plays(int arm) const { return n_[arm]; }
@@ -106,7 +113,7 @@ class PolicyBandit {
   // shift.
   bool Observe(Streak* st, int cur, double value, double mean, double reward, double abort_rate,
                double change, double min_abs) const;
-  Streak reward_streak_, abort_streak_;
+  Streak reward_streak_, abort_streak_, mix_streak_;
   std::vector<double> a_;  // discounted abort-rate sums (with n_)
 };
 

@@ -227,6 +227,48 @@ TEST(PolicyBanditTest, NearTwinArmsDoNotTradePlacesOnNoise) {
   EXPECT_GE(without, 2 * with_margin + 10) << with_margin;
 }
 
+// Arm 1 wins phase A (arm 0 10k, arm 1 15k; 8 windows, so arm 0's mean is
+// recent, as after a shift's re-trials); in phase B arm 0 makes 20k and
+// arm 1's throughput does not move, so no arm running shows the shift. Given
+// the reference mix's judgement (off for the first two windows of B), the
+// bandit drops arm 0's stale mean and tries it again. Returns the windows of
+// B until arm 0 runs (100: never in 100).
+int WindowsUntilTheStaleArmRuns(bool with_mix) {
+  PolicyBandit b({.arms = 2});
+  for (int w = 0; w < 8; ++w) b.Update(b.current() == 0 ? 10000 : 15000, -1, with_mix ? 0 : -1);
+  EXPECT_EQ(b.current(), 1);
+  for (int w = 0; w < 100; ++w) {
+    const int mix = with_mix ? (w < 2 ? 1 : 0) : -1;
+    const PolicyBandit::Step s = b.Update(b.current() == 0 ? 20000 : 15000, -1, mix);
+    if (with_mix && w == 1) {
+      EXPECT_TRUE(s.shifted);
+      EXPECT_NE(s.reason.find("reference mix"), std::string::npos) << s.reason;
+    }
+    if (s.arm == 0) return w + 1;
+  }
+  return 100;
+}
+
+TEST(PolicyBanditTest, AReferenceMixShiftRetriesAStaleArm) {
+  EXPECT_EQ(WindowsUntilTheStaleArmRuns(true), 2);
+  EXPECT_GE(WindowsUntilTheStaleArmRuns(false), 20);
+  // And it stays on the arm that wins after the shift.
+  PolicyBandit b({.arms = 2});
+  for (int w = 0; w < 8; ++w) b.Update(b.current() == 0 ? 10000 : 15000, -1, 0);
+  int on_0 = 0;
+  for (int w = 0; w < 40; ++w) on_0 += b.Update(b.current() == 0 ? 20000 : 15000, -1, w < 2 ? 1 : 0).arm == 0;
+  EXPECT_GE(on_0, 36);
+}
+
+// One off window among steady ones is not a shift.
+TEST(PolicyBanditTest, OneOffMixWindowIsNotAShift) {
+  PolicyBandit b({.arms = 2});
+  for (int w = 0; w < 40; ++w) {
+    const PolicyBandit::Step s = b.Update(b.current() == 0 ? 10000 : 15000, -1, w % 5 == 4 ? 1 : 0);
+    EXPECT_FALSE(s.shifted) << w;
+  }
+}
+
 TEST(PolicyBanditTest, TriesEveryArmFirstAndSaysWhy) {
   PolicyBandit b({.arms = 3});
   EXPECT_EQ(b.current(), 0);

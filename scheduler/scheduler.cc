@@ -61,6 +61,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
   PolicyBandit::Options bo = options.autopolicy.bandit;
   bo.arms = static_cast<int>(s->arms_.size());
   s->bandit_ = std::make_unique<PolicyBandit>(bo);
+  if (options.autopolicy.mix) s->mix_ = std::make_unique<MixShift>(options.autopolicy.mix_options);
   s->next_tick_.store(clock->NowNanos() + options.tick_ns, std::memory_order_relaxed);
   s->next_split_ns_ = clock->NowNanos() + options.split.window_ns;
   if (options.autopolicy.enabled) s->SetAuto(true);
@@ -136,6 +137,9 @@ void Scheduler::SetStealing(bool on) {
 
 QueueId Scheduler::Route(Txn& txn) {
   if (txn.decision_start_ns == 0) txn.decision_start_ns = clock_->NowNanos();
+  if (mix_ != nullptr && txn.attempts == 0 && auto_on_.load(std::memory_order_relaxed)) {
+    mix_->Sample(txn.learned_refs());
+  }
   if (!ticker_on_.load(std::memory_order_relaxed)) MaybeTick(txn.decision_start_ns);
   return schedule_->Place(txn);
 }
@@ -165,6 +169,9 @@ absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
   if (txn == nullptr) return absl::InvalidArgumentError("null transaction");
   if (queues_->is_shutdown()) return absl::FailedPreconditionError("scheduler is stopped");
   if (txn->decision_start_ns == 0) txn->decision_start_ns = clock_->NowNanos();
+  if (mix_ != nullptr && txn->attempts == 0 && auto_on_.load(std::memory_order_relaxed)) {
+    mix_->Sample(txn->learned_refs());
+  }
   if (!ticker_on_.load(std::memory_order_relaxed)) MaybeTick(txn->decision_start_ns);
   bool recorded = false;
   const QueueId q = schedule_->Place(*txn, &recorded);
@@ -617,6 +624,7 @@ void Scheduler::AutoStep(int64_t now) {
     auto_measuring_ = true;
     auto_measure_from_ns_ = now;
     auto_commits0_ = CommitsSoFar(&auto_aborts0_);
+    if (mix_ != nullptr) mix_->StartWindow();  // not the settling transactions
     return;
   }
   if (now - auto_measure_from_ns_ < options_.autopolicy.window_ns) return;
@@ -627,8 +635,18 @@ void Scheduler::AutoStep(int64_t now) {
   const uint64_t attempts = (commits - auto_commits0_) + (aborts - auto_aborts0_);
   const double abort_rate =
       attempts > 0 ? static_cast<double>(aborts - auto_aborts0_) / static_cast<double>(attempts) : -1.0;
+  int mix_off = -1;
+  MixShift::Window mw;
+  if (mix_ != nullptr) {
+    mw = mix_->EndWindow();
+    if (mw.measured) mix_off = mw.off ? 1 : 0;
+  }
   const int from_arm = bandit_->current();
-  const PolicyBandit::Step step = bandit_->Update(reward, abort_rate);
+  const PolicyBandit::Step step = bandit_->Update(reward, abort_rate, mix_off);
+  if (step.shifted && mix_ != nullptr) {
+    mix_->Rebase();  // the mix of the window that found the shift is the new base
+    if (mix_off == 1) Log(absl::StrCat("auto: ", mw.Describe()));
+  }
   if (!step.switched) {
     auto_measure_from_ns_ = now;  // the next window starts at once
     auto_commits0_ = commits;

@@ -40,7 +40,9 @@
 //   - --policy=auto (Options::autopolicy): a PolicyBandit over the arms,
 //     reward = commits per second over a window (after `settle_ns` following
 //     a switch); each switch is logged with its reason (Options::log) and
-//     kept (Switches()); PolicyLabel() names the current choice.
+//     kept (Switches()); PolicyLabel() names the current choice. A shift in
+//     the workload is seen from the windows' throughput and abort rates and
+//     from the references' mix among the transactions (MixShift).
 //
 // Thread safety: Submit, Route, ReportOutcome, SetPolicy, SetAuto, Tick,
 // the accessors and Stats are thread-safe; Start/Stop from one controlling
@@ -63,6 +65,7 @@
 #include "history/history.h"
 #include "policies/policy.h"
 #include "scheduler/hot_spots.h"
+#include "scheduler/mix_shift.h"
 #include "scheduler/policy_bandit.h"
 #include "scheduler/run_queues.h"
 #include "scheduler/schedule.h"
@@ -115,6 +118,11 @@ class Scheduler {
       int64_t window_ns = 200000000;
       int64_t settle_ns = 40000000;  // not measured after a switch
       PolicyBandit::Options bandit;  // .arms is set from `arms`
+      // The reference-mix shift signal (mix_shift.h): submitted (routed)
+      // transactions sampled while auto is on, each window judged against
+      // the mix before it and given to the bandit.
+      bool mix = true;
+      MixShift::Options mix_options;
     } autopolicy;
     // Where switch and split decisions are reported (null: stderr).
     std::function<void(const std::string&)> log;
@@ -245,6 +253,7 @@ class Scheduler {
   // Under tick_mu_:
   std::vector<Policy> arms_;
   std::unique_ptr<PolicyBandit> bandit_;
+  std::unique_ptr<MixShift> mix_;  // null: the mix signal is off; Sample from any thread
   int64_t auto_measure_from_ns_ = 0;  // window start (after settling)
   uint64_t auto_commits0_ = 0;
   uint64_t auto_aborts0_ = 0;

@@ -553,6 +553,55 @@ TEST(SchedulerOnlineTest, AutoPicksTheArmWithMoreCommitsAndLogsWhy) {
   EXPECT_EQ(s->PolicyLabel(), "count-max-canonical-single");
 }
 
+// Phase A: hard-partition commits 200 per tick, original 100; phase B (from
+// tick 200): original 300, hard-partition still 200, and reference 1, one of
+// eight in A, is named by half the transactions. Hard-partition's throughput
+// does not move, so only the reference mix shows the shift. Returns the
+// ticks of B until auto runs original (400: not in 400).
+int TicksUntilAutoSeesTheMixMove(bool mix) {
+  FakeClock clock;
+  Scheduler::Options o;
+  o.num_queues = 4;
+  o.autopolicy.enabled = true;
+  o.autopolicy.mix = mix;
+  o.autopolicy.arms = {ParsePolicy("hard-partition").value(), ParsePolicy("original").value()};
+  o.autopolicy.window_ns = 200000000;
+  o.autopolicy.settle_ns = 50000000;
+  std::vector<std::string> logged;
+  o.log = [&logged](const std::string& line) { logged.push_back(line); };
+  auto s = Scheduler::Create(o, {}, nullptr, &clock).value();
+  uint64_t unique = 1000;
+  for (int tick = 0; tick < 600; ++tick) {
+    const bool b = tick >= 200;
+    const bool hp = s->policy().kind == PolicyKind::kHardPartition;
+    if (tick == 200) {
+      EXPECT_TRUE(hp) << "phase A ends on hard-partition";
+    }
+    if (b && !hp) {
+      bool said = false;
+      for (const std::string& l : logged) said |= l.find("reference mix off") != std::string::npos;
+      EXPECT_EQ(said, mix);
+      return tick - 200;
+    }
+    const int commits = hp ? 200 : (b ? 300 : 100);
+    for (int i = 0; i < commits; ++i) {
+      Txn t;
+      t.refs = {RefId(b && i % 2 == 0 ? 1 : 1 + i % 8), RefId(++unique)};
+      t.partition_key = i;
+      s->Route(t);
+      s->ReportOutcome(t, Outcome::kCommitted);
+    }
+    clock.Advance(50000000);
+  }
+  return 400;
+}
+
+TEST(SchedulerOnlineTest, AutoRetriesAStaleArmWhenTheReferenceMixMoves) {
+  // Two windows off (and a settle), then the stale arm's re-trial.
+  EXPECT_LE(TicksUntilAutoSeesTheMixMove(true), 15);
+  EXPECT_GE(TicksUntilAutoSeesTheMixMove(false), 40);
+}
+
 }  // namespace
 }  // namespace scheduler
 }  // namespace corral
