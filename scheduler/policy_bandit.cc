@@ -114,9 +114,6 @@ PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate, int mi
   }
   if (by_reward || by_aborts || by_mix) {
     const Streak& st = by_reward ? reward_streak_ : by_aborts ? abort_streak_ : mix_streak_;
-    const bool mix_only = !by_reward && !by_aborts;
-    double best_before = 0;
-    for (int i = 0; i < k; ++i) best_before = std::max(best_before, Mean(i));
     // Every arm's past is stale: the current arm keeps only its windows in
     // the streak (this one is added below), the others are tried again
     // before the bandit chooses (their windows in the streak straddled
@@ -130,8 +127,6 @@ PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate, int mi
         n_[i] = std::max(0.0, st.arm_n[i] - 1);
         s_[i] = std::max(0.0, st.arm_s[i] - reward);
         a_[i] = std::max(0.0, st.arm_a[i] - abort_rate);
-      } else if (mix_only && played_[i] && Mean(i) < options_.mix_retry_within * best_before) {
-        continue;  // far behind before the mix moved: left to the UCB bonus
       } else {
         n_[i] = 0;
         s_[i] = 0;
@@ -139,7 +134,7 @@ PolicyBandit::Step PolicyBandit::Update(double reward, double abort_rate, int mi
         played_[i] = false;
       }
     }
-    if (mix_only) {
+    if (by_mix && !by_reward && !by_aborts) {
       why_shift = absl::StrFormat("shift: reference mix off over %d windows; ", mix_streak_.n);
     } else {
       why_shift = absl::StrFormat("shift: windows at %.2fx their arms' mean %s over %d windows; ",

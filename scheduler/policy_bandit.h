@@ -68,14 +68,6 @@ class PolicyBandit {
     // that does not depend on the arm running): this many windows in a row
     // off the mix before them. Not gated by streak_min_windows.
     int mix_windows = 2;
-    // After a shift seen only in the mix, the other arms tried again are
-    // those whose means were at least this fraction of the best mean before
-    // it; the rest keep their (discounted) means and come back through the
-    // UCB bonus. A moving hot set shifts the mix at every move without
-    // changing which arm wins (online YCSB: re-trying the learned arms at
-    // 0.5-0.8x and hard-partition at 0.45x of original after each move cost
-    // auto 5% per phase).
-    double mix_retry_within = 0.7;
   };
   struct Step {
     int arm = 0;

@@ -1,7 +1,5 @@
 #include "scheduler/policy_bandit.h"
 
-#include <algorithm>
-
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -229,7 +227,7 @@ TEST(PolicyBanditTest, NearTwinArmsDoNotTradePlacesOnNoise) {
   EXPECT_GE(without, 2 * with_margin + 10) << with_margin;
 }
 
-// Arm 1 wins phase A (arm 0 12k, arm 1 15k; 8 windows, so arm 0's mean is
+// Arm 1 wins phase A (arm 0 10k, arm 1 15k; 8 windows, so arm 0's mean is
 // recent, as after a shift's re-trials); in phase B arm 0 makes 20k and
 // arm 1's throughput does not move, so no arm running shows the shift. Given
 // the reference mix's judgement (off for the first two windows of B), the
@@ -237,7 +235,7 @@ TEST(PolicyBanditTest, NearTwinArmsDoNotTradePlacesOnNoise) {
 // B until arm 0 runs (100: never in 100).
 int WindowsUntilTheStaleArmRuns(bool with_mix) {
   PolicyBandit b({.arms = 2});
-  for (int w = 0; w < 8; ++w) b.Update(b.current() == 0 ? 12000 : 15000, -1, with_mix ? 0 : -1);
+  for (int w = 0; w < 8; ++w) b.Update(b.current() == 0 ? 10000 : 15000, -1, with_mix ? 0 : -1);
   EXPECT_EQ(b.current(), 1);
   for (int w = 0; w < 100; ++w) {
     const int mix = with_mix ? (w < 2 ? 1 : 0) : -1;
@@ -256,34 +254,10 @@ TEST(PolicyBanditTest, AReferenceMixShiftRetriesAStaleArm) {
   EXPECT_GE(WindowsUntilTheStaleArmRuns(false), 20);
   // And it stays on the arm that wins after the shift.
   PolicyBandit b({.arms = 2});
-  for (int w = 0; w < 8; ++w) b.Update(b.current() == 0 ? 12000 : 15000, -1, 0);
+  for (int w = 0; w < 8; ++w) b.Update(b.current() == 0 ? 10000 : 15000, -1, 0);
   int on_0 = 0;
   for (int w = 0; w < 40; ++w) on_0 += b.Update(b.current() == 0 ? 20000 : 15000, -1, w < 2 ? 1 : 0).arm == 0;
   EXPECT_GE(on_0, 36);
-}
-
-// After a shift seen only in the mix, an arm far behind before it (under
-// mix_retry_within of the best mean) is not tried again at once; one close
-// behind is.
-TEST(PolicyBanditTest, AMixShiftRetriesOnlyArmsThatWereClose) {
-  PolicyBandit b({.arms = 3});
-  const double before[] = {15000, 12000, 6000};  // arm 2 at 0.4x
-  for (int w = 0; w < 12; ++w) b.Update(before[b.current()], -1, 0);
-  ASSERT_EQ(b.current(), 0);
-  std::vector<int> ran;
-  for (int w = 0; w < 6; ++w) {
-    const PolicyBandit::Step s = b.Update(before[b.current()], -1, w < 2 ? 1 : 0);
-    if (w == 1) EXPECT_TRUE(s.shifted);
-    ran.push_back(s.arm);
-  }
-  EXPECT_NE(std::find(ran.begin(), ran.end(), 1), ran.end());
-  EXPECT_EQ(std::find(ran.begin(), ran.end(), 2), ran.end());
-  // A shift the throughput shows re-tries every arm.
-  PolicyBandit c({.arms = 3});
-  for (int w = 0; w < 12; ++w) c.Update(before[c.current()], -1, 0);
-  ran.clear();
-  for (int w = 0; w < 8; ++w) ran.push_back(c.Update(c.current() == 0 ? 5000 : before[c.current()]).arm);
-  EXPECT_NE(std::find(ran.begin(), ran.end(), 2), ran.end());
 }
 
 // One off window among steady ones is not a shift.

@@ -553,12 +553,11 @@ TEST(SchedulerOnlineTest, AutoPicksTheArmWithMoreCommitsAndLogsWhy) {
   EXPECT_EQ(s->PolicyLabel(), "count-max-canonical-single");
 }
 
-// Phase A: hard-partition commits 200 per tick, original 150; phase B (from
-// the first tick after 60 on hard-partition): original 300, hard-partition
-// still 200, and reference 1, one of eight in A, is named by half the
-// transactions. Hard-partition's throughput does not move, so only the
-// reference mix shows the shift. Returns the ticks of B until auto runs
-// original (400: not in 400).
+// Phase A: hard-partition commits 200 per tick, original 100; phase B (from
+// tick 200): original 300, hard-partition still 200, and reference 1, one of
+// eight in A, is named by half the transactions. Hard-partition's throughput
+// does not move, so only the reference mix shows the shift. Returns the
+// ticks of B until auto runs original (400: not in 400).
 int TicksUntilAutoSeesTheMixMove(bool mix) {
   FakeClock clock;
   Scheduler::Options o;
@@ -572,18 +571,19 @@ int TicksUntilAutoSeesTheMixMove(bool mix) {
   o.log = [&logged](const std::string& line) { logged.push_back(line); };
   auto s = Scheduler::Create(o, {}, nullptr, &clock).value();
   uint64_t unique = 1000;
-  int b_from = -1;
-  for (int tick = 0; tick < 500; ++tick) {
+  for (int tick = 0; tick < 600; ++tick) {
+    const bool b = tick >= 200;
     const bool hp = s->policy().kind == PolicyKind::kHardPartition;
-    if (b_from < 0 && tick >= 60 && hp) b_from = tick;
-    const bool b = b_from >= 0;
+    if (tick == 200) {
+      EXPECT_TRUE(hp) << "phase A ends on hard-partition";
+    }
     if (b && !hp) {
       bool said = false;
       for (const std::string& l : logged) said |= l.find("reference mix off") != std::string::npos;
       EXPECT_EQ(said, mix);
-      return tick - b_from;
+      return tick - 200;
     }
-    const int commits = hp ? 200 : (b ? 300 : 150);
+    const int commits = hp ? 200 : (b ? 300 : 100);
     for (int i = 0; i < commits; ++i) {
       Txn t;
       t.refs = {RefId(b && i % 2 == 0 ? 1 : 1 + i % 8), RefId(++unique)};
