@@ -36,11 +36,11 @@ std::string MixShift::Window::Describe() const {
 
 MixShift::MixShift(const Options& options) : options_(options) {}
 
-void MixShift::Sample(absl::Span<const RefId> refs, int every_n) {
+void MixShift::Sample(absl::Span<const RefId> refs) {
   // A transaction whose references were not extracted (auto on a baseline
   // arm extracts one in four) says nothing about the mix.
   if (refs.empty()) return;
-  const uint64_t every = static_cast<uint64_t>(std::max(1, every_n > 0 ? every_n : options_.sample_every));
+  const uint64_t every = static_cast<uint64_t>(std::max(1, options_.sample_every));
   if (tick_.fetch_add(1, std::memory_order_relaxed) % every != 0) return;
   std::lock_guard<std::mutex> l(mu_);
   ++samples_;

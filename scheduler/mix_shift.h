@@ -73,10 +73,10 @@ class MixShift {
 
   explicit MixShift(const Options& options);
 
-  // Counts one first attempt's (distinct) references, one call in `every`
-  // (0: Options::sample_every) of those with any (an empty list is not a
-  // sample: a transaction whose references were not extracted).
-  void Sample(absl::Span<const RefId> refs, int every = 0);
+  // Counts one first attempt's (distinct) references, one call in
+  // `sample_every` of those with any (an empty list is not a sample: a
+  // transaction whose references were not extracted).
+  void Sample(absl::Span<const RefId> refs);
   // Drops what was sampled since the last window (a settling period).
   void StartWindow();
   // Judges the window sampled since the last StartWindow/EndWindow against

@@ -135,17 +135,10 @@ void Scheduler::SetStealing(bool on) {
   if (queues_ != nullptr) queues_->SetStealing(on);
 }
 
-int Scheduler::MixSampleEvery() const {
-  // Under a baseline arm the embedded runner extracts one transaction in four
-  // (runner.cc): sampling one in four of those left 120-200 samples in the
-  // hot phase's 200 ms windows, so every one with references is sampled.
-  return schedule_->policy().kind == PolicyKind::kLearned ? 0 : 1;
-}
-
 QueueId Scheduler::Route(Txn& txn) {
   if (txn.decision_start_ns == 0) txn.decision_start_ns = clock_->NowNanos();
   if (mix_ != nullptr && txn.attempts == 0 && auto_on_.load(std::memory_order_relaxed)) {
-    mix_->Sample(txn.learned_refs(), MixSampleEvery());
+    mix_->Sample(txn.learned_refs());
   }
   if (!ticker_on_.load(std::memory_order_relaxed)) MaybeTick(txn.decision_start_ns);
   return schedule_->Place(txn);
@@ -177,7 +170,7 @@ absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
   if (queues_->is_shutdown()) return absl::FailedPreconditionError("scheduler is stopped");
   if (txn->decision_start_ns == 0) txn->decision_start_ns = clock_->NowNanos();
   if (mix_ != nullptr && txn->attempts == 0 && auto_on_.load(std::memory_order_relaxed)) {
-    mix_->Sample(txn->learned_refs(), MixSampleEvery());
+    mix_->Sample(txn->learned_refs());
   }
   if (!ticker_on_.load(std::memory_order_relaxed)) MaybeTick(txn->decision_start_ns);
   bool recorded = false;
