@@ -48,9 +48,8 @@ measure() {
   pgbench -n $PGB_ARGS -h 127.0.0.1 -p "$port" -U postgres -c "$CLIENTS" -j 1 -T "$SECONDS_PER_RUN" "$DB" \
     > "$WORK/pgbench.out" 2>&1 || true
   read -r u1 s1 < <(ticks "$pid")
-  n=$(awk '/number of transactions actually processed/ { print $NF }' "$WORK/pgbench.out" | cut -d/ -f1)
-  tps=$(grep -o 'tps = [0-9.]*' "$WORK/pgbench.out" | head -1 | awk '{ print $3 }')
-  [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "pgbench failed through $name:" >&2; cat "$WORK/pgbench.out" >&2; exit 1; }
+  read -r tps n _ _ _ < <(pgbench_summary "$WORK/pgbench.out" 0)
+  [ "$n" -gt 0 ] || { echo "pgbench failed through $name:" >&2; cat "$WORK/pgbench.out" >&2; exit 1; }
   python3 - "$name" "$ROUND" "$tps" "$n" "$u0" "$s0" "$u1" "$s1" "$TICK" >> "$WORK/rows.tsv" <<'PY'
 import sys
 name, rnd, tps, n, u0, s0, u1, s1, tick = sys.argv[1:]

@@ -123,3 +123,18 @@ cpu_ticks() {
     for p in "${kids[@]}"; do cat "/proc/$p/stat" 2>/dev/null | sed 's/^.*) //' | awk '{ print $12 + $13 }'; done
   } | awk '{ t += $1 } END { print t + 0 }'
 }
+
+# pgbench_summary [FILE] [MISSING]: pgbench's end-of-run summary (FILE, else
+# stdin) as one tab-separated line: tps, transactions processed, retried,
+# retried %, failed; a figure pgbench did not print (no retries without
+# --max-tries, or a run that failed) is MISSING (default "-").
+#   read -r tps n retried pct failed < <(pgbench_summary "$WORK/out.txt" 0)
+pgbench_summary() {
+  awk -v miss="${2:--}" -v OFS='\t' '
+    /^tps = / && tps == "" { tps = $3 }
+    /^number of transactions actually processed:/ { split($NF, a, "/"); n = a[1] }
+    /^number of transactions retried:/ { r = $5; pct = $6; gsub(/[(%)]/, "", pct) }
+    /^number of failed transactions:/ { f = $5 }
+    function v(x) { return x == "" ? miss : x }
+    END { print v(tps), v(n), v(r), v(pct), v(f) }' "${1:-/dev/stdin}"
+}

@@ -86,11 +86,8 @@ if [ "$INTERLEAVE" = 1 ]; then
           -T "$WINDOW" -f "$OLDPWD/bench/proxy/moving_hot.sql" -D rows="$HOT_ROWS" \
           --max-tries="$MAX_TRIES" $DB > "out$w.txt" 2>&1 ) || true
       # pgbench's summary: transactions processed and retried in the window.
-      awk -v p="$path" -v w="$w" -v OFS='\t' '
-        /^number of transactions actually processed/ { n = $NF }
-        /^number of failed transactions/ { f = $5 }
-        /^number of transactions retried/ { r = $5 }
-        END { print p, w, n + 0, r + 0, f + 0 }' "$WORK/$path/out$w.txt" >> "$RES"
+      read -r _ n r _ f < <(pgbench_summary "$WORK/$path/out$w.txt" 0)
+      echo -e "$path\t$w\t$n\t$r\t$f" >> "$RES"
       grep -E "^tps" "$WORK/$path/out$w.txt" | sed "s/^/# $path window $w: /"
     done
   done

@@ -160,13 +160,14 @@ split_run() {  # dur args...
   for i in "${pb[@]}"; do wait "$i" || true; done
   local tps=0 retried=0 failed=0 t r f
   for i in $(seq 0 $(($n - 1))); do
-    t=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$WORK/pgbench$i.out")
-    r=$(sed -n 's/^number of transactions retried: \([0-9]*\) .*/\1/p' "$WORK/pgbench$i.out")
-    f=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$WORK/pgbench$i.out")
-    [ -n "$t" ] || tail -3 "$WORK/pgbench$i.out" >&2
-    tps=$(awk -v a="$tps" -v b="${t:-0}" 'BEGIN { printf "%.1f", a + b }')
-    retried=$((retried + ${r:-0}))
-    failed=$((failed + ${f:-0}))
+    read -r t _ r _ f < <(pgbench_summary "$WORK/pgbench$i.out")
+    [ "$t" != - ] || tail -3 "$WORK/pgbench$i.out" >&2
+    [ "$t" != - ] || t=0
+    [ "$r" != - ] || r=0
+    [ "$f" != - ] || f=0
+    tps=$(awk -v a="$tps" -v b="$t" 'BEGIN { printf "%.1f", a + b }')
+    retried=$((retried + r))
+    failed=$((failed + f))
   done
   echo "$tps $retried $failed"
 }

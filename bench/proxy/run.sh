@@ -249,11 +249,8 @@ run() {  # path workload variant args...
   [ -n "${CPID[$path]:-}" ] && t1=$(cpu_ticks "${CPID[$path]}")
   admin_snapshot "$path" "$workload" "$variant" end
   local tps retried pct failed txns
-  tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
-  retried=$(echo "$out" | sed -n 's/^number of transactions retried: \([0-9]*\) .*/\1/p')
-  pct=$(echo "$out" | sed -n 's/^number of transactions retried: [0-9]* (\([0-9.]*\)%).*/\1/p')
-  failed=$(echo "$out" | sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p')
-  txns=$(echo "$out" | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p')
+  read -r tps txns retried pct failed < <(echo "$out" | pgbench_summary)
+  tps=${tps#-} txns=${txns#-} retried=${retried#-} pct=${pct#-} failed=${failed#-}  # "-": not printed
   if [ -n "${t0:-}" ] && [ -n "${txns:-}" ] && [ "$txns" -gt 0 ]; then
     cpu=$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$txns" 'BEGIN { printf "%.1f", d * 1e6 / hz / n }')
   fi

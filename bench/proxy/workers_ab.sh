@@ -48,9 +48,8 @@ for r in $(seq 1 "$ROUNDS"); do
     # shellcheck disable=SC2086
     out=$(pgbench -n -h 127.0.0.1 -p "${PORT[$w]}" -U postgres -c "$CLIENTS" -j 2 -T "$DUR" $PGB_ARGS corral_bench 2>&1) || true
     t1=$(cpu_ticks "${PID[$w]}")
-    n=$(echo "$out" | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p')
-    tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
-    retried=$(echo "$out" | sed -n 's/^number of transactions retried: \([0-9]*\).*/\1/p')
+    read -r tps n retried _ _ < <(echo "$out" | pgbench_summary)
+    tps=${tps#-} n=${n#-} retried=${retried#-}  # "-": not printed
     cpu=$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.1f", d * 1e6 / hz / n; else print "-" }')
     echo "r$r workers=$w tps=${tps:-?} retried=${retried:--} proxy_cpu_us/txn=$cpu load=$(cut -d' ' -f1 /proc/loadavg)"
   done
