@@ -135,11 +135,16 @@ void Scheduler::SetStealing(bool on) {
   if (queues_ != nullptr) queues_->SetStealing(on);
 }
 
-QueueId Scheduler::Route(Txn& txn) {
-  if (txn.decision_start_ns == 0) txn.decision_start_ns = clock_->NowNanos();
+void Scheduler::SampleMix(const Txn& txn) {
+  // First attempts only, while auto is on (retries would weigh aborting rows).
   if (mix_ != nullptr && txn.attempts == 0 && auto_on_.load(std::memory_order_relaxed)) {
     mix_->Sample(txn.learned_refs());
   }
+}
+
+QueueId Scheduler::Route(Txn& txn) {
+  if (txn.decision_start_ns == 0) txn.decision_start_ns = clock_->NowNanos();
+  SampleMix(txn);
   if (!ticker_on_.load(std::memory_order_relaxed)) MaybeTick(txn.decision_start_ns);
   return schedule_->Place(txn);
 }
@@ -169,9 +174,7 @@ absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
   if (txn == nullptr) return absl::InvalidArgumentError("null transaction");
   if (queues_->is_shutdown()) return absl::FailedPreconditionError("scheduler is stopped");
   if (txn->decision_start_ns == 0) txn->decision_start_ns = clock_->NowNanos();
-  if (mix_ != nullptr && txn->attempts == 0 && auto_on_.load(std::memory_order_relaxed)) {
-    mix_->Sample(txn->learned_refs());
-  }
+  SampleMix(*txn);
   if (!ticker_on_.load(std::memory_order_relaxed)) MaybeTick(txn->decision_start_ns);
   bool recorded = false;
   const QueueId q = schedule_->Place(*txn, &recorded);

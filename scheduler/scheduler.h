@@ -220,6 +220,8 @@ class Scheduler {
   bool WorthSplitting(RefId lead, int64_t window_commits) const;
   static int64_t WindowCommits(const std::vector<QueueLoad>& d);
   void AutoStep(int64_t now);
+  // Hands a first attempt's references to the mix signal (auto on).
+  void SampleMix(const Txn& txn);
   // Commits so far, and (if non-null) conflict aborts.
   uint64_t CommitsSoFar(uint64_t* conflict_aborts = nullptr) const;
   void Log(const std::string& line) const;

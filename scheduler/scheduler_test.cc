@@ -507,16 +507,23 @@ TEST(SchedulerOnlineTest, ABaselinePolicyKeepsTheSplitTableForTheLearnedOne) {
   s->Stop();
 }
 
-TEST(SchedulerOnlineTest, AutoPicksTheArmWithMoreCommitsAndLogsWhy) {
-  FakeClock clock;
+// Routing-only options with auto on over the two named arms (4 queues,
+// 200 ms windows, 50 ms settling), the log kept in *logged.
+Scheduler::Options AutoOptions(const char* arm0, const char* arm1, std::vector<std::string>* logged) {
   Scheduler::Options o;
   o.num_queues = 4;
   o.autopolicy.enabled = true;
-  o.autopolicy.arms = {ParsePolicy("original").value(), ParsePolicy("hard-partition").value()};
+  o.autopolicy.arms = {ParsePolicy(arm0).value(), ParsePolicy(arm1).value()};
   o.autopolicy.window_ns = 200000000;
   o.autopolicy.settle_ns = 50000000;
+  o.log = [logged](const std::string& line) { logged->push_back(line); };
+  return o;
+}
+
+TEST(SchedulerOnlineTest, AutoPicksTheArmWithMoreCommitsAndLogsWhy) {
+  FakeClock clock;
   std::vector<std::string> logged;
-  o.log = [&logged](const std::string& line) { logged.push_back(line); };
+  const Scheduler::Options o = AutoOptions("original", "hard-partition", &logged);
   auto s = Scheduler::Create(o, {}, nullptr, &clock).value();
   EXPECT_TRUE(s->auto_policy());
   EXPECT_EQ(s->PolicyLabel(), "auto (original)");
@@ -560,15 +567,9 @@ TEST(SchedulerOnlineTest, AutoPicksTheArmWithMoreCommitsAndLogsWhy) {
 // ticks of B until auto runs original (400: not in 400).
 int TicksUntilAutoSeesTheMixMove(bool mix) {
   FakeClock clock;
-  Scheduler::Options o;
-  o.num_queues = 4;
-  o.autopolicy.enabled = true;
-  o.autopolicy.mix = mix;
-  o.autopolicy.arms = {ParsePolicy("hard-partition").value(), ParsePolicy("original").value()};
-  o.autopolicy.window_ns = 200000000;
-  o.autopolicy.settle_ns = 50000000;
   std::vector<std::string> logged;
-  o.log = [&logged](const std::string& line) { logged.push_back(line); };
+  Scheduler::Options o = AutoOptions("hard-partition", "original", &logged);
+  o.autopolicy.mix = mix;
   auto s = Scheduler::Create(o, {}, nullptr, &clock).value();
   uint64_t unique = 1000;
   for (int tick = 0; tick < 600; ++tick) {
