@@ -336,7 +336,11 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           RestartTried(c, b);  // restart_loop.cc
           continue;
         }
-        if (c != nullptr && c->backend == b && ReplayOnReady(c, b, batch_replay)) continue;
+        // An attach batch (the proxy's session SQL before the client's
+        // messages) is never the replay's: a restart waiting to re-run
+        // (Phase::kWaiting) would take its ReadyForQuery for its own, and
+        // the attach would never finish.
+        if (!attach && c != nullptr && c->backend == b && ReplayOnReady(c, b, batch_replay)) continue;
         if (forward && c != nullptr) {
           Send(c, f.raw);
           c->sess.OnReadyForQuery(b->status);

@@ -22,9 +22,9 @@ namespace {
 
 class RestartTest : public ReplayClientsTest {
  protected:
-  void StartRestart(bool on, int workers = 1, bool retry_routing = true) {
+  void StartRestart(bool on, int workers = 1, bool retry_routing = true, int pool_size = 4) {
     Options o;
-    o.pool_size = 4;
+    o.pool_size = pool_size;
     o.retry_routing = retry_routing;
     o.workers = workers;  // > 1: the loops' shared key table
     o.restart_on_hot_key = on;
@@ -33,6 +33,14 @@ class RestartTest : public ReplayClientsTest {
   // Rows k (v = 1 afterwards) get a History abort: hot.
   void MakeHot(std::initializer_list<int> rows) {
     for (int k : rows) LearnAbort(proxy_.ClientConninfo(), server_conn_, table_, k);
+  }
+  // A client whose application_name is `name` (a session parameter the
+  // proxy sets on each backend it attaches the client to).
+  PGconn* ConnectAs(const std::string& name) {
+    PGconn* c = PQconnectdb(absl::StrCat(proxy_.ClientConninfo(), " application_name=", name).c_str());
+    EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+    conns_.push_back(c);
+    return c;
   }
   std::string Select(int k) const { return absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k); }
   // One statement as ExecValue answers it, sent as a simple Query or, when
@@ -255,6 +263,44 @@ TEST_F(RestartTest, ATemplateWhoseRestartsCloseWaitCyclesLetsOneTransactionGrowA
   EXPECT_EQ(stats().restart_requeues.load(), 2);
   EXPECT_EQ(stats().restart_mismatches.load(), 2);
   EXPECT_EQ(stats().restart_gate_txns.load(), 2);
+  EXPECT_TRUE(NothingLeftBehind());
+}
+
+// A restart that waited without a backend re-runs on whichever is free;
+// one whose session parameters differ from the client's gets them first
+// (its attach SQL, whose ReadyForQuery the waiting restart's replay took
+// for its own: the attach never finished and the client waited forever).
+// Pool of 2: a holds hot row 2's key on one backend; b restarts at its
+// UPDATE of row 2 and gives its backend back; d's open transaction takes
+// that one; a commits: b re-runs on a's backend after a SET of its own
+// application_name, and commits.
+TEST_F(RestartTest, ARestartResumedOnAnotherSessionsBackendGetsItsParametersFirst) {
+  StartRestart(true, 1, /*retry_routing=*/true, /*pool_size=*/2);
+  MakeHot({2, 3});
+  PGconn* a = ConnectAs("corral_a");
+  PGconn* b = ConnectAs("corral_b");
+  PGconn* d = ConnectAs("corral_d");
+  EXPECT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+  EXPECT_EQ(ExecValue(a, Select(1)), "0");
+  EXPECT_EQ(ExecValue(a, Update(2)), "UPDATE 1");
+  EXPECT_TRUE(ExecOk(b, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+  EXPECT_EQ(ExecValue(b, Select(3)), "1");
+  ASSERT_EQ(PQsendQuery(b, Update(2).c_str()), 1);
+  ASSERT_TRUE(Eventually([&] { return stats().restart_key_waits.load() == 1; }));
+  // d on the backend b gave back (sent, not waited for: were it queued
+  // behind a, a's COMMIT below lets it run).
+  ASSERT_EQ(PQsendQuery(d, "BEGIN; SELECT current_setting('application_name')"), 1);
+  ASSERT_TRUE(Answered(d));
+  EXPECT_EQ(Collect(d), "corral_d");
+  EXPECT_TRUE(ExecOk(a, "COMMIT"));
+  ASSERT_TRUE(Answered(b));
+  EXPECT_EQ(Collect(b), "UPDATE 1");
+  EXPECT_EQ(ExecValue(b, "SELECT current_setting('application_name')"), "corral_b");
+  EXPECT_TRUE(ExecOk(b, "COMMIT"));
+  EXPECT_TRUE(ExecOk(d, "COMMIT"));
+  EXPECT_EQ(Value(2), "3");  // MakeHot, a, b
+  EXPECT_EQ(stats().restarts.load(), 1);
+  EXPECT_EQ(stats().restart_matches.load(), 1);
   EXPECT_TRUE(NothingLeftBehind());
 }
 
