@@ -17,10 +17,10 @@
 //
 // Fresh databases. The first Open() for a population (workload name,
 // warehouses, scale, DDL text) in this process builds a template database
-// "corral_tpl_<pid>_<hex>": CREATE DATABASE, the workload's DDL
+// "corral_tpl_<pid>_<tag>_<hex>": CREATE DATABASE, the workload's DDL
 // (schemas/<workload>.sql), the engine-generated population copied with
 // COPY FROM STDIN (the same values as pg_forms' LoadPg), ANALYZE. Every
-// Open() then drops and re-creates the run database "corral_run_<pid>" as
+// Open() then drops and re-creates the run database "corral_run_<pid>_<tag>" as
 // CREATE DATABASE ... TEMPLATE <template> (a file copy: well under a second
 // for TPC-C with a few warehouses). The run database is dropped when the
 // instance is destroyed, the templates when the Backend is. The admin
