@@ -97,6 +97,20 @@ s=$("$PY" "$SUMMARY" "$S"); rc=$?
 [ $rc -eq 1 ] || fail "newer run_k_of_N group: exit $rc, want 1"
 grep -qx "2 passed, 1 failed" <<<"$(tail -1 <<<"$s")" || fail "newer run_k_of_N group not counted: $s"
 
+# A failed target (here timed out: Bazel's stub case) shows the end of its
+# test.log above the summary; a passing one does not.
+L="$T/logs"
+rm -rf "$L"
+xml "$L/slow/test.xml" slow '<failure message="timed out"/>'
+{ echo "first line, out of the tail"; for i in $(seq 1 40); do echo "log line $i"; done; echo "-- Test timed out --"; } > "$L/slow/test.log"
+xml "$L/fine/test.xml" fine ''
+echo "a passing target's log" > "$L/fine/test.log"
+s=$("$PY" "$SUMMARY" "$L")
+grep -q "^---- end of slow/test.log ----$" <<<"$s" || fail "no tail header for a failed target: $s"
+grep -qx "  -- Test timed out --" <<<"$s" || fail "failed target's last log line missing: $s"
+grep -q "first line, out of the tail\|passing target's log" <<<"$s" && fail "more than the failed log's tail: $s"
+grep -qx "1 passed, 1 failed" <<<"$(tail -1 <<<"$s")" || fail "summary after a log tail: $s"
+
 if [ $fails -gt 0 ]; then
   echo "$fails check(s) failed"
   exit 1

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 
+LOG_TAIL_LINES = 25
 _RUN_DIR = re.compile(r"^(run|shard)_\d+_of_(\d+)$")
 import xml.etree.ElementTree as ET
 
@@ -61,6 +62,7 @@ def newest_results(d):
 def main(dirs):
     tp = tf = ts = 0
     all_failures = []
+    failed_logs = []  # test.log of each target with a failure, in order
     for d in dirs:
         if not d or not os.path.isdir(d):
             continue
@@ -71,6 +73,18 @@ def main(dirs):
             ts += s
             rel = os.path.relpath(os.path.dirname(path), d)
             all_failures += ["%s: %s" % (rel, x) for x in fl]
+            log = os.path.join(os.path.dirname(path), "test.log")
+            if fl and os.path.isfile(log):
+                failed_logs.append((rel, log))
+    # The end of each failed target's log (at most 3), just above the
+    # summary: what CI shows of its output is its last lines, and a target
+    # that timed out or crashed names no failing case of its own.
+    for rel, log in failed_logs[:3]:
+        with open(log, errors="replace") as f:
+            tail = f.read().splitlines()[-LOG_TAIL_LINES:]
+        print("---- end of %s/test.log ----" % rel)
+        for line in tail:
+            print("  " + line)
     for x in all_failures:
         print("FAILED:", x)
     if ts:
