@@ -221,7 +221,6 @@ void Scheduler::SetAuto(bool on) {
   schedule_->SetPolicy(next);
   auto_measuring_ = false;
   auto_measure_from_ns_ = clock_->NowNanos() + options_.autopolicy.settle_ns;
-  auto_switch_step_ = split_steps_;
   const std::string to = PolicyName(next);
   if (from != to) {
     const std::string reason = "auto on: start with arm " + std::to_string(bandit_->current());
@@ -325,7 +324,6 @@ void Scheduler::SplitStep(int64_t now) {
   // 1.25 queue shares and given back in the learned arm's first window
   // (SplitRule::ClearlyFits).
   if (schedule_->policy().kind != PolicyKind::kLearned) return;
-  ++split_steps_;
   auto mean_wait = [&](int q) {
     return d[q].started > 0 ? static_cast<double>(d[q].wait_ns) / static_cast<double>(d[q].started) : 0.0;
   };
@@ -439,7 +437,6 @@ void Scheduler::SplitStep(int64_t now) {
     if (dropped) e.state.k = 1;
     const int next = e.state.k;
     if (next > k) {
-      split_grew_step_ = split_steps_;
       const std::vector<int> free = free_queues();
       for (int j = 0; j < next - k && j < static_cast<int>(free.size()); ++j) {
         e.queues.push_back(free[j]);
@@ -627,7 +624,6 @@ bool Scheduler::Rebalance(const std::vector<QueueLoad>& d, int64_t window_ns, bo
 void Scheduler::AutoStep(int64_t now) {
   if (!auto_measuring_) {
     if (now < auto_measure_from_ns_) return;  // settling after a switch
-    if (SplitSettling()) return;
     auto_measuring_ = true;
     auto_measure_from_ns_ = now;
     auto_commits0_ = CommitsSoFar(&auto_aborts0_);
@@ -672,18 +668,6 @@ void Scheduler::AutoStep(int64_t now) {
   Log(absl::StrCat("auto: ", from, " -> ", to, " (", reason, ")"));
   auto_measuring_ = false;
   auto_measure_from_ns_ = now + options_.autopolicy.settle_ns;
-  auto_switch_step_ = split_steps_;
-}
-
-bool Scheduler::SplitSettling() const {
-  const Options::Auto& a = options_.autopolicy;
-  if (hot_spots_ == nullptr || a.split_settle_max_steps <= 0 ||
-      schedule_->policy().kind != PolicyKind::kLearned) {
-    return false;
-  }
-  const int64_t steps = split_steps_ - auto_switch_step_;
-  if (steps >= a.split_settle_max_steps) return false;
-  return steps < a.split_settle_steps || split_grew_step_ == split_steps_;
 }
 
 WorkerStats Scheduler::Stats() const {

@@ -117,15 +117,6 @@ class Scheduler {
       // at 200 ms against x0.86-0.95 at 300 ms).
       int64_t window_ns = 200000000;
       int64_t settle_ns = 40000000;  // not measured after a switch
-      // A learned arm (with splitting on) is measured only once its split
-      // table has settled: after at least split_settle_steps split windows
-      // under it since the switch, the last of which grew no set, or after
-      // split_settle_max_steps (0: after settle_ns alone). A set grows a
-      // queue a window, so a trial measured at once after a shift into a
-      // hot spot ran serialized (online TPC-C's hot phase: 7-9k against
-      // 14k once split) and auto kept original.
-      int split_settle_steps = 2;
-      int split_settle_max_steps = 6;
       PolicyBandit::Options bandit;  // .arms is set from `arms`
       // The reference-mix shift signal (mix_shift.h): submitted (routed)
       // transactions sampled while auto is on, each window judged against
@@ -269,14 +260,6 @@ class Scheduler {
   uint64_t auto_commits0_ = 0;
   uint64_t auto_aborts0_ = 0;
   bool auto_measuring_ = false;
-  // Split windows measured under a learned policy (SplitStep), the last of
-  // them that grew a set, and the count at auto's last switch.
-  int64_t split_steps_ = 0;
-  int64_t split_grew_step_ = -1;
-  int64_t auto_switch_step_ = 0;
-  // Whether the current learned arm's split table is still settling
-  // (Auto::split_settle_steps): its measurement waits.
-  bool SplitSettling() const;
   int64_t next_split_ns_ = 0;
   std::vector<QueueLoad> split_prev_;
   int64_t split_prev_ns_ = 0;  // when split_prev_ was read (0: not yet)

@@ -8,7 +8,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "common/fake_clock.h"
 #include "common/tsan_visible_mutex.h"
 #include "gtest/gtest.h"
@@ -506,58 +505,6 @@ TEST(SchedulerOnlineTest, ABaselinePolicyKeepsTheSplitTableForTheLearnedOne) {
   }
   EXPECT_EQ(done.load(), submitted);
   s->Stop();
-}
-
-// Auto over count-max (a learned arm, first) and original with splitting on:
-// the learned arm's first window is measured only after two split windows
-// under it (its split table settled), so the bandit's first switch (to the
-// untried original) comes a window's length after those; with
-// split_settle_max_steps = 0, right after settle_ns and one window.
-// Returns when that switch came, in ms after the start.
-int64_t FirstAutoSwitchMs(int split_settle_max_steps) {
-  FakeClock clock;
-  SplitTestSetup setup;
-  Scheduler::Options& o = setup.o;
-  o.autopolicy.enabled = true;
-  o.autopolicy.arms = {ParsePolicy("count-max-canonical-single").value(), ParsePolicy("original").value()};
-  o.autopolicy.window_ns = 200000000;
-  o.autopolicy.settle_ns = 40000000;
-  o.autopolicy.split_settle_max_steps = split_settle_max_steps;
-  std::atomic<int> done{0};
-  auto hook = [&](std::unique_ptr<Txn>, const ExecResult&, int) { done.fetch_add(1); };
-  auto s = Scheduler::Create(o, setup.ptrs, hook, &clock).value();
-  const int64_t start = clock.NowNanos();
-  EXPECT_TRUE(s->Start().ok());
-  int submitted = 0;
-  // A decision every 10 ms (5 a window per queue: too few to split), up to 2 s.
-  while (s->Switches().empty() && submitted < 200) {
-    auto t = std::make_unique<Txn>();
-    t->refs = {RefId::Of(absl::StrCat("w_id=", submitted % 4))};
-    EXPECT_TRUE(s->Submit(std::move(t)).ok());
-    ++submitted;
-    clock.Advance(10000000);
-  }
-  for (int i = 0; i < 60000 && done.load() < submitted; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  EXPECT_EQ(done.load(), submitted);
-  const auto switches = s->Switches();
-  s->Stop();
-  if (switches.empty()) return -1;
-  EXPECT_EQ(switches[0].from, "count-max-canonical-single");
-  EXPECT_EQ(switches[0].to, "original");
-  return (switches[0].t_ns - start) / 1000000;
-}
-
-TEST(SchedulerOnlineTest, ALearnedArmIsMeasuredOnceItsSplitTableSettled) {
-  // Split windows at 200 and 400 ms, measured 400-600 ms.
-  const int64_t settled = FirstAutoSwitchMs(6);
-  EXPECT_GE(settled, 600);
-  EXPECT_LT(settled, 700);
-  // Measured 40-240 ms.
-  const int64_t at_once = FirstAutoSwitchMs(0);
-  EXPECT_GE(at_once, 240);
-  EXPECT_LT(at_once, 300);
 }
 
 // Routing-only options with auto on over the two named arms (4 queues,
