@@ -1,11 +1,15 @@
 #include "adapters/libpq_connection.h"
 
 #include <libpq-fe.h>
+#include <unistd.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace corral {
 namespace adapters {
@@ -123,6 +127,15 @@ absl::StatusOr<std::unique_ptr<PgConnection>> ConnectLibpq(const std::string& co
                                                "): ", err));
   }
   return std::unique_ptr<PgConnection>(new LibpqConnection(conn));
+}
+
+const std::string& PgProcessTag() {
+  static const std::string tag = [] {
+    std::random_device rd;
+    return absl::StrCat(getpid(), "_", absl::Hex(static_cast<uint32_t>(rd()) ^
+                                                 static_cast<uint32_t>(absl::ToUnixNanos(absl::Now()))));
+  }();
+  return tag;
 }
 
 }  // namespace adapters

@@ -27,6 +27,12 @@ struct LibpqOptions {
 absl::StatusOr<std::unique_ptr<PgConnection>> ConnectLibpq(const std::string& conninfo,
                                                            LibpqOptions options = {});
 
+// "<pid>_<random hex>", fixed for this process: a part of the names of the
+// databases and tables a process creates on a shared server. The pid alone
+// is not unique: processes in their own pid namespace (Bazel's sandboxed
+// tests) share pids, and two runs sharing a name drop each other's objects.
+const std::string& PgProcessTag();
+
 }  // namespace adapters
 }  // namespace corral
 

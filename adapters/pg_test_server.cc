@@ -1,13 +1,9 @@
 #include "adapters/pg_test_server.h"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdlib>
-#include <random>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "adapters/libpq_connection.h"
 
 namespace corral {
@@ -55,14 +51,8 @@ bool PgTestServer(std::string* conninfo) {
 std::string PgTestSkipReason() { return GetProbe().reason; }
 
 std::string PgUniqueName(const std::string& prefix) {
-  // Sandboxed tests run in their own pid namespace (concurrent runs can share
-  // a pid), so a per-process random tag joins the pid and a counter.
-  static const uint32_t tag = [] {
-    std::random_device rd;
-    return static_cast<uint32_t>(rd()) ^ static_cast<uint32_t>(absl::ToUnixNanos(absl::Now()));
-  }();
   static std::atomic<int> counter{0};
-  return absl::StrCat(prefix, "_", getpid(), "_", absl::Hex(tag), "_", counter.fetch_add(1));
+  return absl::StrCat(prefix, "_", PgProcessTag(), "_", counter.fetch_add(1));
 }
 
 }  // namespace adapters

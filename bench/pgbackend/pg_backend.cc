@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <random>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -31,19 +30,6 @@ using adapters::PgConnection;
 using adapters::PgResult;
 
 namespace {
-
-// This process's part of the database names it creates: the pid, and a
-// random tag (processes in their own pid namespace, as Bazel's sandboxed
-// tests, can share a pid; two runs sharing a name would drop each other's
-// database).
-const std::string& ProcessTag() {
-  static const std::string tag = [] {
-    std::random_device rd;
-    return absl::StrCat(getpid(), "_", absl::Hex(static_cast<uint32_t>(rd()) ^
-                                                 static_cast<uint32_t>(absl::ToUnixNanos(absl::Now()))));
-  }();
-  return tag;
-}
 
 absl::Status ReadDdl(const std::string& path, std::string* out) {
   std::vector<std::string> candidates = {path};
@@ -270,13 +256,13 @@ class PgBackend : public Backend {
     auto it = templates_.find(key);
     if (it == templates_.end()) {
       Template t;
-      t.db = absl::StrCat("corral_tpl_", ProcessTag(), "_", absl::Hex(Fingerprint64(key) & 0xffffffffu));
+      t.db = absl::StrCat("corral_tpl_", adapters::PgProcessTag(), "_", absl::Hex(Fingerprint64(key) & 0xffffffffu));
       if (absl::Status s = BuildTemplate(**admin, admin_ci, ddl, w, &t); !s.ok()) return s;
       it = templates_.emplace(key, std::move(t)).first;
     }
     const Template& t = it->second;
 
-    const std::string run_db = absl::StrCat("corral_run_", ProcessTag());
+    const std::string run_db = absl::StrCat("corral_run_", adapters::PgProcessTag());
     const auto t0 = std::chrono::steady_clock::now();
     if (absl::Status s = Exec(**admin, absl::StrCat("DROP DATABASE IF EXISTS ", run_db, " WITH (FORCE)")); !s.ok()) {
       return s;

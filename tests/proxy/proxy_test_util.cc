@@ -239,8 +239,9 @@ void ScratchClientsTest::TearDown() {
   ScratchTableTest::TearDown();
 }
 
-PGconn* ScratchClientsTest::Connect() {
-  PGconn* c = PQconnectdb(proxy_.ClientConninfo().c_str());
+PGconn* ScratchClientsTest::Connect(const std::string& options) {
+  const std::string conninfo = absl::StrCat(proxy_.ClientConninfo(), " ", options);
+  PGconn* c = PQconnectdb(conninfo.c_str());
   EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
   conns_.push_back(c);
   return c;

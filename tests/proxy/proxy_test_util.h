@@ -114,8 +114,9 @@ class ScratchTableTest : public ::testing::Test {
 class ScratchClientsTest : public ScratchTableTest {
  protected:
   void TearDown() override;
-  // A client of the proxy (Connect) or of the server itself (Direct).
-  PGconn* Connect();
+  // A client of the proxy (Connect; `options`: more conninfo keywords,
+  // e.g. "application_name=a") or of the server itself (Direct).
+  PGconn* Connect(const std::string& options = "");
   PGconn* Direct();
   const Stats& stats() { return proxy_.proxy().stats(); }
   // UPDATE <table> SET v = v + 1 WHERE k = <k>

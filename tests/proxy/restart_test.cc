@@ -34,14 +34,6 @@ class RestartTest : public ReplayClientsTest {
   void MakeHot(std::initializer_list<int> rows) {
     for (int k : rows) LearnAbort(proxy_.ClientConninfo(), server_conn_, table_, k);
   }
-  // A client whose application_name is `name` (a session parameter the
-  // proxy sets on each backend it attaches the client to).
-  PGconn* ConnectAs(const std::string& name) {
-    PGconn* c = PQconnectdb(absl::StrCat(proxy_.ClientConninfo(), " application_name=", name).c_str());
-    EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-    conns_.push_back(c);
-    return c;
-  }
   std::string Select(int k) const { return absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k); }
   // One statement as ExecValue answers it, sent as a simple Query or, when
   // `extended`, with PQexecParams (Parse / Bind / Describe / Execute / Sync).
@@ -277,9 +269,9 @@ TEST_F(RestartTest, ATemplateWhoseRestartsCloseWaitCyclesLetsOneTransactionGrowA
 TEST_F(RestartTest, ARestartResumedOnAnotherSessionsBackendGetsItsParametersFirst) {
   StartRestart(true, 1, /*retry_routing=*/true, /*pool_size=*/2);
   MakeHot({2, 3});
-  PGconn* a = ConnectAs("corral_a");
-  PGconn* b = ConnectAs("corral_b");
-  PGconn* d = ConnectAs("corral_d");
+  PGconn* a = Connect("application_name=corral_a");
+  PGconn* b = Connect("application_name=corral_b");
+  PGconn* d = Connect("application_name=corral_d");
   EXPECT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
   EXPECT_EQ(ExecValue(a, Select(1)), "0");
   EXPECT_EQ(ExecValue(a, Update(2)), "UPDATE 1");
@@ -287,8 +279,8 @@ TEST_F(RestartTest, ARestartResumedOnAnotherSessionsBackendGetsItsParametersFirs
   EXPECT_EQ(ExecValue(b, Select(3)), "1");
   ASSERT_EQ(PQsendQuery(b, Update(2).c_str()), 1);
   ASSERT_TRUE(Eventually([&] { return stats().restart_key_waits.load() == 1; }));
-  // d on the backend b gave back (sent, not waited for: were it queued
-  // behind a, a's COMMIT below lets it run).
+  // d's transaction (no references: stolen by any free backend) on the
+  // backend b gave back.
   ASSERT_EQ(PQsendQuery(d, "BEGIN; SELECT current_setting('application_name')"), 1);
   ASSERT_TRUE(Answered(d));
   EXPECT_EQ(Collect(d), "corral_d");
