@@ -10,7 +10,10 @@ History::History(const Options& options, const Clock* clock)
       clock_(clock != nullptr ? clock : Clock::Real()),
       aging_(options.half_life_ns, options.age_period_ns, clock_->NowNanos()),
       index_(static_cast<size_t>(std::max<int64_t>(options.initial_capacity, 16)), sizeof(Node)),
-      texts_(options.keep_texts ? 64 : 1) {}
+      texts_(options.keep_texts ? 64 : 1),
+      doorkeeper_(options.commit_doorkeeper_log2_bits > 0
+                      ? std::make_unique<Doorkeeper>(options.commit_doorkeeper_log2_bits)
+                      : nullptr) {}
 
 bool History::RecordOne(RefId ref, bool committed, const TextProvider* texts, size_t i) {
   auto bump = [committed](Node* n) {
@@ -19,6 +22,10 @@ bool History::RecordOne(RefId ref, bool committed, const TextProvider* texts, si
   // Fast path: the reference is known (lock-free lookup, one atomic add).
   if (RefNode* n = index_.Find(ref.value())) {
     bump(static_cast<Node*>(n));
+    return true;
+  }
+  if (committed && doorkeeper_ != nullptr && doorkeeper_->FirstSighting(ref)) {
+    unadmitted_commits_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   if (options_.max_entries > 0 && index_.size() >= options_.max_entries) {

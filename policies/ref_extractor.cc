@@ -216,7 +216,7 @@ inline void ForEachValue(const Scratch& sc, int p, Fn fn) {
 }
 
 void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids, RefMult* mult,
-          std::vector<std::string>* texts) {
+          TextSink texts) {
   if (mult != nullptr && mult->size() < ids->size()) mult->resize(ids->size(), 1);
   const size_t stmt_begin = ids->size();
   absl::InlinedVector<uint32_t, 8> counted;
@@ -226,7 +226,7 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids, R
     ForEachValue(*sc, p, [&](absl::string_view v) {
       RefId id(Mix64(Fnv1aAppend(name.eq_state, v.data(), v.size())));
       if (!AddRef(id, ids, mult, stmt_begin, &counted)) return;
-      if (texts != nullptr) texts->push_back(absl::StrCat(name.text, "=", v));
+      if (texts) texts.Add(name.text, v);
     });
   };
   if (policy.grouping == RefGrouping::kSingle) {
@@ -282,13 +282,15 @@ void Emit(const Plan& plan, ExtractionPolicy policy, Scratch* sc, RefVec* ids, R
     }
     RefId id(Mix64(h));
     if (!AddRef(id, ids, mult, stmt_begin, &counted)) return;
-    if (texts != nullptr) {
-      std::string t;
+    if (texts) {
+      texts.Begin();
       for (size_t i = 0; i < group.size(); ++i) {
-        if (i > 0) t.append(" AND ");
-        absl::StrAppend(&t, plan.preds[group[i].pred].name[ni].text, "=", group[i].value);
+        if (i > 0) texts.Append(" AND ");
+        texts.Append(plan.preds[group[i].pred].name[ni].text);
+        texts.Append("=");
+        texts.Append(group[i].value);
       }
-      texts->push_back(std::move(t));
+      texts.End();
     }
   };
   // The conjunction's scalar equalities (arrays only appear in IN lists).
@@ -435,7 +437,7 @@ uint64_t RefExtractor::TextHash(absl::string_view sql) const {
 }
 
 absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy policy, ParamSpan params, RefVec* ids,
-                                   RefMult* mult, std::vector<std::string>* texts) {
+                                   RefMult* mult, TextSink texts) {
   Scratch& sc = LocalScratch();
   // 1. The exact text seen before on this thread: no lexing.
   if (sc.raw == nullptr) sc.raw.reset(new Scratch::Raw[Scratch::kRaw]);
@@ -495,7 +497,7 @@ absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy polic
 }
 
 absl::Status RefExtractor::ExtractUncached(absl::string_view sql, ExtractionPolicy policy, ParamSpan params,
-                                           RefVec* ids, RefMult* mult, std::vector<std::string>* texts) const {
+                                           RefVec* ids, RefMult* mult, TextSink texts) const {
   Scratch& sc = LocalScratch();
   LexSql(sql, &sc.lex);
   Plan plan;
@@ -533,7 +535,7 @@ absl::StatusOr<std::shared_ptr<const RefExtractor::Prepared>> RefExtractor::Prep
 }
 
 absl::Status RefExtractor::ExtractPrepared(const Prepared& prepared, ExtractionPolicy policy, ParamSpan params,
-                                           RefVec* ids, RefMult* mult, std::vector<std::string>* texts) const {
+                                           RefVec* ids, RefMult* mult, TextSink texts) const {
   if (prepared.plan == nullptr) return ExtractUncached(prepared.text, policy, params, ids, mult, texts);
   Scratch& sc = LocalScratch();
   RenderValues(*prepared.plan, prepared.text, &prepared.lex, /*from_tree=*/false, params, &sc);

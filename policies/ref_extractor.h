@@ -85,6 +85,7 @@
 #include "common/ids.h"
 #include "policies/param_value.h"
 #include "policies/policy.h"
+#include "policies/ref_texts.h"
 #include "policies/schema.h"
 
 namespace corral {
@@ -119,7 +120,7 @@ class RefExtractor {
   // returns InvalidArgument with the position (SyntaxErrorPosition) and
   // appends nothing.
   absl::Status Extract(absl::string_view sql, ExtractionPolicy policy, ParamSpan params, RefVec* ids,
-                       std::vector<std::string>* texts = nullptr) {
+                       TextSink texts = nullptr) {
     return Extract(sql, policy, params, ids, nullptr, texts);
   }
   // As above; `mult` (may be null) is kept parallel to *ids and counts the
@@ -128,19 +129,19 @@ class RefExtractor {
   // (saturating at 65535), however often this statement names it. Entries
   // of *ids without a count yet (mult shorter than ids) count as 1 first.
   absl::Status Extract(absl::string_view sql, ExtractionPolicy policy, ParamSpan params, RefVec* ids,
-                       RefMult* mult, std::vector<std::string>* texts = nullptr);
+                       RefMult* mult, TextSink texts = nullptr);
   absl::Status Extract(absl::string_view sql, ExtractionPolicy policy, RefVec* ids,
-                       std::vector<std::string>* texts = nullptr) {
+                       TextSink texts = nullptr) {
     return Extract(sql, policy, ParamSpan(), ids, texts);
   }
   // The same without the cache: libpg_query every time, values taken from the
   // parse tree (the reference the cache is tested against).
   absl::Status ExtractUncached(absl::string_view sql, ExtractionPolicy policy, ParamSpan params,
-                               RefVec* ids, std::vector<std::string>* texts = nullptr) const {
+                               RefVec* ids, TextSink texts = nullptr) const {
     return ExtractUncached(sql, policy, params, ids, nullptr, texts);
   }
   absl::Status ExtractUncached(absl::string_view sql, ExtractionPolicy policy, ParamSpan params,
-                               RefVec* ids, RefMult* mult, std::vector<std::string>* texts = nullptr) const;
+                               RefVec* ids, RefMult* mult, TextSink texts = nullptr) const;
 
   // A statement template prepared once, as a driver's Parse: the text, its
   // compiled shape and its own literal values. ExtractPrepared then costs
@@ -154,7 +155,7 @@ class RefExtractor {
   // As Extract(prepared text, ...), with the same results.
   absl::Status ExtractPrepared(const Prepared& prepared, ExtractionPolicy policy, ParamSpan params,
                                RefVec* ids, RefMult* mult = nullptr,
-                               std::vector<std::string>* texts = nullptr) const;
+                               TextSink texts = nullptr) const;
 
   Stats stats() const;
   const Schema& schema() const { return *schema_; }

@@ -139,5 +139,47 @@ TEST(RefExtractorAlloc, AnyOrAndTypedParamsDoNotAllocateWhenWarm) {
   }
 }
 
+// Texts into a reused RefTexts (what the proxy's router keeps per
+// transaction) allocate nothing once it has held a transaction's texts; the
+// same texts as a vector of strings, one allocation each.
+TEST(RefExtractorAlloc, TextsIntoAWarmRefTextsDoNotAllocate) {
+  if (!CORRAL_COUNT_ALLOCS) GTEST_SKIP() << "sanitizer build: operator new not countable";
+  SchemaBuilder b;
+  ASSERT_TRUE(b.AddDdl("CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int);").ok());
+  RefExtractor ex(*b.Build());
+  const char* q1 = "SELECT abalance FROM pgbench_accounts WHERE aid = 123456789 AND bid = 42";
+  const char* q2 = "SELECT abalance FROM pgbench_accounts WHERE aid = 987654321 AND bid = 24";
+  for (ExtractionPolicy p : {ExtractionPolicy{RefNaming::kCanonical, RefGrouping::kSingle},
+                             ExtractionPolicy{RefNaming::kCanonical, RefGrouping::kAll}}) {
+    RefVec ids;
+    ids.reserve(16);
+    RefTexts texts;
+    ASSERT_TRUE(ex.Extract(q1, p, ParamSpan(), &ids, nullptr, &texts).ok());  // warms cache and buffer
+    const std::vector<std::string> first = texts.ToVector();
+    ids.clear();
+    texts.clear();
+    g_allocs = 0;
+    g_counting = true;
+    absl::Status st = ex.Extract(q2, p, ParamSpan(), &ids, nullptr, &texts);
+    g_counting = false;
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_EQ(g_allocs, 0) << "allocations making texts into a warm RefTexts";
+    ASSERT_EQ(texts.size(), ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], RefId::Of(texts[i])) << texts[i];
+    if (p.grouping == RefGrouping::kSingle) {
+      EXPECT_EQ(texts.ToVector(), (std::vector<std::string>{"aid=987654321", "bid=24"}));
+      EXPECT_EQ(first, (std::vector<std::string>{"aid=123456789", "bid=42"}));
+    } else {
+      EXPECT_EQ(texts.ToVector(), std::vector<std::string>{"aid=987654321 AND bid=24"});
+    }
+    // The vector form gives the same texts (and allocates, which is why the
+    // proxy does not use it).
+    std::vector<std::string> vec;
+    ids.clear();
+    ASSERT_TRUE(ex.Extract(q2, p, ParamSpan(), &ids, nullptr, &vec).ok());
+    EXPECT_EQ(vec, texts.ToVector());
+  }
+}
+
 }  // namespace
 }  // namespace corral

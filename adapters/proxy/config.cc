@@ -228,6 +228,10 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     if (!absl::SimpleAtod(value, &o->history_half_life_s) || o->history_half_life_s < 0) {
       return absl::InvalidArgumentError(absl::StrCat("history_half_life_s must be a number >= 0, not '", value, "'"));
     }
+  } else if (key == "history_doorkeeper_log2_bits") {
+    if (auto st = Int(key, value, 0, 30, &n); !st.ok()) return st;
+    if (n > 0 && n < 10) return absl::InvalidArgumentError("history_doorkeeper_log2_bits must be 0 (off) or 10..30");
+    o->history_doorkeeper_log2_bits = static_cast<int>(n);
   } else if (key == "stealing") {
     const std::string v = absl::AsciiStrToLower(value);
     o->steal_inflight = false;

@@ -47,6 +47,7 @@ scheduler::Scheduler::Options SchedulerOptionsFor(const Options& o, int pool_siz
   so.autopolicy.window_ns = 300000000;
   so.autopolicy.settle_ns = 60000000;
   so.history.half_life_ns = static_cast<int64_t>(o.history_half_life_s * 1e9);
+  so.history.commit_doorkeeper_log2_bits = o.history_doorkeeper_log2_bits;
   so.stealing = o.stealing;
   return so;
 }

@@ -142,6 +142,10 @@ struct Options {
   bool auto_policy = false;
   // History/State aging half-life (history/aging.h), seconds; 0 = off.
   double history_half_life_s = 2;
+  // History commit admission (history/doorkeeper.h): a reference's first
+  // commit only marks it, its second adds it; log2 of the doorkeeper's bits,
+  // 0 = every commit counts.
+  int history_doorkeeper_log2_bits = 20;
   // Idle backends take waiting transactions of other queues (steal.h):
   // stealing on = affinity- and in-flight-aware (steal_inflight: only
   // transactions placed without learned affinity, or whose references no

@@ -174,8 +174,10 @@ size_t Router::PredictRefs(RoutedTxn* t) {
 }
 
 void Router::RecordConflict(const RoutedTxn& t) {
-  const std::vector<std::string>& texts = t.ref_texts;
-  history::History::TextProvider provider = [&texts](size_t i) { return i < texts.size() ? texts[i] : std::string(); };
+  const RefTexts& texts = t.ref_texts;
+  history::History::TextProvider provider = [&texts](size_t i) {
+    return i < texts.size() ? std::string(texts[i]) : std::string();
+  };
   sched_.history().Record(t.txn.refs, /*committed=*/false, &provider);
 }
 
@@ -216,10 +218,10 @@ void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {
   }
   if (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort) {
     // A text is asked for only when its reference is new to the History,
-    // which keeps it: moved, not copied (the transaction is over).
-    std::vector<std::string>& texts = txn->ref_texts;
+    // which keeps a copy (the transaction's buffer is reused).
+    const RefTexts& texts = txn->ref_texts;
     history::History::TextProvider provider = [&texts](size_t i) {
-      return i < texts.size() ? std::move(texts[i]) : std::string();
+      return i < texts.size() ? std::string(texts[i]) : std::string();
     };
     sched_.history().Record(t.txn.refs, o == scheduler::Outcome::kCommitted, &provider);
   } else {

@@ -63,7 +63,7 @@ struct DeferredBind {
 // One client transaction as the router sees it.
 struct RoutedTxn {
   scheduler::Txn txn;
-  std::vector<std::string> ref_texts;
+  RefTexts ref_texts;
   std::vector<DeferredBind> deferred;
   // Its first statement's RetryStatementKey (retry_memory.h): the text of
   // a simple Query, or the first Bind's statement text and parameters.

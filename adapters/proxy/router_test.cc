@@ -98,7 +98,7 @@ TEST(Router, BinaryAndTextBindsYieldTheSameReferences) {
   RoutedTxn q;
   router.AddQuery("UPDATE acct SET v = v + 1 WHERE id = 5", &q);
   ASSERT_EQ(q.txn.refs.size(), 1u);
-  EXPECT_EQ(q.ref_texts, std::vector<std::string>{"id=5"});
+  EXPECT_EQ(q.ref_texts.ToVector(), std::vector<std::string>{"id=5"});
 
   // Parse + Bind in one unit, text parameter.
   std::deque<Msg> unit{Message('P', ParseBody("s", kUpdate, {})), Bind("s", "5", 0),
@@ -115,7 +115,7 @@ TEST(Router, BinaryAndTextBindsYieldTheSameReferences) {
     RoutedTxn b;
     router.AddUnit(binary, 1, stmts, &b);
     EXPECT_EQ(b.txn.refs, q.txn.refs) << "oid " << oid;
-    EXPECT_EQ(b.ref_texts, q.ref_texts) << "oid " << oid;
+    EXPECT_EQ(b.ref_texts.ToVector(), q.ref_texts.ToVector()) << "oid " << oid;
     EXPECT_TRUE(b.deferred.empty());
   }
   EXPECT_EQ(undecodable.load(), 0);
@@ -156,7 +156,7 @@ TEST(Router, UnspecifiedTypesComeFromTheParameterDescription) {
   RoutedTxn later;
   router.AddBind(d, bind, &later);
   EXPECT_TRUE(later.deferred.empty());
-  EXPECT_EQ(later.ref_texts, std::vector<std::string>{"id=5"});
+  EXPECT_EQ(later.ref_texts.ToVector(), std::vector<std::string>{"id=5"});
   EXPECT_EQ(undecodable.load(), 0);
 
   // A malformed ParameterDescription teaches nothing.
@@ -198,7 +198,7 @@ TEST(Router, UndecodableValuesAreCountedNotFatal) {
   EXPECT_EQ(router.param_types().Find(plain.key), nullptr);  // no parameters: no entry
   RoutedTxn t;
   router.AddBind(d, body, &t);
-  EXPECT_EQ(t.ref_texts, std::vector<std::string>{"id=5"});
+  EXPECT_EQ(t.ref_texts.ToVector(), std::vector<std::string>{"id=5"});
   EXPECT_EQ(undecodable.load(), 1);
   // A malformed Bind yields nothing and counts nothing (the server rejects it).
   RoutedTxn m;

@@ -328,7 +328,11 @@ bool StatementMayChangeSession(absl::string_view sql) {
   // The words looked for anywhere in the text, in one pass (compared only
   // where their first letter stands).
   bool temp = false, into = false;
-  for (size_t k = 0; k < sql.size(); ++k) {
+  for (size_t k = 0; k + 1 < sql.size(); ++k) {
+    // The second letter first, inline: most letters that start no word
+    // looked for end here (e.g. the a's of "pgbench_accounts.abalance").
+    const char second = absl::ascii_tolower(static_cast<unsigned char>(sql[k + 1]));
+    if (second != 'e' && second != 'n' && second != 'd') continue;
     const absl::string_view rest = sql.substr(k);
     switch (absl::ascii_tolower(static_cast<unsigned char>(sql[k]))) {
       case 't':

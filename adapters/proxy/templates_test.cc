@@ -69,7 +69,7 @@ class TemplatesRouterTest : public ::testing::Test {
     for (size_t i = 1; i < stmts.size(); ++i) router_->AddQuery(stmts[i].Render(stmts[i].values), &t);
     for (size_t i = 0; i < t.txn.refs.size(); ++i) {
       if (std::find(t.predicted.begin(), t.predicted.end(), t.txn.refs[i]) != t.predicted.end()) {
-        predicted.push_back(t.ref_texts[i]);
+        predicted.push_back(std::string(t.ref_texts[i]));
       }
     }
     if (npredicted != nullptr) *npredicted = t.predicted.size();

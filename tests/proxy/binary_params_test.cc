@@ -93,6 +93,7 @@ class BinaryParamsTest : public ::testing::Test {
     // half-life halves a count, stochastically, in a run a loaded machine
     // stretches past half a second).
     o.history_half_life_s = 0;
+    o.history_doorkeeper_log2_bits = 0;  // every commit counts: exact Histories
     ASSERT_TRUE(IsOk(p_.Start(server_, o)));
   }
   // Skips the test when `probe` (a command) fails: the driver is missing.

@@ -74,6 +74,7 @@ class DatabasesTest : public ::testing::Test {
     // SHOW HISTORY is checked for what was learned: no aging, which may
     // round a count of 1 down to 0 and drop the reference on a slow run.
     o.history_half_life_s = 0;
+    o.history_doorkeeper_log2_bits = 0;  // every commit counts: exact Histories
     absl::Status st = proxy_.Start(server_, o);
     ASSERT_TRUE(st.ok()) << st;
   }
