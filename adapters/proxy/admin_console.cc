@@ -158,6 +158,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("history_entries", l.history_entries);
     row("history_max_entries", l.history_max_entries);
     row("history_dropped_full", l.history_dropped_full);
+    row("history_unadmitted_commits", l.history_unadmitted_commits);
     row("state_entries", l.state_entries);
     row("state_max_entries", l.state_max_entries);
     row("state_evictions", l.state_evictions);

@@ -75,6 +75,7 @@ class AdminSource {
     int64_t history_entries = 0;
     int64_t history_max_entries = 0;   // 0 = unbounded
     int64_t history_dropped_full = 0;  // new references not added: full
+    int64_t history_unadmitted_commits = 0;  // first commits the doorkeeper kept out
     int64_t state_entries = 0;
     int64_t state_max_entries = 0;     // 0 = unbounded
     int64_t state_evictions = 0;

@@ -144,6 +144,7 @@ TEST(AdminConsole, ShowStatsReadsLearnedTableSizes) {
   src.learned_.history_entries = 301234;
   src.learned_.history_max_entries = 4194304;
   src.learned_.history_dropped_full = 17;
+  src.learned_.history_unadmitted_commits = 912345;
   src.learned_.state_entries = 23;
   src.learned_.state_max_entries = 1048576;
   src.learned_.state_evictions = 5;
@@ -155,6 +156,7 @@ TEST(AdminConsole, ShowStatsReadsLearnedTableSizes) {
   EXPECT_TRUE(absl::StrContains(out, cell("history_entries", "301234")));
   EXPECT_TRUE(absl::StrContains(out, cell("history_max_entries", "4194304")));
   EXPECT_TRUE(absl::StrContains(out, cell("history_dropped_full", "17")));
+  EXPECT_TRUE(absl::StrContains(out, cell("history_unadmitted_commits", "912345")));
   EXPECT_TRUE(absl::StrContains(out, cell("state_entries", "23")));
   EXPECT_TRUE(absl::StrContains(out, cell("state_max_entries", "1048576")));
   EXPECT_TRUE(absl::StrContains(out, cell("state_evictions", "5")));

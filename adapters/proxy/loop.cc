@@ -488,6 +488,7 @@ AdminSource::LearnedSizes Proxy::Loop::Learned() const {
     l.history_entries += h.size();
     l.history_max_entries += h.max_entries();
     l.history_dropped_full += h.dropped_full();
+    l.history_unadmitted_commits += h.unadmitted_commits();
     l.state_entries += st.size();
     l.state_max_entries += st.max_entries();
     l.state_evictions += st.evictions();
