@@ -37,7 +37,8 @@
 # scripts/pg.sh starts), less sensitive to a shared box's load than tps;
 # the 1-minute load average at its end) and writes them to
 # $OUT/results.tsv with the proxies' SHOW STATS / SHOW CLUSTER after each
-# run.
+# run. A run in which any pgbench gave no summary (it failed) reads "-" for
+# tps, retried, failed and the CPU figures, never the others' partial sum.
 #
 #   bash bench/proxy/multi.sh
 #   SECONDS_PER_RUN=10 PROXIES="1 2" FLEETS="coordinated uncoord" bash bench/proxy/multi.sh
@@ -158,18 +159,22 @@ split_run() {  # dur args...
     pb+=($!)
   done
   for i in "${pb[@]}"; do wait "$i" || true; done
-  local tps=0 retried=0 failed=0 t r f
+  local tps=0 retried=0 failed=0 broken=0 t r f
   for i in $(seq 0 $(($n - 1))); do
     read -r t _ r _ f < <(pgbench_summary "$WORK/pgbench$i.out")
-    [ "$t" != - ] || tail -3 "$WORK/pgbench$i.out" >&2
-    [ "$t" != - ] || t=0
-    [ "$r" != - ] || r=0
-    [ "$f" != - ] || f=0
+    if [ "$t" = - ] || [ "$r" = - ] || [ "$f" = - ]; then
+      # No summary: this pgbench failed (its tail goes to stderr). The run
+      # is reported as "-", not as the sum of the others.
+      echo "pgbench $i of $n (port ${ports[$i]}) gave no summary:" >&2
+      tail -3 "$WORK/pgbench$i.out" >&2
+      broken=$((broken + 1))
+      continue
+    fi
     tps=$(awk -v a="$tps" -v b="$t" 'BEGIN { printf "%.1f", a + b }')
     retried=$((retried + r))
     failed=$((failed + f))
   done
-  echo "$tps $retried $failed"
+  if [ "$broken" -gt 0 ]; then echo "- - -"; else echo "$tps $retried $failed"; fi
 }
 
 PG_PID=$(head -1 "$(psql -X -At -h 127.0.0.1 -p "$PGPORT" -U postgres -c 'SHOW data_directory')/postmaster.pid" \
@@ -217,7 +222,8 @@ one_run() {  # fleet n workload round: one measured run on the fleet started
   p1=$(cpu_ticks "${fleet_pids[@]}")
   s1=$(cpu_ticks all "$PG_PID")
   load1=$(cut -d' ' -f1 /proc/loadavg)
-  read -r pus sus < <(awk -v p="$((p1 - p0))" -v s="$((s1 - s0))" -v t="$tps" -v d="$DUR" -v hz="$TICK" \
+  pus=- sus=-
+  [ "$tps" = - ] || read -r pus sus < <(awk -v p="$((p1 - p0))" -v s="$((s1 - s0))" -v t="$tps" -v d="$DUR" -v hz="$TICK" \
     'BEGIN { n = t * d; if (n < 1) n = 1; printf "%.0f %.0f\n", p * 1e6 / hz / n, s * 1e6 / hz / n }')
   snapshot "$fleet" "$n" "$w"
   printf 'n=%s %-12s %-11s tps=%-9s retried=%-7s failed=%-5s proxy_us=%-5s server_us=%-5s load=%s round=%s\n' \
