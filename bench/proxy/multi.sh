@@ -162,7 +162,7 @@ split_run() {  # dur args...
   local tps=0 retried=0 failed=0 broken=0 t r f
   for i in $(seq 0 $(($n - 1))); do
     read -r t _ r _ f < <(pgbench_summary "$WORK/pgbench$i.out")
-    if [ "$t" = - ] || [ "$r" = - ] || [ "$f" = - ]; then
+    if [ "$t" = - ]; then
       # No summary: this pgbench failed (its tail goes to stderr). The run
       # is reported as "-", not as the sum of the others.
       echo "pgbench $i of $n (port ${ports[$i]}) gave no summary:" >&2
@@ -170,6 +170,9 @@ split_run() {  # dur args...
       broken=$((broken + 1))
       continue
     fi
+    # Without --max-tries (select-only) pgbench prints no retry line.
+    [ "$r" != - ] || r=0
+    [ "$f" != - ] || f=0
     tps=$(awk -v a="$tps" -v b="$t" 'BEGIN { printf "%.1f", a + b }')
     retried=$((retried + r))
     failed=$((failed + f))
