@@ -22,6 +22,9 @@
 // injected Clock, and drops references whose counters both reach 0, so a
 // hot spot that has moved stops steering transactions and references that
 // stopped recurring give their memory back. Nothing ages while frozen.
+// Commit admission (Options::commit_doorkeeper_log2_bits, off by default; the
+// proxy turns it on): a commit adds a reference only at its second sighting,
+// so references read once cost no entry.
 //
 //   History h(History::Options{.max_entries = 1 << 20});
 //   h.Record(txn.refs, /*committed=*/false);      // a conflict abort

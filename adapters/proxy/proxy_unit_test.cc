@@ -389,6 +389,39 @@ TEST(Config, PolicyAutoAndHistoryHalfLife) {
   EXPECT_FALSE(ApplyConfigLine("history_half_life_s", "soon", &o).ok());
 }
 
+// Commit admission: on by default in the proxy (a reference's first commit is
+// not counted, its second is), off with 0; a bad value names its line.
+TEST(Config, HistoryDoorkeeper) {
+  Options o;
+  EXPECT_EQ(o.history_doorkeeper_log2_bits, 20);
+  {
+    auto p = Proxy::Create(o);
+    ASSERT_TRUE(p.ok()) << p.status();
+    history::History& h = (*p)->scheduler().history();
+    const RefId r = RefId::Of("aid=1");
+    h.RecordCommit({r});
+    history::History::Counts c;
+    EXPECT_FALSE(h.Get(r, &c));
+    h.RecordCommit({r});
+    ASSERT_TRUE(h.Get(r, &c));
+    EXPECT_EQ(h.unadmitted_commits(), 1);
+  }
+  ASSERT_TRUE(ParseConfigText("history_doorkeeper_log2_bits = 0\n", "t.ini", &o).ok());
+  {
+    auto p = Proxy::Create(o);
+    ASSERT_TRUE(p.ok()) << p.status();
+    history::History& h = (*p)->scheduler().history();
+    h.RecordCommit({RefId::Of("aid=1")});
+    EXPECT_EQ(h.size(), 1);
+    EXPECT_EQ(h.unadmitted_commits(), 0);
+  }
+  absl::Status st = ParseConfigText("pool_size = 2\nhistory_doorkeeper_log2_bits = 5\n", "t.ini", &o);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("t.ini:2"), absl::string_view::npos) << st;
+  EXPECT_FALSE(ApplyConfigLine("history_doorkeeper_log2_bits", "31", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("history_doorkeeper_log2_bits", "many", &o).ok());
+}
+
 // Safe defaults (issue 26): trust on a non-loopback listen_addr does not
 // start unless allow_trust_on_network says so; the error names the key.
 TEST(Config, TrustOnNetworkIsRefusedUnlessAllowed) {
