@@ -109,6 +109,11 @@ bool History::Get(RefId ref, Counts* out) const {
 void History::PrefetchBuckets(absl::Span<const RefId> refs) const {
   ReaderDomain::Guard g(index_.domain());
   for (RefId r : refs) index_.PrefetchBucket(r.value());
+  // The commit of a reference the table lacks reads its doorkeeper bit; the
+  // word is loaded now, while the transaction runs.
+  if (doorkeeper_ != nullptr) {
+    for (RefId r : refs) doorkeeper_->Prefetch(r);
+  }
 }
 
 void History::GetMany(absl::Span<const RefId> refs, Counts* out, bool* known) const {
