@@ -53,7 +53,7 @@ class Doorkeeper {
     std::atomic<uint64_t>& w = bits_[(h >> 6) & (words_ - 1)];
     if (w.load(std::memory_order_relaxed) & bit) return false;
     if (w.fetch_or(bit, std::memory_order_relaxed) & bit) return false;
-    if (firsts_.fetch_add(1, std::memory_order_relaxed) + 1 >= clear_every_) Clear();
+    if ((firsts_.fetch_add(1, std::memory_order_relaxed) + 1) % clear_every_ == 0) Clear();
     return true;
   }
 
@@ -62,7 +62,6 @@ class Doorkeeper {
 
   // Forgets every sighting.
   void Clear() {
-    firsts_.store(0, std::memory_order_relaxed);
     clears_.fetch_add(1, std::memory_order_relaxed);
     for (size_t i = 0; i < words_; ++i) bits_[i].store(0, std::memory_order_relaxed);
   }
@@ -71,6 +70,8 @@ class Doorkeeper {
   // First sightings after which the array clears itself.
   int64_t clear_every() const { return clear_every_; }
   int64_t clears() const { return clears_.load(std::memory_order_relaxed); }
+  // First sightings so far (FirstSighting's trues), never reset.
+  int64_t firsts() const { return firsts_.load(std::memory_order_relaxed); }
 
  private:
   // Mixed again: RefIds are hashes, but their low bits also pick the index's
@@ -81,7 +82,7 @@ class Doorkeeper {
   const size_t words_;
   const std::unique_ptr<std::atomic<uint64_t>[]> bits_;
   const int64_t clear_every_;
-  std::atomic<int64_t> firsts_{0};
+  std::atomic<int64_t> firsts_{0};  // every clear_every_-th clears the bits
   std::atomic<int64_t> clears_{0};
 };
 

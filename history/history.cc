@@ -24,10 +24,7 @@ bool History::RecordOne(RefId ref, bool committed, const TextProvider* texts, si
     bump(static_cast<Node*>(n));
     return true;
   }
-  if (committed && doorkeeper_ != nullptr && doorkeeper_->FirstSighting(ref)) {
-    unadmitted_commits_.fetch_add(1, std::memory_order_relaxed);
-    return true;
-  }
+  if (committed && doorkeeper_ != nullptr && doorkeeper_->FirstSighting(ref)) return true;  // not admitted
   if (options_.max_entries > 0 && index_.size() >= options_.max_entries) {
     if (options_.on_full == OnFull::kRegenerate) return false;
     dropped_full_.fetch_add(1, std::memory_order_relaxed);

@@ -194,7 +194,7 @@ class History {
   int64_t dropped_full() const { return dropped_full_.load(std::memory_order_relaxed); }
   // Commits not counted because they were a reference's first sighting
   // (Options::commit_doorkeeper_log2_bits).
-  int64_t unadmitted_commits() const { return unadmitted_commits_.load(std::memory_order_relaxed); }
+  int64_t unadmitted_commits() const { return doorkeeper_ != nullptr ? doorkeeper_->firsts() : 0; }
   int64_t max_entries() const { return options_.max_entries; }  // 0 = unbounded
   // Rough bytes held by the counter table (buckets and nodes, not texts).
   int64_t ApproxBytes() const;
@@ -222,7 +222,6 @@ class History {
   std::atomic<int64_t> regenerations_{0};
   std::atomic<int64_t> ignored_frozen_{0};
   std::atomic<int64_t> dropped_full_{0};
-  std::atomic<int64_t> unadmitted_commits_{0};
   std::atomic<int64_t> aging_passes_{0};
   std::mutex regen_mu_;  // regenerations and aging passes, one at a time
 };

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "policies/pg_params.h"
 #include "policies/ref_extractor.h"
+#include "policies/ref_extractor_testing.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define CORRAL_COUNT_ALLOCS 0
@@ -36,13 +37,11 @@ namespace {
 
 TEST(RefExtractorAlloc, CacheHitForIdsDoesNotAllocate) {
   if (!CORRAL_COUNT_ALLOCS) GTEST_SKIP() << "sanitizer build: operator new not countable";
-  SchemaBuilder b;
-  ASSERT_TRUE(b.AddDdl("CREATE TABLE warehouse (w_id int PRIMARY KEY);"
-                       "CREATE TABLE item (i_id int PRIMARY KEY);"
-                       "CREATE TABLE stock (s_i_id int REFERENCES item, s_w_id int REFERENCES warehouse,"
-                       " s_quantity int, s_data varchar(50));")
-                  .ok());
-  RefExtractor ex(*b.Build());
+  RefExtractor ex(testing_refs::SchemaFrom(
+      "CREATE TABLE warehouse (w_id int PRIMARY KEY);"
+      "CREATE TABLE item (i_id int PRIMARY KEY);"
+      "CREATE TABLE stock (s_i_id int REFERENCES item, s_w_id int REFERENCES warehouse,"
+      " s_quantity int, s_data varchar(50));"));
   const char* warm = "UPDATE stock SET s_quantity = 6, s_data = 'it''s' WHERE s_i_id = 2 AND s_w_id = 5";
   const char* other = "UPDATE stock SET s_quantity = 91, s_data = 'o''k' WHERE s_i_id = 4402 AND s_w_id = 17";
   for (ExtractionPolicy p : {ExtractionPolicy{RefNaming::kLiteral, RefGrouping::kSingle},
@@ -88,9 +87,7 @@ TEST(RefExtractorAlloc, CacheHitForIdsDoesNotAllocate) {
 // allocation-free too, as does decoding a Bind into reused BoundParams.
 TEST(RefExtractorAlloc, AnyOrAndTypedParamsDoNotAllocateWhenWarm) {
   if (!CORRAL_COUNT_ALLOCS) GTEST_SKIP() << "sanitizer build: operator new not countable";
-  SchemaBuilder b;
-  ASSERT_TRUE(b.AddDdl("CREATE TABLE stock (s_i_id int, s_w_id int, s_data varchar(50));").ok());
-  RefExtractor ex(*b.Build());
+  RefExtractor ex(testing_refs::SchemaFrom("CREATE TABLE stock (s_i_id int, s_w_id int, s_data varchar(50));"));
   const char* any = "SELECT * FROM stock WHERE s_w_id = $1 AND s_i_id = ANY($2)";
   const char* lit = "SELECT * FROM stock WHERE s_w_id = 3 AND (s_i_id = 1 OR s_i_id = ANY(ARRAY[4, 5]))";
   // int4 5 and int4[] {1,NULL,2} in binary wire format.
@@ -144,13 +141,11 @@ TEST(RefExtractorAlloc, AnyOrAndTypedParamsDoNotAllocateWhenWarm) {
 // same texts as a vector of strings, one allocation each.
 TEST(RefExtractorAlloc, TextsIntoAWarmRefTextsDoNotAllocate) {
   if (!CORRAL_COUNT_ALLOCS) GTEST_SKIP() << "sanitizer build: operator new not countable";
-  SchemaBuilder b;
-  ASSERT_TRUE(b.AddDdl("CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int);").ok());
-  RefExtractor ex(*b.Build());
+  RefExtractor ex(
+      testing_refs::SchemaFrom("CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int);"));
   const char* q1 = "SELECT abalance FROM pgbench_accounts WHERE aid = 123456789 AND bid = 42";
   const char* q2 = "SELECT abalance FROM pgbench_accounts WHERE aid = 987654321 AND bid = 24";
-  for (ExtractionPolicy p : {ExtractionPolicy{RefNaming::kCanonical, RefGrouping::kSingle},
-                             ExtractionPolicy{RefNaming::kCanonical, RefGrouping::kAll}}) {
+  for (ExtractionPolicy p : {testing_refs::kCanSingle, testing_refs::kCanAll}) {
     RefVec ids;
     ids.reserve(16);
     RefTexts texts;

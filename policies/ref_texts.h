@@ -44,10 +44,6 @@ class RefTexts {
   // A text built in pieces: Append ... then End.
   void Append(absl::string_view piece) { buf_.append(piece.data(), piece.size()); }
   void End() { ends_.push_back(static_cast<uint32_t>(buf_.size())); }
-  void push_back(absl::string_view text) {
-    Append(text);
-    End();
-  }
   std::vector<std::string> ToVector() const {
     std::vector<std::string> v;
     v.reserve(size());

@@ -173,11 +173,16 @@ size_t Router::PredictRefs(RoutedTxn* t) {
   return templates_->PredictRefs(t->trace[0], *extractor_, sched_.policy().extraction, &t->predicted);
 }
 
+namespace {
+// A transaction's texts for History::Record, which asks for one only when it
+// adds the reference and keeps a copy (the transaction's buffer is reused).
+history::History::TextProvider TextsOf(const RefTexts& texts) {
+  return [&texts](size_t i) { return i < texts.size() ? std::string(texts[i]) : std::string(); };
+}
+}  // namespace
+
 void Router::RecordConflict(const RoutedTxn& t) {
-  const RefTexts& texts = t.ref_texts;
-  history::History::TextProvider provider = [&texts](size_t i) {
-    return i < texts.size() ? std::string(texts[i]) : std::string();
-  };
+  const history::History::TextProvider provider = TextsOf(t.ref_texts);
   sched_.history().Record(t.txn.refs, /*committed=*/false, &provider);
 }
 
@@ -217,12 +222,7 @@ void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {
     templates_->Learn(t.trace, o == scheduler::Outcome::kCommitted);
   }
   if (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort) {
-    // A text is asked for only when its reference is new to the History,
-    // which keeps a copy (the transaction's buffer is reused).
-    const RefTexts& texts = txn->ref_texts;
-    history::History::TextProvider provider = [&texts](size_t i) {
-      return i < texts.size() ? std::string(texts[i]) : std::string();
-    };
+    const history::History::TextProvider provider = TextsOf(t.ref_texts);
     sched_.history().Record(t.txn.refs, o == scheduler::Outcome::kCommitted, &provider);
   } else {
     sched_.ReportOutcome(t.txn, o);
