@@ -176,6 +176,12 @@ std::vector<History::TopEntry> History::TopByAborts(size_t k) const {
   return top;
 }
 
+std::string History::TextOf(RefId ref) const {
+  std::string text;
+  texts_.find(ref, text);
+  return text;
+}
+
 void History::Regenerate() {
   // Serializes regenerations (a table-full record and an admin call may race).
   std::lock_guard<std::mutex> l(regen_mu_);

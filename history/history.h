@@ -151,6 +151,8 @@ class History {
   // The k references with the most aborts, most first (ties: more commits
   // first, then RefId). Takes the table's locks for the scan: admin use only.
   std::vector<TopEntry> TopByAborts(size_t k) const;
+  // ref's display text, "" when none was recorded.
+  std::string TextOf(RefId ref) const;
 
   void Freeze() {
     epoch_.fetch_add(1, std::memory_order_acq_rel);

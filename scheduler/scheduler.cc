@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
   s->state_ = std::move(st).value();
   s->history_ = std::make_unique<history::History>(options.history, clock);
   ScheduleOptions sched = options.schedule;
-  if (options.split.enabled && !executors.empty()) {
+  if (options.split.enabled) {
     s->hot_spots_ = std::make_unique<HotSpots>(options.num_queues, options.split.max_entries);
     sched.hot_spots = s->hot_spots_.get();
   }
@@ -56,6 +56,14 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
       RunQueues* rq = s->queues_.get();
       s->hot_spots_->SetQueueLength([rq](int q) { return rq->Size(QueueId(q)); });
     }
+  } else if (s->hot_spots_ != nullptr) {
+    // Routing only: the caller reports its queues' loads (routed_loads.h);
+    // the split windows are measured from now (with workers, from Start).
+    s->routed_loads_ = std::make_unique<RoutedLoads>(options.num_queues);
+    RoutedLoads* rl = s->routed_loads_.get();
+    s->hot_spots_->SetQueueLength([rl](int q) { return rl->Length(q); });
+    std::lock_guard<std::mutex> l(s->tick_mu_);
+    s->StartSplitWindows();
   }
   s->arms_ = options.autopolicy.arms.empty() ? DefaultAutoArms() : options.autopolicy.arms;
   PolicyBandit::Options bo = options.autopolicy.bandit;
@@ -81,16 +89,7 @@ absl::Status Scheduler::Start() {
     // 0.1 s, but the TPC-C spec's phase means did not move, and YCSB's first
     // phase fell from x0.82-0.88 to x0.60-0.63 of original under OCC.)
     std::lock_guard<std::mutex> l(tick_mu_);
-    split_prev_.assign(static_cast<size_t>(num_queues_), QueueLoad());
-    for (int q = 0; q < num_queues_; ++q) split_prev_[static_cast<size_t>(q)] = pool_->Load(q);
-    split_prev_ns_ = clock_->NowNanos();
-    next_split_ns_ = split_prev_ns_ + options_.split.window_ns;
-    if (options_.split.rebalance) {
-      early_prev_ = split_prev_;
-      early_prev_ns_ = split_prev_ns_;
-      early_look_ns_ = split_prev_ns_ + options_.split.window_ns / 4;
-      early_until_ns_ = split_prev_ns_ + options_.split.window_ns;
-    }
+    StartSplitWindows();
   }
   if (!st.ok() || !options_.background_tick || ticker_.joinable()) return st;
   {
@@ -100,6 +99,24 @@ absl::Status Scheduler::Start() {
   ticker_on_.store(true, std::memory_order_release);
   ticker_ = std::thread([this] { TickerLoop(); });
   return st;
+}
+
+void Scheduler::StartSplitWindows() {
+  split_prev_.assign(static_cast<size_t>(num_queues_), QueueLoad());
+  for (int q = 0; q < num_queues_; ++q) split_prev_[static_cast<size_t>(q)] = LoadOf(q);
+  split_prev_ns_ = clock_->NowNanos();
+  next_split_ns_ = split_prev_ns_ + options_.split.window_ns;
+  if (options_.split.rebalance) {
+    early_prev_ = split_prev_;
+    early_prev_ns_ = split_prev_ns_;
+    early_look_ns_ = split_prev_ns_ + options_.split.window_ns / 4;
+    early_until_ns_ = split_prev_ns_ + options_.split.window_ns;
+  }
+}
+
+QueueLoad Scheduler::LoadOf(int q) const {
+  if (pool_ != nullptr) return pool_->Load(q);
+  return routed_loads_ != nullptr ? routed_loads_->Load(q) : QueueLoad();
 }
 
 void Scheduler::TickerLoop() {
@@ -507,7 +524,7 @@ void Scheduler::WindowLoads(const std::vector<QueueLoad>& prev, std::vector<Queu
   cur->assign(static_cast<size_t>(n), QueueLoad());
   d->assign(static_cast<size_t>(n), QueueLoad());
   for (int q = 0; q < n; ++q) {
-    const QueueLoad c = pool_->Load(q);
+    const QueueLoad c = LoadOf(q);
     const QueueLoad& p = prev[static_cast<size_t>(q)];
     QueueLoad& x = (*d)[static_cast<size_t>(q)];
     x.started = c.started - p.started;

@@ -27,8 +27,9 @@
 // one by hand:
 //   - Aging: History::MaybeAge() (Options::history.half_life_ns) and the
 //     State aged by the same factor.
-//   - Hot-spot splitting (Options::split, needs executors: it measures queue
-//     wait): every split.window_ns, per queue, the queue wait, attempt time
+//   - Hot-spot splitting (Options::split; it measures queue wait: the
+//     WorkerPool's with executors, routing only the caller's reports into
+//     routed_loads()): every split.window_ns, per queue, the queue wait, attempt time
 //     and retries per commit of the window; for each split reference (and
 //     each queue whose wait says "grow" with a dominant lead reference)
 //     SplitRule gives the next k; queues are added by the shortest measured
@@ -67,6 +68,7 @@
 #include "scheduler/hot_spots.h"
 #include "scheduler/mix_shift.h"
 #include "scheduler/policy_bandit.h"
+#include "scheduler/routed_loads.h"
 #include "scheduler/run_queues.h"
 #include "scheduler/schedule.h"
 #include "scheduler/txn.h"
@@ -189,6 +191,9 @@ class Scheduler {
   // Lead references moved between queues by rebalancing so far.
   int64_t rebalance_moves() const { return rebalance_moves_.load(std::memory_order_relaxed); }
   HotSpots* hot_spots() { return hot_spots_.get(); }
+  // Routing only with split on: where the caller reports its queues' loads
+  // (routed_loads.h), which the split windows read; null otherwise.
+  RoutedLoads* routed_loads() { return routed_loads_.get(); }
   void SetStealing(bool on);
 
   history::History& history() { return *history_; }
@@ -206,6 +211,11 @@ class Scheduler {
   void TickerLoop();
   void StopTicker();
   void SplitStep(int64_t now);
+  // The first split window (and early looks) measured from now; under tick_mu_.
+  void StartSplitWindows();
+  // Queue q's cumulative load: the WorkerPool's, or (routing only) the
+  // caller's reports.
+  QueueLoad LoadOf(int q) const;
   // Each queue's load now (*cur) and since `prev` (*d).
   void WindowLoads(const std::vector<QueueLoad>& prev, std::vector<QueueLoad>* cur,
                    std::vector<QueueLoad>* d) const;
@@ -235,6 +245,7 @@ class Scheduler {
   std::unique_ptr<RunQueues> queues_;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<HotSpots> hot_spots_;
+  std::unique_ptr<RoutedLoads> routed_loads_;  // routing only, split on
 
   // Online tuning.
   std::atomic<int64_t> next_tick_{0};

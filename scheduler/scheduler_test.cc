@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -505,6 +506,72 @@ TEST(SchedulerOnlineTest, ABaselinePolicyKeepsTheSplitTableForTheLearnedOne) {
   }
   EXPECT_EQ(done.load(), submitted);
   s->Stop();
+}
+
+// Routing only (the proxy), split on: the caller's reports into
+// routed_loads() drive the split windows. A reference whose queue waits far
+// longer than the others, with no conflicts, is split over more queues and
+// its transactions go to several of them; once the split costs retries
+// worth more than the wait it saved, it goes back to one queue.
+TEST(SchedulerOnlineTest, RoutingOnlySplitsOnTheCallersReportedLoads) {
+  FakeClock clock;
+  Scheduler::Options o;
+  o.num_queues = 4;
+  o.tick_ns = 1000000;
+  o.split.enabled = true;
+  o.split.rebalance = false;
+  std::vector<std::string> logged;
+  o.log = [&logged](const std::string& line) { logged.push_back(line); };
+  auto s = Scheduler::Create(o, {}, nullptr, &clock).value();
+  RoutedLoads* loads = s->routed_loads();
+  ASSERT_NE(loads, nullptr);
+  const RefId hot = RefId::Of("w_id=1");
+  const RefId cold[3] = {RefId::Of("w_id=2"), RefId::Of("w_id=3"), RefId::Of("w_id=4")};
+  s->history().Add(hot, 100, 0);
+  for (int i = 0; i < 3; ++i) s->history().Add(cold[i], 100, 0);
+  for (int i = 0; i < 4; ++i) {
+    std::vector<uint64_t> row(4, 0);
+    row[i] = 50;
+    s->state().Set(i == 0 ? hot : cold[i - 1], row);
+  }
+  // One 200 ms window: 60 decisions led by `hot`, 10 by each cold one,
+  // each reported as the proxy would (waited, started, one attempt, left).
+  // Queue `slow_q`'s transactions wait 2 ms, others 100 us; an attempt takes
+  // attempt_ns and conflicts `aborts` times before it commits.
+  std::set<int> hot_queues;
+  auto window = [&](int slow_q, int64_t attempt_ns, int aborts) {
+    hot_queues.clear();
+    for (int i = 0; i < 90; ++i) {
+      Txn t;
+      const bool is_hot = i % 3 != 2;
+      t.refs = {is_hot ? hot : cold[(i / 3) % 3], RefId(1000 + i)};
+      const int q = s->Route(t).value();
+      if (is_hot) hot_queues.insert(q);
+      loads->Enqueued(q);
+      loads->Dequeued(q);
+      loads->Started(q, q == slow_q ? 2000000 : 100000);
+      for (int a = 0; a < aborts; ++a) loads->Attempt(q, attempt_ns, Outcome::kConflictAbort);
+      loads->Attempt(q, attempt_ns, Outcome::kCommitted);
+      loads->Stopped(q);
+      EXPECT_EQ(loads->Length(q), 0);
+      clock.Advance(2200000);
+    }
+  };
+  window(-1, 200000, 0);
+  EXPECT_EQ(hot_queues, std::set<int>{0});  // its row's queue
+  for (int w = 0; w < 6 && s->HotQueues() == 1; ++w) window(0, 200000, 0);
+  ASSERT_GE(s->HotQueues(), 2);
+  ASSERT_FALSE(logged.empty());
+  EXPECT_NE(logged[0].find("k 1 -> 2"), std::string::npos) << logged[0];
+  EXPECT_EQ(s->hot_spots()->Get(hot).front(), 0);
+  window(-1, 200000, 0);
+  EXPECT_GE(hot_queues.size(), 2u);  // its decisions use its queue set
+  // Now every attempt on its queues conflicts twice and takes 1 ms: the
+  // retries cost more than the wait the split saved.
+  for (int w = 0; w < 10 && s->HotQueues() > 1; ++w) window(-1, 1000000, 2);
+  EXPECT_EQ(s->HotQueues(), 1);
+  window(-1, 200000, 0);
+  EXPECT_EQ(hot_queues, std::set<int>{0});
 }
 
 // Routing-only options with auto on over the two named arms (4 queues,

@@ -162,6 +162,8 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("state_entries", l.state_entries);
     row("state_max_entries", l.state_max_entries);
     row("state_evictions", l.state_evictions);
+    row("split_references", l.split_references);
+    row("split_max_k", l.split_max_k);
     wire::AppendTextResult(out, {"stat", "value"}, rows);
     return done();
   }
@@ -189,6 +191,14 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
       rows.push_back({e.reference, std::to_string(e.aborts), std::to_string(e.commits)});
     }
     wire::AppendTextResult(out, {"reference", "aborts", "commits"}, rows);
+    return done();
+  }
+  if (is("show", "splits")) {
+    std::vector<std::vector<std::string>> rows;
+    for (const AdminSource::SplitRow& e : source_.Splits()) {
+      rows.push_back({e.database, e.reference, std::to_string(e.k), e.queues});
+    }
+    wire::AppendTextResult(out, {"database", "reference", "k", "backends"}, rows);
     return done();
   }
   if (is("show", "policy")) {

@@ -65,6 +65,13 @@ class AdminSource {
     std::string queue;  // its backend's or wait queue's index, "" when none
     int64_t transactions = 0;
   };
+  // SHOW SPLITS: a hot reference split over several backends
+  // (Options::split): its database, text, k and backends.
+  struct SplitRow {
+    std::string database, reference;
+    int k = 0;
+    std::string queues;  // "0,3,5": the order added, home first
+  };
   struct HistoryRow {
     std::string reference;  // display text (or the hex id)
     int64_t aborts = 0, commits = 0;
@@ -79,6 +86,8 @@ class AdminSource {
     int64_t state_entries = 0;
     int64_t state_max_entries = 0;     // 0 = unbounded
     int64_t state_evictions = 0;
+    int64_t split_references = 0;  // hot references split over backends now (SHOW SPLITS)
+    int64_t split_max_k = 0;       // the most backends one of them runs on (1: none split)
   };
 
   virtual ~AdminSource() = default;
@@ -87,6 +96,7 @@ class AdminSource {
   virtual std::vector<QueueRow> Queues() const = 0;
   virtual std::vector<ClientRow> Clients() const = 0;
   virtual std::vector<HistoryRow> TopByAborts(size_t k) const = 0;
+  virtual std::vector<SplitRow> Splits() const { return {}; }
   virtual LearnedSizes Learned() const = 0;
   // SHOW DATABASES (entries and databases in use), POOLS (per database and
   // server login), USERS (per client user).

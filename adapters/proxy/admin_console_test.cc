@@ -39,6 +39,7 @@ class FakeSource : public AdminSource {
     last_k_ = k;
     return {{"w_id=5", 9, 1}};
   }
+  std::vector<SplitRow> Splits() const override { return {{"shop", "w_id=5", 3, "1,4,6"}}; }
   LearnedSizes Learned() const override { return learned_; }
   AdminTable Databases() const override { return {{"name", "pools"}, {{"shop", "2"}, {"hr", "0"}}}; }
   AdminTable Pools() const override { return {{"database", "user"}, {{"shop", "alice"}}}; }
@@ -112,7 +113,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 88"));  // one row per counter
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 90"));  // one row per counter
   EXPECT_TRUE(absl::StrContains(out, std::string("restart_matches") + std::string("\0\0\0\x02", 4) + "11"));
   EXPECT_TRUE(absl::StrContains(out, std::string("restart_wait_ms") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "restart_mismatches"));
@@ -148,6 +149,8 @@ TEST(AdminConsole, ShowStatsReadsLearnedTableSizes) {
   src.learned_.state_entries = 23;
   src.learned_.state_max_entries = 1048576;
   src.learned_.state_evictions = 5;
+  src.learned_.split_references = 2;
+  src.learned_.split_max_k = 3;
   AdminConsole console(&src);
   const std::string out = Query(console, "SHOW STATS");
   auto cell = [](const char* name, const std::string& v) {
@@ -160,6 +163,8 @@ TEST(AdminConsole, ShowStatsReadsLearnedTableSizes) {
   EXPECT_TRUE(absl::StrContains(out, cell("state_entries", "23")));
   EXPECT_TRUE(absl::StrContains(out, cell("state_max_entries", "1048576")));
   EXPECT_TRUE(absl::StrContains(out, cell("state_evictions", "5")));
+  EXPECT_TRUE(absl::StrContains(out, cell("split_references", "2")));
+  EXPECT_TRUE(absl::StrContains(out, cell("split_max_k", "3")));
 }
 
 TEST(AdminConsole, ShowQueuesClientsHistoryPolicy) {
@@ -177,6 +182,10 @@ TEST(AdminConsole, ShowQueuesClientsHistoryPolicy) {
   EXPECT_EQ(src.last_k_, 20u);
   out = Query(console, "show policy");
   EXPECT_TRUE(absl::StrContains(out, "count-max-canonical-single"));
+  out = Query(console, "SHOW SPLITS");
+  for (const char* cell : {"database", "backends", "shop", "w_id=5", "1,4,6"}) {
+    EXPECT_TRUE(absl::StrContains(out, cell)) << cell;
+  }
 }
 
 // SHOW DATABASES / POOLS / USERS print the source's tables, one DataRow

@@ -363,6 +363,7 @@ void Proxy::Loop::CloseClient(Client* c) {
   if (c->waiting) {
     auto& q = c->pool->waitq[c->wait_queue];
     q.erase(std::remove(q.begin(), q.end(), c), q.end());
+    if (scheduler::RoutedLoads* loads = LoadsOf(*c->pool)) loads->Dequeued(c->wait_queue);
     c->waiting = false;
   }
   if (Backend* b = c->backend; b != nullptr) {

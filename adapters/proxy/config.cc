@@ -232,6 +232,14 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     if (auto st = Int(key, value, 0, 30, &n); !st.ok()) return st;
     if (n > 0 && n < 10) return absl::InvalidArgumentError("history_doorkeeper_log2_bits must be 0 (off) or 10..30");
     o->history_doorkeeper_log2_bits = static_cast<int>(n);
+  } else if (key == "split") {
+    return OnOff(key, value, &o->split);
+  } else if (key == "split_max_k") {
+    if (auto st = Int(key, value, 2, scheduler::HotSpots::kMaxSet, &n); !st.ok()) return st;
+    o->split_max_k = static_cast<int>(n);
+  } else if (key == "split_window_ms") {
+    if (auto st = Int(key, value, 50, 60000, &n); !st.ok()) return st;
+    o->split_window_ms = n;
   } else if (key == "stealing") {
     const std::string v = absl::AsciiStrToLower(value);
     o->steal_inflight = false;

@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "adapters/proxy/config.h"
 #include "adapters/proxy/metrics.h"
 #include "adapters/proxy/net.h"
@@ -447,21 +448,44 @@ std::vector<AdminSource::ClientRow> Proxy::Loop::Clients() const {
   return rows;
 }
 
-std::vector<AdminSource::HistoryRow> Proxy::Loop::TopByAborts(size_t k) const {
-  // Every database's; a database other than the default one prefixes its
-  // references with its name ("shop: w_id=5").
+std::map<std::string, std::shared_ptr<scheduler::Scheduler>> Proxy::Loop::AllSchedulers() const {
   // workers > 1: also the shared Schedulers of databases only other loops
-  // have opened (held here: a loop may drop one from the group meanwhile).
-  std::map<std::string, std::shared_ptr<scheduler::Scheduler>> others;
+  // have opened (held: a loop may drop one from the group meanwhile).
+  std::map<std::string, std::shared_ptr<scheduler::Scheduler>> scheds;
   if (group_ != nullptr) {
     TsanVisibleMutexLock l(&group_->mu);
     for (const auto& [name, s] : group_->scheds) {
-      if (dbs_.count(name) == 0) others[name] = s;
+      if (dbs_.count(name) == 0) scheds[name] = s;
     }
   }
-  std::map<std::string, scheduler::Scheduler*> scheds;
-  for (const auto& [name, db] : dbs_) scheds[name] = db->sched;
-  for (const auto& [name, s] : others) scheds[name] = s.get();
+  for (const auto& [name, db] : dbs_) {
+    scheds[name] = std::shared_ptr<scheduler::Scheduler>(std::shared_ptr<void>(), db->sched);  // not owned
+  }
+  return scheds;
+}
+
+std::vector<AdminSource::SplitRow> Proxy::Loop::Splits() const {
+  std::vector<SplitRow> rows;
+  for (const auto& [name, sched] : AllSchedulers()) {
+    scheduler::HotSpots* hs = sched->hot_spots();
+    if (hs == nullptr) continue;
+    for (const auto& [ref, k] : hs->Entries()) {
+      SplitRow r;
+      r.database = name;
+      r.reference = sched->history().TextOf(ref);
+      if (r.reference.empty()) r.reference = absl::StrFormat("%016x", ref.value());
+      r.k = k;
+      r.queues = absl::StrJoin(hs->Get(ref), ",");
+      rows.push_back(std::move(r));
+    }
+  }
+  return rows;
+}
+
+std::vector<AdminSource::HistoryRow> Proxy::Loop::TopByAborts(size_t k) const {
+  // Every database's; a database other than the default one prefixes its
+  // references with its name ("shop: w_id=5").
+  const auto scheds = AllSchedulers();
   std::vector<HistoryRow> rows;
   const std::string def = DefaultDatabase(opt_);
   for (const auto& [name, sched] : scheds) {
@@ -492,6 +516,10 @@ AdminSource::LearnedSizes Proxy::Loop::Learned() const {
     l.state_entries += st.size();
     l.state_max_entries += st.max_entries();
     l.state_evictions += st.evictions();
+    if (const scheduler::HotSpots* hs = db->sched->hot_spots(); hs != nullptr) {
+      l.split_references += static_cast<int64_t>(hs->Entries().size());
+    }
+    l.split_max_k = std::max<int64_t>(l.split_max_k, db->sched->HotQueues());
     h_unbounded |= h.max_entries() == 0;
     s_unbounded |= st.max_entries() == 0;
   }

@@ -49,6 +49,17 @@ scheduler::Scheduler::Options SchedulerOptionsFor(const Options& o, int pool_siz
   so.history.half_life_ns = static_cast<int64_t>(o.history_half_life_s * 1e9);
   so.history.commit_doorkeeper_log2_bits = o.history_doorkeeper_log2_bits;
   so.stealing = o.stealing;
+  so.split.enabled = o.split;
+  // Names the split lead of a transaction it places (Txn::placed_by): the
+  // lead's conflicts are its own (Router::RecordConflict) and in-flight
+  // stealing does not serialize the split (Loop::SplitLead). The proxy
+  // records other conflicts on every reference as before (Router::Finish).
+  so.schedule.lead_attributed_aborts = o.split;
+  so.split.rule.max_k = std::min(o.split_max_k, pool_size);
+  so.split.window_ns = o.split_window_ms * 1000000;
+  // A window holds hundreds of PostgreSQL transactions, not thousands:
+  // a backend counts from 10 starts.
+  so.split.min_started = 10;
   return so;
 }
 

@@ -146,6 +146,15 @@ struct Options {
   // commit only marks it, its second adds it; log2 of the doorkeeper's bits,
   // 0 = every commit counts.
   int history_doorkeeper_log2_bits = 20;
+  // Hot-spot splitting (scheduler/hot_spots.h, the engine's rule): a learned
+  // reference whose backend's queue waits longer than an attempt and its
+  // retries cost may run on up to split_max_k backends at once; the rule
+  // measures, per split_window_ms, each backend's client wait, attempt
+  // time and 40001 / 40P01 per commit, and takes a step back when the
+  // retries it added cost more than the wait it saved. Off by default.
+  bool split = false;
+  int split_max_k = 4;
+  int64_t split_window_ms = 500;
   // Idle backends take waiting transactions of other queues (steal.h):
   // stealing on = affinity- and in-flight-aware (steal_inflight: only
   // transactions placed without learned affinity, or whose references no

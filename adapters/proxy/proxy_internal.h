@@ -242,6 +242,11 @@ struct Client : Conn {
   bool affinity = false;  // its current transaction was placed by learned affinity
   int wait_queue = -1;
   int64_t wait_since = 0;
+  // Split on (LoadsOf): the queue its transaction's loads count on (where
+  // it was routed; a stolen one runs on another backend) and when its
+  // current attempt began (MonoNanos).
+  int load_queue = 0;
+  int64_t attempt_since = 0;
   std::string held_begin;
   bool txn_lost = false;    // its backend died while it was idle in a transaction
   bool lost_answered = false;  // txn_lost's error was sent (a Flush); skipping to Sync
@@ -393,6 +398,11 @@ struct Pool {
   absl::flat_hash_map<uint64_t, int> inflight;
   int clients = 0;
 };
+
+// Where hot-spot splitting's measurements go (scheduler/routed_loads.h;
+// Options::split): the pool's database's Scheduler's, null when it does
+// not split. Queue = backend index.
+inline scheduler::RoutedLoads* LoadsOf(const Pool& p) { return p.db->sched->routed_loads(); }
 
 class Proxy::Loop : private AdminSource {
  public:
@@ -566,6 +576,10 @@ class Proxy::Loop : private AdminSource {
   std::vector<QueueRow> Queues() const override;
   std::vector<ClientRow> Clients() const override;
   std::vector<HistoryRow> TopByAborts(size_t k) const override;
+  std::vector<SplitRow> Splits() const override;
+  // Every database's Scheduler by name: this loop's (not owned by the
+  // pointer) and, workers > 1, those only other loops opened.
+  std::map<std::string, std::shared_ptr<scheduler::Scheduler>> AllSchedulers() const;
   LearnedSizes Learned() const override;
   std::string PolicyName() const override;
   std::string StealingName() const override;
@@ -616,6 +630,9 @@ class Proxy::Loop : private AdminSource {
   // and remembers a conflict-failed one.
   int RetryHolder(const Pool& pool, const Client* c, const RefVec& remembered) const;
   void RememberForRetry(Client* c, scheduler::Outcome o);
+  // Split on (LoadsOf): c's attempt on b ended with `o` (the end of its
+  // transaction, a restart, a replay round); the next one starts now.
+  void NoteAttempt(Client* c, Backend* b, scheduler::Outcome o);
   void Dispatch(Backend* b);
   // Ends the backend's association with its client; releases the client's
   // affine references (and, if any, lets idle backends look again).
@@ -628,9 +645,15 @@ class Proxy::Loop : private AdminSource {
     const auto& inflight = c->pool->inflight;
     if (!c->affinity || inflight.empty()) return false;
     for (RefId r : c->route.txn.refs) {
-      if (inflight.contains(r.value())) return true;
+      if (!SplitLead(c, r) && inflight.contains(r.value())) return true;
     }
     return false;
+  }
+  // Whether r is the split hot reference that placed c's transaction on
+  // one of its k queues (Options::split): in-flight stealing neither holds
+  // it for c nor blocks c on it, or the split would serialize again.
+  static bool SplitLead(const Client* c, RefId r) {
+    return c->route.txn.placed_split && c->route.txn.placed_by == r;
   }
   void DispatchIdle(Pool* p) {
     for (auto& b : p->backends) {

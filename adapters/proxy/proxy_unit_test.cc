@@ -422,6 +422,36 @@ TEST(Config, HistoryDoorkeeper) {
   EXPECT_FALSE(ApplyConfigLine("history_doorkeeper_log2_bits", "many", &o).ok());
 }
 
+// Hot-spot splitting (issue 16): off by default; on, the database's
+// Scheduler takes the caller's loads (routed_loads, one queue per
+// backend); a bad value names its line.
+TEST(Config, Split) {
+  Options o;
+  EXPECT_FALSE(o.split);
+  {
+    auto p = Proxy::Create(o);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ((*p)->scheduler().routed_loads(), nullptr);
+    EXPECT_EQ((*p)->scheduler().hot_spots(), nullptr);
+  }
+  ASSERT_TRUE(ParseConfigText("pool_size = 3\nsplit = on\nsplit_max_k = 8\nsplit_window_ms = 100\n", "t.ini", &o).ok());
+  EXPECT_TRUE(o.split);
+  EXPECT_EQ(o.split_max_k, 8);
+  EXPECT_EQ(o.split_window_ms, 100);
+  {
+    auto p = Proxy::Create(o);
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_NE((*p)->scheduler().routed_loads(), nullptr);
+    EXPECT_EQ((*p)->scheduler().routed_loads()->num_queues(), 3);
+  }
+  absl::Status st = ParseConfigText("pool_size = 2\nsplit_max_k = 1\n", "t.ini", &o);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("t.ini:2"), absl::string_view::npos) << st;
+  EXPECT_FALSE(ApplyConfigLine("split", "maybe", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("split_window_ms", "10", &o).ok());
+  EXPECT_FALSE(ApplyConfigLine("split_max_k", "17", &o).ok());
+}
+
 // Safe defaults (issue 26): trust on a non-loopback listen_addr does not
 // start unless allow_trust_on_network says so; the error names the key.
 TEST(Config, TrustOnNetworkIsRefusedUnlessAllowed) {

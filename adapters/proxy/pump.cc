@@ -213,6 +213,7 @@ void Proxy::Loop::StartTxn(Client* c) {
   if (c->affinity) stats_.affine_txns++;
   stats_.transactions++;
   if (group_ != nullptr) group_->per[worker_].transactions++;
+  c->load_queue = qi;
   Backend* b = pool.backends[qi].get();
   const bool blocked = mode == StealMode::kInFlight && Blocked(c);
   if (!paused_ && b->Free() && pool.waitq[qi].empty() && !blocked) {
@@ -223,6 +224,7 @@ void Proxy::Loop::StartTxn(Client* c) {
   c->wait_queue = qi;
   c->wait_since = MonoNanos();
   pool.waitq[qi].push_back(c);
+  if (scheduler::RoutedLoads* loads = LoadsOf(pool)) loads->Enqueued(qi);
   stats_.queue_waits++;
   if (!c->retry_pinned && MaySteal(mode, c->affinity, blocked, 0, opt_.steal_after_ms * 1000000LL)) {
     for (auto& other : pool.backends) {
@@ -249,11 +251,16 @@ int Proxy::Loop::RetryHolder(const Pool& pool, const Client* c, const RefVec& re
 }
 
 void Proxy::Loop::Attach(Client* c, Backend* b) {
+  if (scheduler::RoutedLoads* loads = LoadsOf(*b->pool)) {
+    c->attempt_since = MonoNanos();
+    loads->Started(c->load_queue, c->waiting ? c->attempt_since - c->wait_since : 0);
+  }
   b->client = c;
   c->backend = b;
   b->held.clear();
   if (c->affinity && steal_mode() == StealMode::kInFlight) {
     for (RefId r : c->route.txn.refs) {
+      if (SplitLead(c, r)) continue;  // its k backends run it at once
       if (!absl::c_linear_search(b->held, r)) {
         b->held.push_back(r);
         c->pool->inflight[r.value()]++;
@@ -323,9 +330,11 @@ void Proxy::Loop::Dispatch(Backend* b) {
   auto& waitq = b->pool->waitq;
   auto& own = waitq[b->index];
   const int mine = PickOwn(own, mode, now, after, blocked, since);
+  scheduler::RoutedLoads* loads = LoadsOf(*b->pool);
   if (mine >= 0) {
     pick = own[mine];
     own.erase(own.begin() + mine);
+    if (loads != nullptr) loads->Dequeued(b->index);
   } else if (mode != StealMode::kOff) {
     const StealPick sp = PickSteal(
         waitq, b->index, mode, now, after, [](const Client* w) { return w->affinity || w->retry_pinned; },
@@ -334,6 +343,7 @@ void Proxy::Loop::Dispatch(Backend* b) {
     auto& wq = waitq[sp.queue];
     pick = wq[sp.pos];
     wq.erase(wq.begin() + sp.pos);
+    if (loads != nullptr) loads->Dequeued(sp.queue);
     stats_.steals++;
     if (pick->affinity) stats_.steals_affine++;
   } else {
@@ -362,6 +372,7 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
   Templates* templates = RouterOf(c).templates();
   const int64_t dropped = templates != nullptr ? templates->counters().mappings_dropped : 0;
   RouterOf(c).Finish(&c->route, o);
+  NoteAttempt(c, b, o);
   ReleaseClusterLocks(b);  // the backend is not Free until they are released
   if (templates != nullptr) stats_.template_mappings_dropped += templates->counters().mappings_dropped - dropped;
   RememberForRetry(c, o);
@@ -369,6 +380,14 @@ void Proxy::Loop::EndTxn(Client* c, Backend* b) {
   Dispatch(b);
   CapEnd(c, o == scheduler::Outcome::kConflictAbort);
   Pump(c);
+}
+
+void Proxy::Loop::NoteAttempt(Client* c, Backend* b, scheduler::Outcome o) {
+  scheduler::RoutedLoads* loads = LoadsOf(*b->pool);
+  if (loads == nullptr) return;
+  const int64_t now = MonoNanos();
+  loads->Attempt(c->load_queue, now - c->attempt_since, o);
+  c->attempt_since = now;  // a retry on this backend is the next attempt
 }
 
 void Proxy::Loop::RememberForRetry(Client* c, scheduler::Outcome o) {
@@ -393,6 +412,7 @@ void Proxy::Loop::RememberForRetry(Client* c, scheduler::Outcome o) {
 void Proxy::Loop::Detach(Backend* b, Client* c) {
   KeysRelease(c);  // workers > 1: its transaction's keys
   c->replay.Clear();
+  if (scheduler::RoutedLoads* loads = LoadsOf(*b->pool)) loads->Stopped(c->load_queue);
   b->client = nullptr;
   ReplayHolderEnded(b);
   c->backend = nullptr;

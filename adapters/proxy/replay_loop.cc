@@ -419,6 +419,7 @@ bool Proxy::Loop::ReplayOnReady(Client* c, Backend* b, int batch_replay) {
 }
 
 void Proxy::Loop::ReplayRound(Client* c, Backend* b) {
+  NoteAttempt(c, b, scheduler::Outcome::kConflictAbort);  // the attempt that failed
   c->replay.set_phase(Phase::kWaiting);
   if (b->status != 'I') SendInternal(b, "ROLLBACK");
   // This transaction no longer holds anything: replays waiting for it go on.

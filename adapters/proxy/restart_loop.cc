@@ -200,6 +200,7 @@ void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need, 
   r.set_phase(ReplayLog::Phase::kWaiting);
   // The conflict avoided keeps its references hot.
   RouterOf(c).RecordConflict(c->route);
+  NoteAttempt(c, b, scheduler::Outcome::kConflictAbort);
   SendInternal(b, "ROLLBACK");
   ReplayHolderEnded(b);  // it holds nothing on the server now
   Loop* self = this;
@@ -326,6 +327,7 @@ void Proxy::Loop::RestartResume(Client* c) {
       }
     }
   }
+  c->load_queue = qi;
   Backend* b = pool.backends[qi].get();
   if (!paused_ && b->Free() && pool.waitq[qi].empty()) {
     Attach(c, b);  // re-runs the log (SendReplay)
@@ -335,6 +337,7 @@ void Proxy::Loop::RestartResume(Client* c) {
   c->wait_queue = qi;
   c->wait_since = MonoNanos();
   pool.waitq[qi].push_back(c);
+  if (scheduler::RoutedLoads* loads = LoadsOf(pool)) loads->Enqueued(qi);
 }
 
 void Proxy::Loop::RestartDone(Client* c, Backend* b) {

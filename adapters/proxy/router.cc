@@ -182,6 +182,12 @@ history::History::TextProvider TextsOf(const RefTexts& texts) {
 }  // namespace
 
 void Router::RecordConflict(const RoutedTxn& t) {
+  if (t.txn.placed_split && t.txn.placed_by.value() != 0) {
+    // Placed on one of a split lead's queues: the conflict is the split's
+    // accepted cost, the lead's alone (scheduler::RecordConflictAbort).
+    sched_.history().Record(absl::MakeConstSpan(&t.txn.placed_by, 1), /*committed=*/false);
+    return;
+  }
   const history::History::TextProvider provider = TextsOf(t.ref_texts);
   sched_.history().Record(t.txn.refs, /*committed=*/false, &provider);
 }
@@ -208,6 +214,8 @@ int Router::Route(RoutedTxn* t, const RefVec& extra, bool want_affinity, bool* a
   }
   const QueueId q = want_affinity ? sched_.Route(*on, affinity) : sched_.Route(*on);
   t->txn.queue = on->queue;
+  t->txn.placed_by = on->placed_by;
+  t->txn.placed_split = on->placed_split;
   // A pool smaller than its database's queue count (a [users] pool_size)
   // folds the queues onto its backends.
   return q.value() < 0 ? 0 : static_cast<int>(q.value() % num_queues);
@@ -221,9 +229,11 @@ void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {
       (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort)) {
     templates_->Learn(t.trace, o == scheduler::Outcome::kCommitted);
   }
-  if (o == scheduler::Outcome::kCommitted || o == scheduler::Outcome::kConflictAbort) {
+  if (o == scheduler::Outcome::kConflictAbort) {
+    RecordConflict(t);
+  } else if (o == scheduler::Outcome::kCommitted) {
     const history::History::TextProvider provider = TextsOf(t.ref_texts);
-    sched_.history().Record(t.txn.refs, o == scheduler::Outcome::kCommitted, &provider);
+    sched_.history().Record(t.txn.refs, /*committed=*/true, &provider);
   } else {
     sched_.ReportOutcome(t.txn, o);
   }
