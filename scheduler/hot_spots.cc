@@ -61,16 +61,32 @@ int SplitRule::Step(SplitState* st, const SplitSample& s) const {
   const double a = std::max(0.0, s.attempt_ns);
   const double w = s.wait_ns;
   if (a <= 0) return st->k;  // nothing ran: no evidence
+  st->no_gain = false;
   if (!st->steps.empty()) {
     SplitState::Growth& last = st->steps.back();
     if (st->measure_saving) {
       last.saved_ns = std::max(0.0, st->wait_before_ns - w);
+      if (require_gain && last.commits_before >= 0 && s.commits >= 0 && r - last.r_before >= min_abort_rate &&
+          s.commits < (1 + min_gain) * last.commits_before) {
+        // It added retries and no throughput: back, and hold.
+        st->measure_saving = false;
+        st->steps.pop_back();
+        st->no_gain = true;
+        st->next_hold = st->next_hold <= 0 ? hold_windows : std::min(2 * st->next_hold, max_hold_windows);
+        st->hold = st->next_hold;
+        st->grow_streak = 0;
+        return --st->k;
+      }
     } else {
       last.saved_ns *= saved_decay;
     }
   }
   st->measure_saving = false;
-  const bool grow = w > (1 + r) * a && st->k < cap;
+  if (st->hold > 0) {
+    --st->hold;
+    st->grow_streak = 0;
+  }
+  const bool grow = w > (1 + r) * a && st->k < cap && st->hold == 0;
   st->grow_streak = grow ? st->grow_streak + 1 : 0;
   // The first split waits for `grow_windows` in a row (noise, or a start
   // before the State spread the references, is not a hot spot); a split
@@ -80,7 +96,7 @@ int SplitRule::Step(SplitState* st, const SplitSample& s) const {
   const int need = st->k == 1 ? std::max(1, grow_windows) : 1;
   if (grow && st->grow_streak >= need) {
     st->grow_streak = 0;
-    st->steps.push_back({r, 0});
+    st->steps.push_back({r, 0, s.commits});
     st->wait_before_ns = w;
     st->measure_saving = true;
     return ++st->k;

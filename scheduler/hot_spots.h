@@ -72,6 +72,7 @@ struct SplitSample {
   double wait_ns = 0;            // W (excess wait)
   double attempt_ns = 0;         // A
   double aborts_per_commit = 0;  // r
+  double commits = -1;           // commits on those queues in the window (< 0: not known)
 };
 
 // One split reference's controller state.
@@ -79,12 +80,19 @@ struct SplitState {
   struct Growth {
     double r_before = 0;  // r0: retries per commit before this step
     double saved_ns = 0;  // S: wait this step saved (fading)
+    double commits_before = -1;  // commits in the window before it (require_gain)
   };
   int k = 1;
   std::vector<Growth> steps;  // one per growth, last = the latest
   bool measure_saving = false;  // the window after a growth measures S
   double wait_before_ns = 0;
   int grow_streak = 0;          // windows in a row that said "grow"
+  // require_gain: the last step was taken back because it added retries
+  // and no commits; no growth for `hold` more windows (the next such
+  // take-back holds twice as long, up to max_hold_windows).
+  bool no_gain = false;
+  int hold = 0;
+  int next_hold = 0;
 };
 
 struct SplitRule {
@@ -124,6 +132,22 @@ struct SplitRule {
     if (window_commits <= 0 || queues <= 0) return -1;
     return lead_load * queues / static_cast<double>(window_commits);
   }
+  // Throughput check (off: the engine's rule above; the proxy turns it on).
+  // In a closed loop the wait a step saves can be wait moved into running
+  // attempts that conflict: a hot row that every transaction updates runs
+  // no faster on two backends, only with retries (measured through the
+  // proxy, pgbench on one SERIALIZABLE row: split tps 1.00x of unsplit,
+  // retried 32.7% against 0.1%, from the rule's take-back and regrowth
+  // every few windows). With require_gain, the window after a growth also
+  // compares the commits on the reference's queues with the window before
+  // it: a step that raised retries per commit by at least min_abort_rate
+  // and commits by less than min_gain is taken back at once (no_gain), and
+  // k does not grow again for hold_windows windows, doubling at each such
+  // take-back up to max_hold_windows.
+  bool require_gain = false;
+  double min_gain = 0.1;
+  int hold_windows = 8;
+  int max_hold_windows = 128;
   // Steps `st` by one window's measurements; returns the new k (st->k).
   int Step(SplitState* st, const SplitSample& s) const;
 };

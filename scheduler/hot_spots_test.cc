@@ -46,6 +46,48 @@ TEST(SplitRuleTest, ShrinksBackWhenAbortsRiseAboveTheWaitSaved) {
   EXPECT_TRUE(st.steps.empty());
 }
 
+// require_gain (the proxy's rule): a step that adds retries but no commits
+// (one hot row: the row, not the backend, is the bottleneck) is taken back
+// at once and k holds at 1 for hold_windows, twice as long the next time;
+// a step that adds commits (a hot branch whose transactions mostly touch
+// their own rows) stays and grows on, retries or not.
+TEST(SplitRuleTest, RequireGainTakesBackAStepThatAddedOnlyRetries) {
+  SplitRule rule;
+  rule.grow_windows = 1;
+  rule.require_gain = true;
+  rule.hold_windows = 3;
+  SplitSample waiting{8000, 1000, 0.0, 400};
+  SplitState row;
+  ASSERT_EQ(rule.Step(&row, waiting), 2);
+  // Split: less wait, 0.8 retries per commit, 5% more commits: back to 1.
+  EXPECT_EQ(rule.Step(&row, {1000, 1000, 0.8, 420}), 1);
+  EXPECT_TRUE(row.no_gain);
+  EXPECT_EQ(row.hold, 3);
+  // Held for 3 windows although the wait says grow, then it probes again.
+  EXPECT_EQ(rule.Step(&row, waiting), 1);
+  EXPECT_FALSE(row.no_gain);
+  EXPECT_EQ(rule.Step(&row, waiting), 1);
+  EXPECT_EQ(rule.Step(&row, waiting), 2);
+  EXPECT_EQ(rule.Step(&row, {1000, 1000, 0.8, 400}), 1);
+  EXPECT_EQ(row.hold, 6);  // doubled
+  // Off (the engine's rule): the same step stays while the wait it saved
+  // outweighs the retries.
+  SplitRule plain = rule;
+  plain.require_gain = false;
+  SplitState kept;
+  ASSERT_EQ(plain.Step(&kept, waiting), 2);
+  EXPECT_EQ(plain.Step(&kept, {1000, 1000, 0.8, 420}), 2);
+  // A step that raises the commits stays, though it adds retries.
+  SplitState branch;
+  ASSERT_EQ(rule.Step(&branch, waiting), 2);
+  EXPECT_EQ(rule.Step(&branch, {4000, 1000, 0.05, 700}), 3);
+  EXPECT_FALSE(branch.no_gain);
+  // Commits not known (< 0): no check.
+  SplitState unknown;
+  ASSERT_EQ(rule.Step(&unknown, {8000, 1000, 0.0}), 2);
+  EXPECT_EQ(rule.Step(&unknown, {1000, 1000, 0.8}), 2);
+}
+
 TEST(SplitRuleTest, FollowsASyntheticHotSpotThatComesAndGoes) {
   // A synthetic hot spot: the excess wait falls as k grows, the retries rise
   // with k (k concurrent transactions of one row). Hot: grows to where the

@@ -381,9 +381,17 @@ void Scheduler::SplitStep(int64_t now) {
     s.attempt_ns = t.attempts > 0 ? static_cast<double>(t.exec_ns) / t.attempts : 0;
     s.aborts_per_commit = t.commits > 0 ? static_cast<double>(t.conflict_aborts) / t.commits
                                         : (t.conflict_aborts > 0 ? 1.0 : 0.0);
+    s.commits = static_cast<double>(t.commits);
     return std::make_pair(s, static_cast<int64_t>(t.started));
   };
   const int64_t window_commits = WindowCommits(d);
+  ++split_windows_;
+  // A reference whose split was taken back for no gain (SplitRule::
+  // require_gain) is not split again until its hold is over.
+  for (auto it = split_held_.begin(); it != split_held_.end();) {
+    const auto cur = it++;
+    if (cur->second.until < split_windows_ - options_.split.rule.max_hold_windows) split_held_.erase(cur);
+  }
   // Rebalancing first: a queue that waits because it runs two busy leads
   // while another queue idles is evened by a move, which costs no conflicts;
   // a split of it would. A window with a move starts no split.
@@ -410,7 +418,9 @@ void Scheduler::SplitStep(int64_t now) {
     const RefId lead = hot_spots_->DominantLead(q, &weight);
     bool known = false;
     for (const SplitEntry& e : split_) known |= e.ref == lead;
-    if (lead.value() == 0 || weight < 4 || known || !WorthSplitting(lead, window_commits)) {
+    const auto held = split_held_.find(lead.value());
+    const bool holding = held != split_held_.end() && held->second.until > split_windows_;
+    if (lead.value() == 0 || weight < 4 || known || holding || !WorthSplitting(lead, window_commits)) {
       taken[q] = false;
       continue;
     }
@@ -418,6 +428,7 @@ void Scheduler::SplitStep(int64_t now) {
     // below takes the growth step on this window's figures.
     SplitState st;
     st.grow_streak = options_.split.rule.grow_windows - 1;
+    if (held != split_held_.end()) st.next_hold = held->second.next_hold;  // the next hold doubles
     SplitEntry e{lead, {q}, st};
     history::History::Counts counts;
     if (history_->Get(lead, &counts)) e.aborts_before = counts.aborts;
@@ -472,12 +483,14 @@ void Scheduler::SplitStep(int64_t now) {
                           s.attempt_ns / 1e3, s.aborts_per_commit,
                           e.unled_windows >= kUnledWindowsToDrop ? "; its decisions stopped"
                           : e.fits_windows >= kUnledWindowsToDrop ? "; it fits in one queue"
-                                                                  : ""));
+                          : e.state.no_gain ? absl::StrFormat("; no more commits, held %d windows", e.state.hold)
+                                            : std::string()));
     }
     hot_spots_->Set(e.ref, e.queues);
     e.max_k = std::max(e.max_k, static_cast<int>(e.queues.size()));
     if (e.queues.size() <= 1) {
       if (e.max_k > 1) UnsplitCounts(e, now);
+      if (e.state.no_gain) split_held_[e.ref.value()] = {split_windows_ + e.state.hold, e.state.next_hold};
       split_.erase(split_.begin() + static_cast<std::ptrdiff_t>(i));
       continue;
     }

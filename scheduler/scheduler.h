@@ -54,6 +54,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -296,6 +297,15 @@ class Scheduler {
   void UnsplitCounts(const SplitEntry& e, int64_t now);
   std::vector<SplitEntry> split_;
   std::vector<SplitState> split_probe_;  // per queue outside every set: its own k=1 rule state
+  int64_t split_windows_ = 0;            // split windows so far
+  // References whose split was taken back for no gain (SplitRule::
+  // require_gain): not split again before window `until`; `next_hold`
+  // carries the doubling over. Forgotten max_hold_windows after `until`.
+  struct SplitHold {
+    int64_t until = 0;
+    int next_hold = 0;
+  };
+  std::map<uint64_t, SplitHold> split_held_;
   std::vector<RefId> rebalance_last_;    // the references moved in the last window with moves
   int rebalance_since_ = 1 << 20;        // windows since it (none yet: many)
   std::atomic<int64_t> rebalance_moves_{0};

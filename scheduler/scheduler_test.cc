@@ -574,6 +574,64 @@ TEST(SchedulerOnlineTest, RoutingOnlySplitsOnTheCallersReportedLoads) {
   EXPECT_EQ(hot_queues, std::set<int>{0});
 }
 
+// The proxy's rule (require_gain) in the Scheduler: a split that only
+// added retries (the hot reference's queues commit no more) is taken back,
+// logged, and the reference is not split again until its hold is over,
+// though its queue still waits.
+TEST(SchedulerOnlineTest, RoutingOnlySplitWithNoGainIsHeldBack) {
+  FakeClock clock;
+  Scheduler::Options o;
+  o.num_queues = 4;
+  o.tick_ns = 1000000;
+  o.split.enabled = true;
+  o.split.rebalance = false;
+  o.split.rule.require_gain = true;
+  o.split.rule.hold_windows = 4;
+  std::vector<std::string> logged;
+  o.log = [&logged](const std::string& line) { logged.push_back(line); };
+  auto s = Scheduler::Create(o, {}, nullptr, &clock).value();
+  RoutedLoads* loads = s->routed_loads();
+  const RefId hot = RefId::Of("aid=7");
+  s->history().Add(hot, 100, 0);
+  std::vector<uint64_t> row(4, 0);
+  row[0] = 50;
+  s->state().Set(hot, row);
+  // A window of 60 decisions, all led by `hot`: queue 0 waits 2 ms; on a
+  // split, every attempt conflicts once and the commits stay at 60.
+  auto window = [&] {
+    const int k = s->HotQueues();
+    for (int i = 0; i < 60; ++i) {
+      Txn t;
+      t.refs = {hot, RefId(5000 + i)};
+      const int q = s->Route(t).value();
+      loads->Started(q, k == 1 ? 2000000 : 100000);
+      if (k > 1) loads->Attempt(q, 200000, Outcome::kConflictAbort);
+      loads->Attempt(q, 200000, Outcome::kCommitted);
+      loads->Stopped(q);
+      clock.Advance(3400000);
+    }
+  };
+  // k after each window: 1 until it splits, 2 for the split's window,
+  // then 1 for the hold (hold_windows windows: the candidate check at each
+  // window's end), then 2 again (a probe).
+  std::string ks;
+  for (int w = 0; w < 14; ++w) {
+    window();
+    ks += std::to_string(s->HotQueues());
+  }
+  const size_t first = ks.find('2');
+  ASSERT_NE(first, std::string::npos) << ks;
+  const size_t back = ks.find('1', first);
+  ASSERT_NE(back, std::string::npos) << ks;
+  EXPECT_EQ(back, first + 1) << ks;  // taken back after one window
+  const size_t again = ks.find('2', back);
+  ASSERT_NE(again, std::string::npos) << ks;
+  EXPECT_EQ(again - back, 4u) << ks;  // held 4 windows
+  ASSERT_GE(logged.size(), 3u);
+  EXPECT_NE(logged[1].find("no more commits, held 4 windows"), std::string::npos) << logged[1];
+  EXPECT_NE(logged[2].find("k 1 -> 2"), std::string::npos) << logged[2];
+}
+
 // Routing-only options with auto on over the two named arms (4 queues,
 // 200 ms windows, 50 ms settling), the log kept in *logged.
 Scheduler::Options AutoOptions(const char* arm0, const char* arm1, std::vector<std::string>* logged) {

@@ -60,6 +60,12 @@ scheduler::Scheduler::Options SchedulerOptionsFor(const Options& o, int pool_siz
   // A window holds hundreds of PostgreSQL transactions, not thousands:
   // a backend counts from 10 starts.
   so.split.min_started = 10;
+  // Closed-loop clients: a step must also raise the commits (require_gain).
+  so.split.rule.require_gain = true;
+  // No rebalancing: in-flight stealing already lets an idle backend take a
+  // waiting transaction whose references no running one holds, so two busy
+  // references on one backend's queue do not wait for each other.
+  so.split.rebalance = false;
   return so;
 }
 

@@ -152,9 +152,10 @@ struct Options {
   // measures, per split_window_ms, each backend's client wait, attempt
   // time and 40001 / 40P01 per commit, and takes a step back when the
   // retries it added cost more than the wait it saved. Off by default.
+  // split_max_k: at most this many (and at most the pool size).
   bool split = false;
-  int split_max_k = 4;
-  int64_t split_window_ms = 500;
+  int split_max_k = 16;
+  int64_t split_window_ms = 250;
   // Idle backends take waiting transactions of other queues (steal.h):
   // stealing on = affinity- and in-flight-aware (steal_inflight: only
   // transactions placed without learned affinity, or whose references no

@@ -645,13 +645,14 @@ class Proxy::Loop : private AdminSource {
     const auto& inflight = c->pool->inflight;
     if (!c->affinity || inflight.empty()) return false;
     for (RefId r : c->route.txn.refs) {
-      if (!SplitLead(c, r) && inflight.contains(r.value())) return true;
+      auto it = inflight.find(r.value());
+      if (it == inflight.end()) continue;
+      // The split hot reference that placed c on one of its k queues
+      // (Options::split): k of its transactions may run at once.
+      if (SplitLead(c, r) ? it->second >= c->route.split_k : true) return true;
     }
     return false;
   }
-  // Whether r is the split hot reference that placed c's transaction on
-  // one of its k queues (Options::split): in-flight stealing neither holds
-  // it for c nor blocks c on it, or the split would serialize again.
   static bool SplitLead(const Client* c, RefId r) {
     return c->route.txn.placed_split && c->route.txn.placed_by == r;
   }

@@ -260,7 +260,6 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
   b->held.clear();
   if (c->affinity && steal_mode() == StealMode::kInFlight) {
     for (RefId r : c->route.txn.refs) {
-      if (SplitLead(c, r)) continue;  // its k backends run it at once
       if (!absl::c_linear_search(b->held, r)) {
         b->held.push_back(r);
         c->pool->inflight[r.value()]++;

@@ -49,6 +49,9 @@ void RoutedTxn::ClearRefs() {
   trace.clear();
   predicted.clear();
   ahead.clear();
+  txn.placed_by = RefId(0);
+  txn.placed_split = false;
+  split_k = 0;
 }
 
 void RoutedTxn::ClearOutcome() {
@@ -216,6 +219,10 @@ int Router::Route(RoutedTxn* t, const RefVec& extra, bool want_affinity, bool* a
   t->txn.queue = on->queue;
   t->txn.placed_by = on->placed_by;
   t->txn.placed_split = on->placed_split;
+  t->split_k = 0;
+  if (on->placed_split && sched_.hot_spots() != nullptr) {
+    t->split_k = static_cast<int>(sched_.hot_spots()->Get(on->placed_by).size());
+  }
   // A pool smaller than its database's queue count (a [users] pool_size)
   // folds the queues onto its backends.
   return q.value() < 0 ? 0 : static_cast<int>(q.value() % num_queues);

@@ -75,6 +75,9 @@ struct RoutedTxn {
   // What it was routed on beyond its first statement's references (a
   // retry's remembered ones, predicted ones): running, it holds these too.
   RefVec ahead;
+  // Placed on one of a split hot reference's queues (txn.placed_split,
+  // txn.placed_by = that reference): how many queues it had then.
+  int split_k = 0;
   // What the backend answered, for the outcome.
   std::string conflict_state;  // 40001 / 40P01, "" when none
   bool had_error = false;

@@ -60,6 +60,7 @@
 # key that is free is taken even if released since the snapshot;
 # restarttcap = restart with the per-template concurrency cap on too;
 # restartonly = restart_on_hot_key alone, without templates and replay)
+# ; split / nosplit = on with hot-spot splitting on / off (split.sh)
 # ; w2 = on with workers = 2 event loops, issue 25: a corral-<mode> in
 # PATHS runs even when CORRAL_MODES leaves it out, e.g.
 #     SECONDS_PER_RUN=10 CORRAL_MODES=on PATHS="pgbouncer corral corral-w2" \
@@ -175,6 +176,8 @@ for mode in $CORRAL_MODES; do
   # w2 / w4: stealing on with 2 / 4 event loops (workers, README "Workers").
   case $mode in w[0-9]*) margs="stealing=on workers=${mode#w}" ;; esac
   [ $mode = noretry ] && margs="stealing=on retry_routing=off"
+  [ $mode = split ] && margs="stealing=on split=on"
+  [ $mode = nosplit ] && margs="stealing=on split=off"
   [ $mode = templates ] && margs="stealing=on templates=on"
   [ $mode = tcap ] && margs="stealing=on template_concurrency=on"
   [ $mode = replay ] && margs="stealing=on replay=on"
