@@ -182,6 +182,15 @@ std::vector<int> HotSpots::Get(RefId ref) const {
   return {};
 }
 
+bool HotSpots::IsSplit(RefId ref) const {
+  if (empty()) return false;
+  for (int i = 0; i < max_entries_; ++i) {
+    const Entry& e = entries_[i];
+    if (e.ref.load(std::memory_order_acquire) == ref.value()) return e.k.load(kRelaxed) >= 2;
+  }
+  return false;
+}
+
 bool HotSpots::Route(RefId lead, QueueId* q) const {
   if (empty()) return false;
   const uint64_t key = lead.value();

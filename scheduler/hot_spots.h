@@ -251,6 +251,8 @@ class HotSpots {
   // (ties and no probe: round-robin), true. Else false. Lock-free.
   bool Route(RefId lead, QueueId* q) const;
   bool empty() const { return active_.load(std::memory_order_acquire) == 0; }
+  // Whether `ref` is split now (k >= 2). Lock-free.
+  bool IsSplit(RefId ref) const;
   // The split references and their k, for displays.
   std::vector<std::pair<RefId, int>> Entries() const;
   int MaxK() const;

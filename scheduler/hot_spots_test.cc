@@ -248,6 +248,17 @@ TEST(HotSpotsTest, RoutesASplitReferenceToItsShortestQueue) {
   EXPECT_EQ(hs.MaxK(), 1);
 }
 
+TEST(HotSpotsTest, IsSplitOnlyWithTwoOrMoreQueues) {
+  HotSpots hs(4, 2);
+  const RefId a = RefId::Of("w_id=1"), b = RefId::Of("w_id=2");
+  EXPECT_FALSE(hs.IsSplit(a));
+  ASSERT_TRUE(hs.Set(a, {0, 3}));
+  EXPECT_TRUE(hs.IsSplit(a));
+  EXPECT_FALSE(hs.IsSplit(b));
+  ASSERT_TRUE(hs.Set(a, {0}));  // one queue: not split any more
+  EXPECT_FALSE(hs.IsSplit(a));
+}
+
 TEST(HotSpotsTest, TableIsBounded) {
   HotSpots hs(8, 2);
   EXPECT_TRUE(hs.Set(RefId(1), {0, 1}));

@@ -243,10 +243,14 @@ struct Client : Conn {
   int wait_queue = -1;
   int64_t wait_since = 0;
   // Split on (LoadsOf): the queue its transaction's loads count on (where
-  // it was routed; a stolen one runs on another backend) and when its
-  // current attempt began (MonoNanos).
+  // it was routed; a stolen one runs on another backend), when its current
+  // attempt began, and when it became ready to run (its first unit routed,
+  // or a restart re-queued; 0 once attached): its wait for a backend
+  // counts from there, including a wait for its hot references' keys or
+  // its template's slot (MonoNanos).
   int load_queue = 0;
   int64_t attempt_since = 0;
+  int64_t ready_since = 0;
   std::string held_begin;
   bool txn_lost = false;    // its backend died while it was idle in a transaction
   bool lost_answered = false;  // txn_lost's error was sent (a Flush); skipping to Sync

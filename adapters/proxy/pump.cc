@@ -147,6 +147,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
     if (RouterOf(c).keys_first()) c->route.first_key = RetryStatementKey(sql);
     RouterOf(c).AddQuery(sql, &c->route);
     c->routed_ahead = 1;
+    if (LoadsOf(*c->pool) != nullptr) c->ready_since = MonoNanos();
     StartTxn(c);
     return true;
   }
@@ -166,6 +167,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
   c->route.ClearRefs();
   RouterOf(c).AddUnit(c->pending, end, c->stmts, &c->route);
   c->routed_ahead = end + 1;
+  if (LoadsOf(*c->pool) != nullptr) c->ready_since = MonoNanos();
   StartTxn(c);
   return true;
 }
@@ -253,7 +255,8 @@ int Proxy::Loop::RetryHolder(const Pool& pool, const Client* c, const RefVec& re
 void Proxy::Loop::Attach(Client* c, Backend* b) {
   if (scheduler::RoutedLoads* loads = LoadsOf(*b->pool)) {
     c->attempt_since = MonoNanos();
-    loads->Started(c->load_queue, c->waiting ? c->attempt_since - c->wait_since : 0);
+    loads->Started(c->load_queue, c->ready_since > 0 ? c->attempt_since - c->ready_since : 0);
+    c->ready_since = 0;
   }
   b->client = c;
   c->backend = b;

@@ -295,6 +295,7 @@ void Proxy::Loop::RestartTried(Client* c, Backend* b) {
 
 void Proxy::Loop::RestartElsewhere(Client* c, Backend* b, bool granted) {
   c->restart_since = MonoNanos();
+  if (LoadsOf(*c->pool) != nullptr) c->ready_since = c->restart_since;
   c->wait_since = c->restart_since;  // query_wait_timeout covers this wait too
   c->restart_queue = b->index;
   ReplayLog keep = std::move(c->replay);

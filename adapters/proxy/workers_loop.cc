@@ -56,7 +56,11 @@ void Proxy::Loop::HotKeys(const Client* c, const RefVec& refs, std::vector<uint6
   // The keys of its hot references, per database (Database::key_salt).
   const history::History& h = c->pool->db->sched->history();
   const uint64_t salt = c->pool->db->key_salt;
+  const scheduler::HotSpots* split = c->pool->db->sched->hot_spots();
   for (RefId r : refs) {
+    // A split reference (split = on) runs on its k backends at once: its
+    // key would serialize it again (in-flight stealing caps it at k).
+    if (split != nullptr && split->IsSplit(r)) continue;
     history::History::Counts n;
     if (h.Get(r, &n) && static_cast<double>(n.aborts) >= opt_.worker_lock_threshold) keys->push_back(r.value() ^ salt);
   }
