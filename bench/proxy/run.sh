@@ -60,7 +60,8 @@
 # key that is free is taken even if released since the snapshot;
 # restarttcap = restart with the per-template concurrency cap on too;
 # restartonly = restart_on_hot_key alone, without templates and replay)
-# ; split / nosplit = on with hot-spot splitting on / off (split.sh)
+# ; split / nosplit = on with hot-spot splitting on / off (split.sh);
+# restartsplit = restart with splitting on
 # ; w2 = on with workers = 2 event loops, issue 25: a corral-<mode> in
 # PATHS runs even when CORRAL_MODES leaves it out, e.g.
 #     SECONDS_PER_RUN=10 CORRAL_MODES=on PATHS="pgbouncer corral corral-w2" \
@@ -186,6 +187,7 @@ for mode in $CORRAL_MODES; do
   [ $mode = restartnogate ] && margs="stealing=on templates=on replay=on restart_on_hot_key=on restart_gate=off"
   [ $mode = restarttcap ] && margs="stealing=on templates=on replay=on restart_on_hot_key=on template_concurrency=on"
   [ $mode = restartonly ] && margs="stealing=on restart_on_hot_key=on"
+  [ $mode = restartsplit ] && margs="stealing=on templates=on replay=on restart_on_hot_key=on split=on"
   # shellcheck disable=SC2086
   "$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[$name]} $margs 2> "$WORK/$name.log" &
   pids+=($!)
