@@ -75,7 +75,20 @@ class BinaryParamsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!TestServer(&server_, &why_)) GTEST_SKIP() << why_;
+    // A database of this process's own: the tables, schemas and the
+    // catalog the proxy reads are no other test copy's (--runs_per_test).
+    admin_ = server_;
+    db_ = PgUniqueName("corral_bw");
+    ASSERT_TRUE(IsOk(RecreateDatabase(admin_, db_)));
+    server_.dbname = db_;
+    server_.conninfo = absl::StrCat(admin_.conninfo, " dbname=", db_);
   }
+  void TearDown() override {
+    p_.Stop();
+    if (!db_.empty()) DropDatabase(admin_, db_);
+  }
+  // The driver scripts' environment: the database they connect to.
+  std::string Env() const { return absl::StrCat("CORRAL_TEST_DB=", db_, " "); }
   // Runs `sql` on the server directly (the tables, before the proxy reads
   // the catalog).
   void Setup(const std::string& sql) {
@@ -99,7 +112,9 @@ class BinaryParamsTest : public ::testing::Test {
   // Skips the test when `probe` (a command) fails: the driver is missing.
   bool Have(const std::string& probe) { return RunCommand(probe).first == 0; }
 
-  ServerInfo server_;
+  ServerInfo server_;  // this test's database
+  ServerInfo admin_;   // the server as CORRAL_PG_CONNINFO names it
+  std::string db_;
   std::string why_;
   ProxyUnderTest p_;
 };
@@ -110,7 +125,7 @@ TEST_F(BinaryParamsTest, AsyncpgBinaryParamsTeachTheHistory) {
       "DROP TABLE IF EXISTS bw_apg; CREATE TABLE bw_apg (ak int PRIMARY KEY, v int, an numeric, p point);"
       "INSERT INTO bw_apg SELECT g, 0, g FROM generate_series(1, 9) g;");
   StartProxy();
-  auto [rc, out] = RunCommand(absl::StrCat("/usr/bin/python3 ", ClientPath("asyncpg_binary.py"), " ", p_.port()));
+  auto [rc, out] = RunCommand(absl::StrCat(Env(), "/usr/bin/python3 ", ClientPath("asyncpg_binary.py"), " ", p_.port()));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("conflict: 40001 on ak=5"), std::string::npos) << out;
   EXPECT_NE(out.find("point update: UPDATE 1"), std::string::npos) << out;
@@ -138,7 +153,7 @@ TEST_F(BinaryParamsTest, AsyncpgWithoutStatementCacheRoutesOnTheBind) {
       "DROP TABLE IF EXISTS bw_anc; CREATE TABLE bw_anc (nk int PRIMARY KEY, v int);"
       "INSERT INTO bw_anc SELECT g, 0 FROM generate_series(1, 9) g;");
   StartProxy();
-  auto [rc, out] = RunCommand(absl::StrCat("/usr/bin/python3 ", ClientPath("asyncpg_nocache.py"), " ", p_.port()));
+  auto [rc, out] = RunCommand(absl::StrCat(Env(), "/usr/bin/python3 ", ClientPath("asyncpg_nocache.py"), " ", p_.port()));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("after: v of nk=5 is 4"), std::string::npos) << out;
   const auto h = History(p_);
@@ -168,7 +183,7 @@ TEST_F(BinaryParamsTest, AsyncpgCachedDescriptionFollowsSearchPathAndDdl) {
       "CREATE TABLE bw_ds2.t (k int PRIMARY KEY, v text); INSERT INTO bw_ds2.t VALUES (1, 'two');");
   StartProxy();
   auto [rc, out] =
-      RunCommand(absl::StrCat("/usr/bin/python3 ", ClientPath("asyncpg_describe_stale.py"), " ", p_.port(), " ", server_.port));
+      RunCommand(absl::StrCat(Env(), "/usr/bin/python3 ", ClientPath("asyncpg_describe_stale.py"), " ", p_.port(), " ", server_.port));
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out.find("FAIL"), std::string::npos) << out;
   EXPECT_NE(out.find("ok bw_ds1 bigint after a rolled-back ALTER"), std::string::npos) << out;
@@ -185,7 +200,7 @@ TEST_F(BinaryParamsTest, PsycopgBinaryParamsEqualTheTextPath) {
       " pt text, pu uuid, pd date, pts timestamptz);"
       "INSERT INTO bw_psy SELECT g, 0, g, g, 't' || g FROM generate_series(1, 9) g;");
   StartProxy();
-  auto [rc, out] = RunCommand(absl::StrCat("/usr/bin/python3 ", ClientPath("psycopg_binary.py"), " ", p_.port()));
+  auto [rc, out] = RunCommand(absl::StrCat(Env(), "/usr/bin/python3 ", ClientPath("psycopg_binary.py"), " ", p_.port()));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(std::vector<std::string>(absl::StrSplit(out, '\n', absl::SkipEmpty())).size(), 8u) << out;
   // Each binary value named the reference its text literal names: one row
@@ -207,7 +222,7 @@ TEST_F(BinaryParamsTest, JdbcTypedParamsEqualTheTextPath) {
       "INSERT INTO bw_jdbc SELECT g, 0, g, 's' || g, NULL, g FROM generate_series(1, 9) g;"
       "UPDATE bw_jdbc SET ju = '12345678-9abc-def0-1234-56789abcdef0' WHERE jk = 4;");
   StartProxy();
-  auto [rc, out] = RunCommand(absl::StrCat("java -XX:-UsePerfData -cp /usr/share/java/postgresql.jar ", ClientPath("JdbcBinary.java"),
+  auto [rc, out] = RunCommand(absl::StrCat(Env(), "java -XX:-UsePerfData -cp /usr/share/java/postgresql.jar ", ClientPath("JdbcBinary.java"),
                                     " ", p_.port()));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("typed jk = ANY(?) x6 and text jk IN (1, 2)"), std::string::npos) << out;

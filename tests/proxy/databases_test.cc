@@ -1,7 +1,8 @@
 // End-to-end tests of databases and users through `corral proxy` (issue 26,
 // item 2) against a real PostgreSQL (CORRAL_PG_CONNINFO; skipped with a
 // message without one). Two roles (corral_dbu_alice / _bob, with passwords)
-// and two databases (corral_dbu_a / _b) are made for the tests. Checked: an
+// and two databases (corral_dbu_a / _b) are made for the tests, each name
+// with this process's tag (PgUniqueName). Checked: an
 // unknown database gets FATAL 3D000 and an unknown user or wrong password
 // 28P01; each client runs as its own user in its own database unless the
 // [databases] entry forces a login; passwords from auth_file or auth_query;
@@ -31,26 +32,28 @@ namespace corral {
 namespace proxy {
 namespace {
 
-constexpr char kAlice[] = "corral_dbu_alice";
-constexpr char kBob[] = "corral_dbu_bob";
-constexpr char kDbA[] = "corral_dbu_a";
-constexpr char kDbB[] = "corral_dbu_b";
+// Roles and databases are cluster-wide: names no other test process uses
+// (copies of this test may run at once, e.g. --runs_per_test).
+const std::string kAlice = PgUniqueName("corral_dbu_alice");
+const std::string kBob = PgUniqueName("corral_dbu_bob");
+const std::string kDbA = PgUniqueName("corral_dbu_a");
+const std::string kDbB = PgUniqueName("corral_dbu_b");
 
 class DatabasesTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!TestServer(&server_, &why_)) GTEST_SKIP() << why_;
-    for (const char* db : {kDbA, kDbB}) ASSERT_TRUE(RecreateDatabase(server_, db).ok());
+    for (const std::string& db : {kDbA, kDbB}) ASSERT_TRUE(RecreateDatabase(server_, db).ok());
     PGconn* c = PQconnectdb(server_.conninfo.c_str());
     ASSERT_EQ(PQstatus(c), CONNECTION_OK);
-    for (const auto& [role, pw] : {std::pair<const char*, const char*>{kAlice, "alice-pw"}, {kBob, "bob-pw"}}) {
+    for (const auto& [role, pw] : {std::pair<std::string, const char*>{kAlice, "alice-pw"}, {kBob, "bob-pw"}}) {
       PQclear(PQexec(c, absl::StrCat("DROP ROLE IF EXISTS ", role).c_str()));
       // The server stores SCRAM secrets (auth_query reads them).
       ASSERT_TRUE(ExecOk(c, "SET password_encryption = 'scram-sha-256'"));
       ASSERT_TRUE(ExecOk(c, absl::StrCat("CREATE ROLE ", role, " LOGIN PASSWORD '", pw, "'")));
     }
     PQfinish(c);
-    for (const char* db : {kDbA, kDbB}) {
+    for (const std::string& db : {kDbA, kDbB}) {
       PGconn* d = PQconnectdb(absl::StrCat(server_.conninfo, " dbname=", db).c_str());
       ASSERT_TRUE(ExecOk(d, "CREATE TABLE acct (id int PRIMARY KEY, bal int)"));
       ASSERT_TRUE(ExecOk(d, "INSERT INTO acct SELECT g, 0 FROM generate_series(1, 10) g"));
@@ -62,9 +65,9 @@ class DatabasesTest : public ::testing::Test {
     for (PGconn* c : conns_) PQfinish(c);
     proxy_.Stop();
     if (server_.conninfo.empty()) return;
-    for (const char* db : {kDbA, kDbB}) DropDatabase(server_, db);
+    for (const std::string& db : {kDbA, kDbB}) DropDatabase(server_, db);
     PGconn* c = PQconnectdb(server_.conninfo.c_str());
-    for (const char* role : {kAlice, kBob}) PQclear(PQexec(c, absl::StrCat("DROP ROLE IF EXISTS ", role).c_str()));
+    for (const std::string& role : {kAlice, kBob}) PQclear(PQexec(c, absl::StrCat("DROP ROLE IF EXISTS ", role).c_str()));
     PQfinish(c);
   }
   // Starts the proxy on config text (as a config file would give it).

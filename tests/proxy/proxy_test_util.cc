@@ -110,7 +110,8 @@ absl::Status RecreateDatabase(const ServerInfo& server, const std::string& db) {
 
 void DropDatabase(const ServerInfo& server, const std::string& db) {
   PGconn* c = PQconnectdb(server.conninfo.c_str());
-  PQclear(PQexec(c, absl::StrCat("DROP DATABASE IF EXISTS ", db).c_str()));
+  // FORCE: a session a failed test left behind does not keep it.
+  PQclear(PQexec(c, absl::StrCat("DROP DATABASE IF EXISTS ", db, " WITH (FORCE)").c_str()));
   PQfinish(c);
 }
 

@@ -32,7 +32,7 @@ public class JdbcBinary {
   }
 
   public static void main(String[] args) throws Exception {
-    try (Connection c = DriverManager.getConnection("jdbc:postgresql://127.0.0.1:" + args[0] + "/postgres", "postgres", "")) {
+    try (Connection c = DriverManager.getConnection("jdbc:postgresql://127.0.0.1:" + args[0] + "/" + System.getenv().getOrDefault("CORRAL_TEST_DB", "postgres"), "postgres", "")) {
       check(c, "jk = ?", (k, p) -> p.setInt(1, 5), "jk = 5");
       check(c, "jl = ?", (k, p) -> p.setLong(1, 7L), "jl = 7");
       check(c, "js = ?", (k, p) -> p.setString(1, "s3"), "js = 's3'");

@@ -4,13 +4,17 @@ Usage: asyncpg_binary.py PORT (table bw_apg(ak int, v int, an numeric, p point))
 Prints one line per check; exits non-zero on any failure."""
 import asyncio
 import decimal
+import os
 import sys
 
 import asyncpg
 
+# The database (the test makes one per process: CORRAL_TEST_DB).
+DB = os.environ.get("CORRAL_TEST_DB", "postgres")
+
 
 async def main(port):
-    dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    dsn = f"postgresql://postgres@127.0.0.1:{port}/{DB}"
     c1 = await asyncpg.connect(dsn)
     c2 = await asyncpg.connect(dsn)
     upd = "UPDATE bw_apg SET v = v + 1 WHERE ak = $1"

@@ -11,16 +11,20 @@ Usage: asyncpg_describe_stale.py PORT SERVER_PORT (schemas bw_ds1 / bw_ds2, each
 table t(k int, v ...): bw_ds1.t.v int = 11, bw_ds2.t.v text = 'two').
 Prints one line per check; exits non-zero on any failure."""
 import asyncio
+import os
 import sys
 
 import asyncpg
+
+# The database (the test makes one per process: CORRAL_TEST_DB).
+DB = os.environ.get("CORRAL_TEST_DB", "postgres")
 
 Q = "SELECT v FROM t WHERE k = $1"
 
 
 async def main(port, server_port):
-    dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    direct = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{server_port}/postgres")
+    dsn = f"postgresql://postgres@127.0.0.1:{port}/{DB}"
+    direct = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{server_port}/{DB}")
     c = await asyncpg.connect(dsn, statement_cache_size=0)
     other = await asyncpg.connect(dsn, statement_cache_size=0)
     fails = 0

@@ -6,13 +6,17 @@ unit executes nothing; the proxy answers it from the server's earlier answer
 Usage: asyncpg_nocache.py PORT (table bw_anc(nk int, v int)).
 Prints one line per check; exits non-zero on any failure."""
 import asyncio
+import os
 import sys
 
 import asyncpg
 
+# The database (the test makes one per process: CORRAL_TEST_DB).
+DB = os.environ.get("CORRAL_TEST_DB", "postgres")
+
 
 async def main(port):
-    dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    dsn = f"postgresql://postgres@127.0.0.1:{port}/{DB}"
     c1 = await asyncpg.connect(dsn, statement_cache_size=0)
     c2 = await asyncpg.connect(dsn, statement_cache_size=0)
     upd = "UPDATE bw_anc SET v = v + 1 WHERE nk = $1"

@@ -5,10 +5,14 @@ pb bigint, pt text, pu uuid, pd date, pts timestamptz)). Prints one line per
 check; the test then expects each reference once, with two commits."""
 import datetime
 import decimal
+import os
 import sys
 import uuid
 
 import psycopg
+
+# The database (the test makes one per process: CORRAL_TEST_DB).
+DB = os.environ.get("CORRAL_TEST_DB", "postgres")
 
 UPD = "UPDATE bw_psy SET v = v + 1 WHERE "
 CASES = [  # (column predicate with %b, binary value, the same as a text literal)
@@ -23,7 +27,7 @@ CASES = [  # (column predicate with %b, binary value, the same as a text literal
     ("pk = ANY(%b)", [1, 2], "pk IN (1, 2)"),
 ]
 
-with psycopg.connect(f"host=127.0.0.1 port={sys.argv[1]} user=postgres dbname=postgres", autocommit=True) as c:
+with psycopg.connect(f"host=127.0.0.1 port={sys.argv[1]} user=postgres dbname={DB}", autocommit=True) as c:
     cur = c.cursor()
     for pred, value, text in CASES:
         cur.execute(UPD + pred, (value,))
