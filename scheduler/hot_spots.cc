@@ -182,13 +182,13 @@ std::vector<int> HotSpots::Get(RefId ref) const {
   return {};
 }
 
-bool HotSpots::IsSplit(RefId ref) const {
-  if (empty()) return false;
+int HotSpots::K(RefId ref) const {
+  if (empty()) return 0;
   for (int i = 0; i < max_entries_; ++i) {
     const Entry& e = entries_[i];
-    if (e.ref.load(std::memory_order_acquire) == ref.value()) return e.k.load(kRelaxed) >= 2;
+    if (e.ref.load(std::memory_order_acquire) == ref.value()) return e.k.load(kRelaxed);
   }
-  return false;
+  return 0;
 }
 
 bool HotSpots::Route(RefId lead, QueueId* q) const {

@@ -251,8 +251,10 @@ class HotSpots {
   // (ties and no probe: round-robin), true. Else false. Lock-free.
   bool Route(RefId lead, QueueId* q) const;
   bool empty() const { return active_.load(std::memory_order_acquire) == 0; }
-  // Whether `ref` is split now (k >= 2). Lock-free.
-  bool IsSplit(RefId ref) const;
+  // ref's k now (0 when it has no entry) and whether it is split (k >= 2).
+  // Lock-free, no allocation.
+  int K(RefId ref) const;
+  bool IsSplit(RefId ref) const { return K(ref) >= 2; }
   // The split references and their k, for displays.
   std::vector<std::pair<RefId, int>> Entries() const;
   int MaxK() const;

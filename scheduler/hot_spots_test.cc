@@ -254,6 +254,8 @@ TEST(HotSpotsTest, IsSplitOnlyWithTwoOrMoreQueues) {
   EXPECT_FALSE(hs.IsSplit(a));
   ASSERT_TRUE(hs.Set(a, {0, 3}));
   EXPECT_TRUE(hs.IsSplit(a));
+  EXPECT_EQ(hs.K(a), 2);
+  EXPECT_EQ(hs.K(b), 0);
   EXPECT_FALSE(hs.IsSplit(b));
   ASSERT_TRUE(hs.Set(a, {0}));  // one queue: not split any more
   EXPECT_FALSE(hs.IsSplit(a));

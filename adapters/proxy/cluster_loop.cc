@@ -145,10 +145,24 @@ void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
   const ClusterSync* cl = c->pool->db->cluster.get();
   if (cl == nullptr || !b->adv_locks.empty()) return;
   std::vector<int64_t> keys;
-  cl->KeysFor(c->route.txn.refs, &keys);
+  ClusterKeysFor(*cl, c, c->route.txn.refs, &keys);
   if (keys.empty()) return;
   LockMoreClusterKeys(b, keys);
   stats_.cluster_lock_txns++;
+}
+
+void Proxy::Loop::ClusterKeysFor(const ClusterSync& cl, const Client* c, const RefVec& refs,
+                                 std::vector<int64_t>* keys) {
+  const scheduler::HotSpots* split = c->pool->db->sched->hot_spots();
+  if (split == nullptr || split->empty()) {
+    cl.KeysFor(refs, keys);
+    return;
+  }
+  RefVec unsplit;
+  for (RefId r : refs) {
+    if (!split->IsSplit(r)) unsplit.push_back(r);
+  }
+  cl.KeysFor(unsplit, keys);
 }
 
 void Proxy::Loop::ReleaseClusterLocks(Backend* b) {

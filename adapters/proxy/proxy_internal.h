@@ -822,6 +822,10 @@ class Proxy::Loop : private AdminSource {
   void AdoptClusterSchemas();
   // Attach: locks the keys of c's shared-hot references on b first.
   void TakeClusterLocks(Client* c, Backend* b);
+  // The advisory keys of those of `refs` hot in the cluster (ClusterSync::
+  // KeysFor), leaving out a reference split here (split = on: its k
+  // backends run it at once; a key would serialize it again).
+  static void ClusterKeysFor(const ClusterSync& cl, const Client* c, const RefVec& refs, std::vector<int64_t>* keys);
   // The transaction on b ended (or was rolled back): unlock its keys
   // (nothing when the unlock is already sent).
   void ReleaseClusterLocks(Backend* b);

@@ -144,7 +144,7 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
   // before its log runs again (RestartTxn).
   std::vector<int64_t> relock;
   if (const ClusterSync* cl = c->pool->db->cluster.get(); cl != nullptr && !refs.empty()) {
-    cl->KeysFor(refs, &relock);
+    ClusterKeysFor(*cl, c, refs, &relock);
     relock.erase(std::remove_if(relock.begin(), relock.end(),
                                 [&](int64_t k) {
                                   return std::binary_search(b->adv_locks.begin(), b->adv_locks.end(), k);

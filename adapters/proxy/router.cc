@@ -221,7 +221,7 @@ int Router::Route(RoutedTxn* t, const RefVec& extra, bool want_affinity, bool* a
   t->txn.placed_split = on->placed_split;
   t->split_k = 0;
   if (on->placed_split && sched_.hot_spots() != nullptr) {
-    t->split_k = static_cast<int>(sched_.hot_spots()->Get(on->placed_by).size());
+    t->split_k = sched_.hot_spots()->K(on->placed_by);
   }
   // A pool smaller than its database's queue count (a [users] pool_size)
   // folds the queues onto its backends.

@@ -43,8 +43,7 @@ class SplitTest : public ScratchTableTest {
     }
     ScratchTableTest::TearDown();
   }
-  void StartProxy(bool split) {
-    Options o;
+  void StartProxy(bool split, Options o = Options()) {
     o.pool_size = 4;
     o.split = split;
     o.split_window_ms = 200;
@@ -136,6 +135,50 @@ TEST_F(SplitTest, AHotReferenceWhoseTransactionsStopConflictingSpreadsOverBacken
   const std::string sum = ExecValue(server_conn_, absl::StrCat("SELECT sum(v) FROM ", hot_, " WHERE k > 0"));
   const std::string seen = ExecValue(server_conn_, absl::StrCat("SELECT count(*) FROM ", seen_));
   EXPECT_EQ(sum, seen);
+}
+
+// The proxy's own serializers leave a split reference to its k backends:
+// restart on a hot key (in-process keys) and multi-proxy mode (advisory
+// locks on references hot in the cluster) take no key for it, or its
+// transactions would still run one at a time.
+TEST_F(SplitTest, ASplitReferenceTakesNoRestartOrClusterKey) {
+  for (const bool cluster : {false, true}) {
+    SCOPED_TRACE(cluster ? "cluster_name set" : "restart_on_hot_key");
+    Options o;
+    const std::string name = PgUniqueName("split");
+    if (cluster) {
+      o.cluster_name = name;
+      o.cluster_publish_interval_ms = 100;
+      o.cluster_hot_threshold = 1;
+    } else {
+      o.restart_on_hot_key = true;
+      o.templates = true;
+      o.replay = true;
+    }
+    ProxyUnderTest peer;  // a live peer: only then is a reference hot in the cluster
+    if (cluster) {
+      Options po = o;
+      po.pool_size = 1;
+      po.cluster_proxy_id = "peer";
+      ASSERT_TRUE(IsOk(peer.Start(server_, po)));
+      o.cluster_proxy_id = "main";
+    }
+    StartProxy(/*split=*/true, o);
+    LearnHot();
+    ExecValue(server_conn_, absl::StrCat("TRUNCATE ", seen_));
+    Spread(4);
+    EXPECT_GE(SplitK(), 2);
+    EXPECT_GT(Overlaps(), 0);
+    if (cluster) {
+      EXPECT_GT(proxy_.proxy().stats().cluster_lock_txns.load(), 0);  // it was hot in the cluster
+    } else {
+      EXPECT_GT(proxy_.proxy().stats().restart_key_txns.load(), 0);  // it took keys before the split
+    }
+    proxy_.Stop();
+    peer.Stop();
+    ExecValue(server_conn_, absl::StrCat("TRUNCATE ", seen_));
+    if (cluster) ExecValue(server_conn_, absl::StrCat("DELETE FROM corral.hot_refs WHERE cluster_name = '", name, "'"));
+  }
 }
 
 TEST_F(SplitTest, SplitOffKeepsTheTableEmpty) {
