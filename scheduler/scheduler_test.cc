@@ -508,6 +508,29 @@ TEST(SchedulerOnlineTest, ABaselinePolicyKeepsTheSplitTableForTheLearnedOne) {
   s->Stop();
 }
 
+// Routing-only options with splitting on (4 queues, 1 ms ticks, no
+// rebalancing), the log kept in *logged.
+Scheduler::Options RoutingSplitOptions(std::vector<std::string>* logged) {
+  Scheduler::Options o;
+  o.num_queues = 4;
+  o.tick_ns = 1000000;
+  o.split.enabled = true;
+  o.split.rebalance = false;
+  o.log = [logged](const std::string& line) { logged->push_back(line); };
+  return o;
+}
+
+// One routed transaction as the proxy reports it: started on q after
+// wait_ns, `aborts` conflicting attempts then a commit, attempt_ns each.
+void ReportRun(RoutedLoads* loads, int q, int64_t wait_ns, int64_t attempt_ns, int aborts) {
+  loads->Enqueued(q);
+  loads->Dequeued(q);
+  loads->Started(q, wait_ns);
+  for (int a = 0; a < aborts; ++a) loads->Attempt(q, attempt_ns, Outcome::kConflictAbort);
+  loads->Attempt(q, attempt_ns, Outcome::kCommitted);
+  loads->Stopped(q);
+}
+
 // Routing only (the proxy), split on: the caller's reports into
 // routed_loads() drive the split windows. A reference whose queue waits far
 // longer than the others, with no conflicts, is split over more queues and
@@ -515,14 +538,8 @@ TEST(SchedulerOnlineTest, ABaselinePolicyKeepsTheSplitTableForTheLearnedOne) {
 // worth more than the wait it saved, it goes back to one queue.
 TEST(SchedulerOnlineTest, RoutingOnlySplitsOnTheCallersReportedLoads) {
   FakeClock clock;
-  Scheduler::Options o;
-  o.num_queues = 4;
-  o.tick_ns = 1000000;
-  o.split.enabled = true;
-  o.split.rebalance = false;
   std::vector<std::string> logged;
-  o.log = [&logged](const std::string& line) { logged.push_back(line); };
-  auto s = Scheduler::Create(o, {}, nullptr, &clock).value();
+  auto s = Scheduler::Create(RoutingSplitOptions(&logged), {}, nullptr, &clock).value();
   RoutedLoads* loads = s->routed_loads();
   ASSERT_NE(loads, nullptr);
   const RefId hot = RefId::Of("w_id=1");
@@ -547,12 +564,7 @@ TEST(SchedulerOnlineTest, RoutingOnlySplitsOnTheCallersReportedLoads) {
       t.refs = {is_hot ? hot : cold[(i / 3) % 3], RefId(1000 + i)};
       const int q = s->Route(t).value();
       if (is_hot) hot_queues.insert(q);
-      loads->Enqueued(q);
-      loads->Dequeued(q);
-      loads->Started(q, q == slow_q ? 2000000 : 100000);
-      for (int a = 0; a < aborts; ++a) loads->Attempt(q, attempt_ns, Outcome::kConflictAbort);
-      loads->Attempt(q, attempt_ns, Outcome::kCommitted);
-      loads->Stopped(q);
+      ReportRun(loads, q, q == slow_q ? 2000000 : 100000, attempt_ns, aborts);
       EXPECT_EQ(loads->Length(q), 0);
       clock.Advance(2200000);
     }
@@ -580,15 +592,10 @@ TEST(SchedulerOnlineTest, RoutingOnlySplitsOnTheCallersReportedLoads) {
 // though its queue still waits.
 TEST(SchedulerOnlineTest, RoutingOnlySplitWithNoGainIsHeldBack) {
   FakeClock clock;
-  Scheduler::Options o;
-  o.num_queues = 4;
-  o.tick_ns = 1000000;
-  o.split.enabled = true;
-  o.split.rebalance = false;
+  std::vector<std::string> logged;
+  Scheduler::Options o = RoutingSplitOptions(&logged);
   o.split.rule.require_gain = true;
   o.split.rule.hold_windows = 4;
-  std::vector<std::string> logged;
-  o.log = [&logged](const std::string& line) { logged.push_back(line); };
   auto s = Scheduler::Create(o, {}, nullptr, &clock).value();
   RoutedLoads* loads = s->routed_loads();
   const RefId hot = RefId::Of("aid=7");
@@ -604,10 +611,7 @@ TEST(SchedulerOnlineTest, RoutingOnlySplitWithNoGainIsHeldBack) {
       Txn t;
       t.refs = {hot, RefId(5000 + i)};
       const int q = s->Route(t).value();
-      loads->Started(q, k == 1 ? 2000000 : 100000);
-      if (k > 1) loads->Attempt(q, 200000, Outcome::kConflictAbort);
-      loads->Attempt(q, 200000, Outcome::kCommitted);
-      loads->Stopped(q);
+      ReportRun(loads, q, k == 1 ? 2000000 : 100000, 200000, k > 1 ? 1 : 0);
       clock.Advance(3400000);
     }
   };

@@ -64,16 +64,10 @@ PY
 run_corral() {
   local name=$1 bin=$2 port cpid
   port=$(free_port)
-  cat > "$WORK/corral.ini" <<INI
-listen_addr = 127.0.0.1
-listen_port = $port
-pool_size = $POOL
-max_client_conn = 200
-server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=$DB
+  corral_ini "$WORK/corral.ini" "$POOL" "$PGPORT" "$DB" "listen_port = $port
 templates = on
 replay = on
-restart_on_hot_key = on
-INI
+restart_on_hot_key = on"
   "$bin" "$WORK/corral.ini" 2> "$WORK/corral.log" &
   cpid=$!
   pids+=("$cpid")

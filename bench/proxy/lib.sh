@@ -7,6 +7,7 @@
 #   bench_db corral_bench 10 "$PGPORT"                  # pgbench -i, autovacuum off
 #   pgbouncer_ini "$WORK/pgb.ini" corral_bench "$PGPORT" "$port" 8 "$WORK/userlist.txt" "$WORK/pgb.log"
 #   start_pgbouncer "$WORK/pgb.ini" "$WORK/pgb.log"; pids+=($!)
+#   corral_ini "$WORK/corral.ini" 8 "$PGPORT" corral_bench "policy = auto"
 
 # proxy_server_bin: builds //bench/proxy:proxy_server (-c opt, in the output
 # base CORRAL_BAZEL_OUTPUT_BASE names, else the repository's own, which
@@ -98,6 +99,20 @@ logfile = $log
 $extra
 INI
   chmod 644 "$file"
+}
+
+# corral_ini FILE POOL PGPORT DB [EXTRA]: a Corral proxy's config in front
+# of DB (on 127.0.0.1; the port from EXTRA or the proxy's command line),
+# EXTRA lines appended.
+corral_ini() {
+  local file=$1 pool=$2 pgport=$3 db=$4 extra=${5:-}
+  cat > "$file" <<INI
+listen_addr = 127.0.0.1
+pool_size = $pool
+max_client_conn = 200
+server_conninfo = host=127.0.0.1 port=$pgport user=postgres dbname=$db
+$extra
+INI
 }
 
 # start_pgbouncer FILE LOG: starts it in the background ($! is its pid), as

@@ -60,13 +60,7 @@ start_pgbouncer "$WORK/pgbouncer.ini" "$WORK/pgbouncer.log"
 pids+=($!)
 PORT[pgbouncer]=$BPORT
 PORT[corral]=$(free_port)
-cat > "$WORK/corral.ini" <<INI
-listen_addr = 127.0.0.1
-pool_size = $POOL
-max_client_conn = 200
-server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=$DB
-policy = $POLICY
-INI
+corral_ini "$WORK/corral.ini" "$POOL" "$PGPORT" "$DB" "policy = $POLICY"
 "$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[corral]} $CORRAL_ARGS 2> "$WORK/corral.log" &
 pids+=($!)
 sleep 2

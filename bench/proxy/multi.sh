@@ -126,12 +126,7 @@ start_fleet() {  # fleet n
         local tries=10
         [ "$fleet" = coord-nofold ] && cluster="multi_$n" && fold=off
         case $fleet in coord-try[0-9]*) cluster="multi_$n" tries=${fleet#coord-try} ;; esac
-        cat > "$WORK/corral$i.ini" <<INI
-listen_addr = 127.0.0.1
-listen_port = $port
-pool_size = $pool
-max_client_conn = 200
-server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=$DB
+        corral_ini "$WORK/corral$i.ini" "$pool" "$PGPORT" "$DB" "listen_port = $port
 cluster_name = $cluster
 cluster_proxy_id = p$i
 cluster_publish_interval_ms = $INTERVAL_MS
@@ -140,8 +135,7 @@ cluster_fold_unlock = $fold
 cluster_relock_tries = $tries
 templates = $RESTART
 replay = $RESTART
-restart_on_hot_key = $RESTART
-INI
+restart_on_hot_key = $RESTART"
         "$SERVER_BIN" "$WORK/corral$i.ini" 2> "$WORK/corral$i.log" &
         fleet_pids+=($!) ;;
     esac

@@ -155,15 +155,9 @@ declare -A PORT CPID
 CPID[pgbouncer]=$BPID
 PORT[direct]=$PGPORT
 PORT[pgbouncer]=$BPORT
-cat > "$WORK/corral.ini" <<INI
-listen_addr = 127.0.0.1
-pool_size = $POOL
-max_client_conn = 200
-server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=$DB
-policy = $POLICY
+corral_ini "$WORK/corral.ini" "$POOL" "$PGPORT" "$DB" "policy = $POLICY
 steal_after_ms = $STEAL_AFTER_MS
-$TLS_INI
-INI
+$TLS_INI"
 # A corral-<mode> path in PATHS whose mode CORRAL_MODES leaves out runs too
 # (e.g. CORRAL_MODES=on PATHS="pgbouncer corral corral-w2").
 for p in $PATHS; do

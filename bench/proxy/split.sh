@@ -48,13 +48,7 @@ for path in corral corral-split; do
   PORT[$path]=$(free_port)
   split=off
   [ "$path" = corral-split ] && split=on
-  cat > "$WORK/$path.ini" <<INI
-listen_addr = 127.0.0.1
-pool_size = $POOL
-max_client_conn = 200
-server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=$DB
-split = $split
-INI
+  corral_ini "$WORK/$path.ini" "$POOL" "$PGPORT" "$DB" "split = $split"
   "$SERVER_BIN" "$WORK/$path.ini" listen_port=${PORT[$path]} $CORRAL_ARGS 2> "$WORK/$path.log" &
   pids+=($!)
 done

@@ -23,13 +23,7 @@ SERVER_BIN=$(proxy_server_bin) || { echo "build failed"; exit 1; }
 pg_for_bench
 bench_work corral-workers-ab
 bench_db corral_bench "${SCALE:-10}" "$PGPORT" 100
-cat > "$WORK/corral.ini" <<INI
-listen_addr = 127.0.0.1
-pool_size = $POOL
-max_client_conn = 200
-server_conninfo = host=127.0.0.1 port=$PGPORT user=postgres dbname=corral_bench
-stealing = on
-INI
+corral_ini "$WORK/corral.ini" "$POOL" "$PGPORT" corral_bench "stealing = on"
 declare -A PORT PID
 for w in 1 2; do
   PORT[$w]=$(free_port)
