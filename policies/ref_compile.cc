@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -559,6 +560,65 @@ class Compiler {
 };
 
 
+// Built-in functions that neither write, take a lock nor wait for another
+// session: a plain read may call them. Anything else (nextval, set_config,
+// pg_advisory_lock, a user's function) may do any of these.
+bool IsPureBuiltin(absl::string_view name) {
+  static const auto* const kPure = new absl::flat_hash_set<absl::string_view>{
+      "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "array_agg", "string_agg",
+      "json_agg", "jsonb_agg", "stddev", "variance", "abs", "round", "floor", "ceil", "ceiling", "mod",
+      "trunc", "sqrt", "power", "lower", "upper", "length", "char_length", "octet_length", "substr",
+      "substring", "trim", "btrim", "ltrim", "rtrim", "concat", "concat_ws", "left", "right", "lpad",
+      "rpad", "replace", "split_part", "strpos", "position", "md5", "to_char", "to_date", "to_number",
+      "to_timestamp", "date_trunc", "date_part", "extract", "age", "now", "array_length", "cardinality",
+      "unnest", "generate_series", "row_number", "rank", "dense_rank", "lag", "lead", "first_value",
+      "last_value", "format", "json_build_object", "jsonb_build_object", "coalesce", "nullif",
+      "greatest", "least"};
+  return kPure->contains(name);
+}
+
+// Whether the subtree reads only: no locking or INTO clause, no
+// data-modifying statement (a WITH's), no call of a function outside
+// IsPureBuiltin or of one the schema knows as the database's own.
+bool ReadsOnly(const Json& j, const Schema& schema, int depth) {
+  if (depth > kMaxJsonDepth) return false;
+  if (j.is_array()) {
+    for (const Json& e : j.items()) {
+      if (!ReadsOnly(e, schema, depth + 1)) return false;
+    }
+    return true;
+  }
+  if (!j.is_object()) return true;
+  const std::vector<std::string>& keys = j.keys();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string& k = keys[i];
+    if (k == "lockingClause" || k == "intoClause" || k == "InsertStmt" || k == "UpdateStmt" ||
+        k == "DeleteStmt" || k == "MergeStmt") {
+      return false;
+    }
+    if (k == "FuncCall") {
+      const std::vector<std::string> fname = StringList(j.items()[i].Get("funcname"));
+      if (fname.empty() || fname.size() > 2 || (fname.size() == 2 && fname[0] != "pg_catalog") ||
+          !IsPureBuiltin(fname.back()) || schema.FindFunction(fname.back()) != nullptr) {
+        return false;
+      }
+    }
+    if (!ReadsOnly(j.items()[i], schema, depth + 1)) return false;
+  }
+  return true;
+}
+
+// Every statement of the tree is a SELECT that reads only (ReadsOnly).
+bool PlainRead(const Json& tree, const Schema& schema) {
+  const Json* stmts = tree.Get("stmts");
+  if (stmts == nullptr || stmts->items().empty()) return false;
+  for (const Json& s : stmts->items()) {
+    const Json* node = s.Get("stmt");
+    if (node == nullptr || node->NodeType() != "SelectStmt" || !ReadsOnly(*node, schema, 0)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::Status ParseAndCompile(const Schema& schema, absl::string_view sql, const LexResult& lex, Plan* plan) {
@@ -586,6 +646,7 @@ absl::Status ParseAndCompile(const Schema& schema, absl::string_view sql, const 
     }
   }
   c.Finish();
+  plan->plain_read = PlainRead(*tree, schema);
   // Drop empty conjunctions.
   plan->conjs.erase(std::remove_if(plan->conjs.begin(), plan->conjs.end(),
                                    [](const Conj& j) { return j.eqs.empty() && j.ins.empty(); }),

@@ -429,6 +429,13 @@ namespace {
 inline bool RawCacheable(ParamSpan params, const LexResult& lex) {
   return lex.cacheable && (!params.empty() || lex.literals.empty());
 }
+// Tells `facts` (may be null) about `plan`; whether its references are to
+// be skipped.
+inline bool SkipsPlainRead(const RefExtractor::Plan& plan, StatementFacts* facts) {
+  if (facts == nullptr) return false;
+  facts->plain_read = plan.plain_read;
+  return facts->skip_plain_read && plan.plain_read;
+}
 }  // namespace
 
 uint64_t RefExtractor::TextHash(absl::string_view sql) const {
@@ -437,7 +444,7 @@ uint64_t RefExtractor::TextHash(absl::string_view sql) const {
 }
 
 absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy policy, ParamSpan params, RefVec* ids,
-                                   RefMult* mult, TextSink texts) {
+                                   RefMult* mult, TextSink texts, StatementFacts* facts) {
   Scratch& sc = LocalScratch();
   // 1. The exact text seen before on this thread: no lexing.
   if (sc.raw == nullptr) sc.raw.reset(new Scratch::Raw[Scratch::kRaw]);
@@ -445,7 +452,8 @@ absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy polic
   Scratch::Raw& r = sc.raw[Mix64(text_hash) % Scratch::kRaw];
   if (r.owner == id_ && r.hash == text_hash && absl::string_view(r.text) == sql) {
     const Plan& plan = *r.plan;
-    if (!plan.cacheable) return ExtractUncached(sql, policy, params, ids, mult, texts);
+    if (!plan.cacheable) return ExtractUncached(sql, policy, params, ids, mult, texts, facts);
+    if (SkipsPlainRead(plan, facts)) return absl::OkStatus();
     RenderValues(plan, r.text, &r.lex, /*from_tree=*/false, params, &sc);
     Emit(plan, policy, &sc, ids, mult, texts);
     return absl::OkStatus();
@@ -473,15 +481,15 @@ absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy polic
     absl::Status st = ParseAndCompile(*schema_, sql, sc.lex, plan.get());
     if (!st.ok()) return st;
     RenderValues(*plan, sql, &sc.lex, /*from_tree=*/true, params, &sc);
-    Emit(*plan, policy, &sc, ids, mult, texts);
+    if (!SkipsPlainRead(*plan, facts)) Emit(*plan, policy, &sc, ids, mult, texts);
     if (!sc.lex.cacheable) return absl::OkStatus();
     plan->key = sc.lex.key;
     found = plan;
     cache_->Insert(hash, std::move(plan));
   } else if (!found->cacheable) {
-    absl::Status st = ExtractUncached(sql, policy, params, ids, mult, texts);
+    absl::Status st = ExtractUncached(sql, policy, params, ids, mult, texts, facts);
     if (!st.ok()) return st;
-  } else {
+  } else if (!SkipsPlainRead(*found, facts)) {
     RenderValues(*found, sql, &sc.lex, /*from_tree=*/false, params, &sc);
     Emit(*found, policy, &sc, ids, mult, texts);
   }
@@ -497,12 +505,14 @@ absl::Status RefExtractor::Extract(absl::string_view sql, ExtractionPolicy polic
 }
 
 absl::Status RefExtractor::ExtractUncached(absl::string_view sql, ExtractionPolicy policy, ParamSpan params,
-                                           RefVec* ids, RefMult* mult, TextSink texts) const {
+                                           RefVec* ids, RefMult* mult, TextSink texts,
+                                           StatementFacts* facts) const {
   Scratch& sc = LocalScratch();
   LexSql(sql, &sc.lex);
   Plan plan;
   absl::Status st = ParseAndCompile(*schema_, sql, sc.lex, &plan);
   if (!st.ok()) return st;
+  if (SkipsPlainRead(plan, facts)) return absl::OkStatus();
   RenderValues(plan, sql, &sc.lex, /*from_tree=*/true, params, &sc);
   Emit(plan, policy, &sc, ids, mult, texts);
   return absl::OkStatus();
@@ -535,8 +545,10 @@ absl::StatusOr<std::shared_ptr<const RefExtractor::Prepared>> RefExtractor::Prep
 }
 
 absl::Status RefExtractor::ExtractPrepared(const Prepared& prepared, ExtractionPolicy policy, ParamSpan params,
-                                           RefVec* ids, RefMult* mult, TextSink texts) const {
-  if (prepared.plan == nullptr) return ExtractUncached(prepared.text, policy, params, ids, mult, texts);
+                                           RefVec* ids, RefMult* mult, TextSink texts,
+                                           StatementFacts* facts) const {
+  if (prepared.plan == nullptr) return ExtractUncached(prepared.text, policy, params, ids, mult, texts, facts);
+  if (SkipsPlainRead(*prepared.plan, facts)) return absl::OkStatus();
   Scratch& sc = LocalScratch();
   RenderValues(*prepared.plan, prepared.text, &prepared.lex, /*from_tree=*/false, params, &sc);
   Emit(*prepared.plan, policy, &sc, ids, mult, texts);

@@ -94,6 +94,20 @@ namespace corral {
 // error from RefExtractor, if any.
 absl::optional<int> SyntaxErrorPosition(const absl::Status& status);
 
+// What Extract tells about a statement text beside its references.
+struct StatementFacts {
+  // In: append no references for a plain read (its caller will not route it).
+  bool skip_plain_read = false;
+  // Out: every statement of the text is a SELECT that only reads: no FOR
+  // UPDATE / SHARE, no INTO, no data-modifying WITH, and no function call
+  // but of a fixed set of built-ins that neither write, lock nor wait
+  // (count, sum, lower, now, ...; never one the schema knows as the
+  // database's own). Outside a transaction block at READ COMMITTED such a
+  // statement can neither fail with nor cause a serialization failure.
+  // False when the text did not parse.
+  bool plain_read = false;
+};
+
 class RefExtractor {
  public:
   struct Options {
@@ -128,8 +142,9 @@ class RefExtractor {
   // already in *ids from an earlier statement is counted up once
   // (saturating at 65535), however often this statement names it. Entries
   // of *ids without a count yet (mult shorter than ids) count as 1 first.
+  // `facts` (may be null): see StatementFacts.
   absl::Status Extract(absl::string_view sql, ExtractionPolicy policy, ParamSpan params, RefVec* ids,
-                       RefMult* mult, TextSink texts = nullptr);
+                       RefMult* mult, TextSink texts = nullptr, StatementFacts* facts = nullptr);
   absl::Status Extract(absl::string_view sql, ExtractionPolicy policy, RefVec* ids,
                        TextSink texts = nullptr) {
     return Extract(sql, policy, ParamSpan(), ids, texts);
@@ -141,7 +156,8 @@ class RefExtractor {
     return ExtractUncached(sql, policy, params, ids, nullptr, texts);
   }
   absl::Status ExtractUncached(absl::string_view sql, ExtractionPolicy policy, ParamSpan params,
-                               RefVec* ids, RefMult* mult, TextSink texts = nullptr) const;
+                               RefVec* ids, RefMult* mult, TextSink texts = nullptr,
+                               StatementFacts* facts = nullptr) const;
 
   // A statement template prepared once, as a driver's Parse: the text, its
   // compiled shape and its own literal values. ExtractPrepared then costs
@@ -154,8 +170,8 @@ class RefExtractor {
   absl::StatusOr<std::shared_ptr<const Prepared>> Prepare(absl::string_view sql);
   // As Extract(prepared text, ...), with the same results.
   absl::Status ExtractPrepared(const Prepared& prepared, ExtractionPolicy policy, ParamSpan params,
-                               RefVec* ids, RefMult* mult = nullptr,
-                               TextSink texts = nullptr) const;
+                               RefVec* ids, RefMult* mult = nullptr, TextSink texts = nullptr,
+                               StatementFacts* facts = nullptr) const;
 
   Stats stats() const;
   const Schema& schema() const { return *schema_; }

@@ -185,6 +185,71 @@ TEST(Features, FunctionsAndProcedures) {
   EXPECT_EQ(Refs(ex, "SELECT unknown_fn(1, 2)", kLitSingle), Texts{});
 }
 
+// StatementFacts::plain_read: a SELECT that only reads, through the cached
+// path, the per-thread raw-text path and the uncached path alike.
+TEST(Features, PlainReads) {
+  std::ifstream in("schemas/tpcc.sql");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto schema = SchemaFrom(ss.str() + "\nCREATE FUNCTION lower_stock(w int) RETURNS int LANGUAGE sql AS 'select 1';\n"
+                                      "CREATE FUNCTION max(w_id int) RETURNS int LANGUAGE sql AS 'select 1';\n");
+  RefExtractor ex(schema);
+  const std::map<std::string, bool> cases = {
+      {"SELECT * FROM warehouse WHERE w_id = 5", true},
+      {"select w_tax from warehouse where w_id = 5; SELECT 1", true},
+      {"SELECT count(*), sum(s_quantity) FROM stock WHERE s_w_id = 5 AND s_i_id IN (1, 2)", true},
+      {"SELECT lower(c_last) FROM customer c JOIN district d ON d.d_id = c.c_d_id WHERE c.c_w_id = 2", true},
+      {"SELECT * FROM stock WHERE s_w_id = 5 AND s_i_id = (SELECT max(i_id) FROM item)", false},  // the database's max
+      {"SELECT pg_catalog.count(*) FROM item WHERE i_id = 1", true},
+      {"SELECT * FROM warehouse WHERE w_id = 5 FOR UPDATE", false},
+      {"SELECT * FROM warehouse WHERE w_id IN (SELECT d_w_id FROM district FOR SHARE)", false},
+      {"SELECT * INTO TEMP t FROM warehouse WHERE w_id = 5", false},
+      {"WITH u AS (UPDATE warehouse SET w_ytd = 0 WHERE w_id = 5 RETURNING *) SELECT * FROM u", false},
+      {"SELECT nextval('s')", false},
+      {"SELECT set_config('default_transaction_isolation', 'serializable', false)", false},
+      {"SELECT pg_advisory_lock(7)", false},
+      {"SELECT lower_stock(5)", false},
+      {"SELECT myschema.lower(c_last) FROM customer", false},
+      {"SELECT 1; UPDATE warehouse SET w_ytd = 0 WHERE w_id = 5", false},
+      {"UPDATE warehouse SET w_ytd = 0 WHERE w_id = 5", false},
+      {"BEGIN", false},
+      {"SHOW search_path", false},
+      {"SELEC 1", false},
+  };
+  for (int pass = 0; pass < 3; ++pass) {  // compile, shape cache, raw-text cache
+    for (const auto& [sql, want] : cases) {
+      StatementFacts facts;
+      RefVec ids;
+      (void)ex.Extract(sql, kCanSingle, ParamSpan(), &ids, nullptr, nullptr, &facts);
+      EXPECT_EQ(facts.plain_read, want) << sql << " pass " << pass;
+      StatementFacts uncached;
+      RefVec ids2;
+      (void)ex.ExtractUncached(sql, kCanSingle, ParamSpan(), &ids2, nullptr, nullptr, &uncached);
+      EXPECT_EQ(uncached.plain_read, want) << sql;
+      EXPECT_EQ(ids, ids2) << sql;
+    }
+  }
+  // skip_plain_read: a plain read appends nothing, anything else as before.
+  for (const auto& [sql, want] : cases) {
+    RefVec all, skipped;
+    (void)ex.Extract(sql, kCanSingle, &all);
+    StatementFacts facts;
+    facts.skip_plain_read = true;
+    (void)ex.Extract(sql, kCanSingle, ParamSpan(), &skipped, nullptr, nullptr, &facts);
+    EXPECT_EQ(skipped, want ? RefVec{} : all) << sql;
+  }
+  EXPECT_FALSE(Refs(ex, "SELECT * FROM warehouse WHERE w_id = 5", kCanSingle).empty());
+  // A prepared template tells the same.
+  auto prepared = ex.Prepare("SELECT * FROM warehouse WHERE w_id = $1");
+  ASSERT_TRUE(prepared.ok());
+  StatementFacts facts;
+  facts.skip_plain_read = true;
+  RefVec ids;
+  ASSERT_TRUE(ex.ExtractPrepared(**prepared, kCanSingle, {{"5"}}, &ids, nullptr, nullptr, &facts).ok());
+  EXPECT_TRUE(facts.plain_read);
+  EXPECT_TRUE(ids.empty());
+}
+
 TEST(Features, UnsupportedStatementsYieldNothing) {
   RefExtractor ex(Tpcc());
   for (const char* sql : {"CREATE TABLE x (a int)", "SET search_path = public", "SHOW search_path", "BEGIN",

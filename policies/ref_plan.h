@@ -59,6 +59,8 @@ struct RefExtractor::Plan {
   std::vector<ref_internal::Pred> preds;
   std::vector<ref_internal::Conj> conjs;
   bool cacheable = true;  // slot values verified against the tree
+  // Every statement of the text is a plain read (StatementFacts::plain_read).
+  bool plain_read = false;
 };
 
 // A prepared template (ref_extractor.h); its parts are read by
