@@ -83,6 +83,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("steals", s.steals);
     row("steals_affine", s.steals_affine);
     row("affine_transactions", s.affine_txns);
+    row("free_reads", s.free_reads);
     row("wait_timeouts", s.wait_timeouts);
     row("clients", source_.clients_now());
     row("clients_accepted", s.clients_accepted);

@@ -102,6 +102,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   src.stats_.worker_key_cross_waits = 8;
   src.stats_.restart_matches = 11;
   src.stats_.restart_wait_ns = 3000000;
+  src.stats_.free_reads = 13;
   AdminConsole console(&src);
   const std::string out = Query(console, "  show   STATS ; ");
   auto msgs = Messages(out);
@@ -113,7 +114,8 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 90"));  // one row per counter
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 91"));  // one row per counter
+  EXPECT_TRUE(absl::StrContains(out, std::string("free_reads") + std::string("\0\0\0\x02", 4) + "13"));
   EXPECT_TRUE(absl::StrContains(out, std::string("restart_matches") + std::string("\0\0\0\x02", 4) + "11"));
   EXPECT_TRUE(absl::StrContains(out, std::string("restart_wait_ms") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "restart_mismatches"));

@@ -136,6 +136,32 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
       break;
     }
   }
+  // Its default isolation (not a reported parameter; the role's and the
+  // database's settings apply): whether plain reads may pass unscheduled
+  // (Options::free_reads) for clients that do not set their own.
+  b->default_rc = -1;
+  if (opt_.free_reads) {
+    std::string show;
+    size_t q = wire::BeginMessage(&show, 'Q');
+    show.append("SHOW default_transaction_isolation");
+    show.push_back('\0');
+    wire::EndMessage(&show, q);
+    if (!net::WriteAll(fd, show, tls.get())) return fail(absl::UnavailableError("cannot send to the server"));
+    while (true) {
+      char type = 0;
+      std::string body;
+      if (absl::Status st = net::ReadMessage(fd, &buf, &type, &body, tls.get()); !st.ok()) return fail(st);
+      if (type == 'D') {
+        wire::Reader r(body);
+        if (r.Int16() == 1) {
+          const int32_t n = r.Int32();
+          if (n >= 0) b->default_rc = IsReadCommittedValue(r.Bytes(n)) ? 1 : 0;
+        }
+      } else if (type == 'Z') {
+        break;
+      }
+    }
+  }
   timeval zero{0, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &zero, sizeof(zero));
   net::SetNonBlocking(fd);
@@ -165,6 +191,10 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->stale_batch = false;
   AddFd(b, EPOLLIN);
   if (b->tls != nullptr && b->tls->Pending()) tls_pending_.push_back(b);
+  Pool& p = *b->pool;
+  p.server_rc = std::all_of(p.backends.begin(), p.backends.end(), [](const std::unique_ptr<Backend>& o) {
+    return !o->alive || o->default_rc == 1;
+  });
   return absl::OkStatus();
 }
 

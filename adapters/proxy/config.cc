@@ -234,6 +234,8 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
     o->history_doorkeeper_log2_bits = static_cast<int>(n);
   } else if (key == "split") {
     return OnOff(key, value, &o->split);
+  } else if (key == "free_reads") {
+    return OnOff(key, value, &o->free_reads);
   } else if (key == "split_max_k") {
     if (auto st = Int(key, value, 2, scheduler::HotSpots::kMaxSet, &n); !st.ok()) return st;
     o->split_max_k = static_cast<int>(n);

@@ -245,6 +245,7 @@ bool Proxy::Loop::RefuseInDef(Client* c, PreparedDef* d) {
   absl::optional<Refusal> refusal = c->sess.RefusalFor(d->query);  // Parse runs nothing: only ask
   if (!refusal) return false;
   d->query = refusal->AsSql();
+  d->plain_read = -1;
   d->key = absl::StrCat(d->query, absl::string_view("\0", 1), d->types);
   d->may_change_session = StatementMayChangeSession(d->query);
   d->may_change_catalog = StatementMayChangeCatalog(d->query);
@@ -342,6 +343,9 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
   NoteReplayMessage(c, type, raw);
   const bool extract = c->routed_ahead == 0;
   if (!extract) --c->routed_ahead;
+  // A message beyond a free read's unit (pipelined before its
+  // ReadyForQuery): what runs now is learned as any transaction's.
+  if (extract) c->route.conflict_free = false;
   Batch& open = b->batches.back();
   open.msgs++;
   wire::Reader r(body);

@@ -31,6 +31,9 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
           stats.steals_affine);
   counter("corral_affine_transactions_total", "Transactions placed by learned affinity.",
           stats.affine_txns);
+  counter("corral_free_reads_total",
+          "Plain reads outside a transaction block at READ COMMITTED, run on any idle backend, not routed or learned.",
+          stats.free_reads);
   counter("corral_wait_timeouts_total", "Clients closed by query_wait_timeout.", stats.wait_timeouts);
   counter("corral_protocol_errors_total", "Clients closed for protocol errors.", stats.protocol_errors);
   counter("corral_backend_failures_total", "Backend connections lost.", stats.backend_failures);

@@ -67,6 +67,9 @@ struct PreparedDef {
   bool may_change_session = false;
   // StatementMayChangeCatalog(query): running it invalidates DescribeCache.
   bool may_change_catalog = false;
+  // The router's memo of whether `query` is a plain read
+  // (StatementFacts::plain_read): -1 not asked yet, 0 no, 1 yes.
+  mutable int8_t plain_read = -1;
   // The DescribeCache answer the proxy gave the client for it ("" when the
   // server answered): checked where the statement is parsed for real.
   std::string answered;

@@ -169,6 +169,9 @@ struct Backend : Conn {
   std::string fatal;  // the server's FATAL message before it closed, if any
   std::string connect_sqlstate, connect_message;  // the server's refusal of the last connect
   ParamList connect_params;  // ParameterStatus at connect (its defaults)
+  // Its default_transaction_isolation at connect is READ COMMITTED or
+  // READ UNCOMMITTED: 1, another: 0, not known: -1 (Options::free_reads).
+  int8_t default_rc = -1;
   BackendSession sess;       // its session parameters now (session_params.h)
   bool front_errored = false;  // an ErrorResponse of the front batch went to the client
   // The server's transaction state as of the last message read: the last
@@ -401,6 +404,10 @@ struct Pool {
   std::vector<std::deque<Client*>> waitq;
   absl::flat_hash_map<uint64_t, int> inflight;
   int clients = 0;
+  // Every connected backend's default isolation is READ COMMITTED (or
+  // READ UNCOMMITTED): Backend::default_rc, recomputed at each connect.
+  bool server_rc = false;
+  int next_free = 0;  // where the next free read starts looking for an idle backend
 };
 
 // Where hot-spot splitting's measurements go (scheduler/routed_loads.h;
@@ -617,6 +624,14 @@ class Proxy::Loop : private AdminSource {
   // client's backend died while it was idle in a transaction.
   bool AnswerLostTxn(Client* c, size_t end);
   void StartTxn(Client* c);
+  // Options::free_reads: whether c's next unit, if it only reads, runs
+  // unscheduled (outside a transaction block, at READ COMMITTED: c's own
+  // default_transaction_isolation, else its pool's backends').
+  bool MayRunFree(const Client* c) const;
+  // c's transaction on backend qi when it is free and nobody waits there
+  // (and, stealing on, none of its references is held), else in qi's
+  // queue, where other idle backends may steal it.
+  void RunOrWait(Client* c, int qi);
   void Attach(Client* c, Backend* b);
   // The attach SQL's ReadyForQuery: the client's messages go on, or, when
   // it failed (`error`: its ErrorResponse), the client is closed with it.

@@ -425,6 +425,18 @@ TEST(Config, HistoryDoorkeeper) {
 // Hot-spot splitting (issue 16): off by default; on, the database's
 // Scheduler takes the caller's loads (routed_loads, one queue per
 // backend); a bad value names its line.
+TEST(Config, FreeReads) {
+  Options o;
+  EXPECT_TRUE(o.free_reads);
+  ASSERT_TRUE(ParseConfigText("pool_size = 3\nfree_reads = off\n", "t.ini", &o).ok());
+  EXPECT_FALSE(o.free_reads);
+  ASSERT_TRUE(ApplyConfigLine("free_reads", "on", &o).ok());
+  EXPECT_TRUE(o.free_reads);
+  absl::Status st = ParseConfigText("pool_size = 2\nfree_reads = sometimes\n", "t.ini", &o);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("t.ini:2"), absl::string_view::npos) << st;
+}
+
 TEST(Config, Split) {
   Options o;
   EXPECT_FALSE(o.split);

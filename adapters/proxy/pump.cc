@@ -144,8 +144,8 @@ bool Proxy::Loop::StartUnit(Client* c) {
       return true;
     }
     c->route.ClearRefs();
-    if (RouterOf(c).keys_first()) c->route.first_key = RetryStatementKey(sql);
-    RouterOf(c).AddQuery(sql, &c->route);
+    RouterOf(c).AddQuery(sql, &c->route, MayRunFree(c));
+    if (RouterOf(c).keys_first() && !c->route.conflict_free) c->route.first_key = RetryStatementKey(sql);
     c->routed_ahead = 1;
     if (LoadsOf(*c->pool) != nullptr) c->ready_since = MonoNanos();
     StartTxn(c);
@@ -165,16 +165,50 @@ bool Proxy::Loop::StartUnit(Client* c) {
   if (AnswerDescribeFromCache(c, end)) return true;
   // References: every Bind's statement text with its parameters.
   c->route.ClearRefs();
-  RouterOf(c).AddUnit(c->pending, end, c->stmts, &c->route);
+  RouterOf(c).AddUnit(c->pending, end, c->stmts, &c->route, MayRunFree(c));
   c->routed_ahead = end + 1;
   if (LoadsOf(*c->pool) != nullptr) c->ready_since = MonoNanos();
   StartTxn(c);
   return true;
 }
 
+bool Proxy::Loop::MayRunFree(const Client* c) const {
+  if (!opt_.free_reads || !c->held_begin.empty()) return false;
+  const ParamMap& params = c->sess.current();
+  auto it = params.find("default_transaction_isolation");
+  return it != params.end() ? IsReadCommittedValue(it->second) : c->pool->server_rc;
+}
+
 void Proxy::Loop::StartTxn(Client* c) {
   if (draining_ && c->held_begin.empty()) {  // no new transactions
     ShutdownClient(c);
+    return;
+  }
+  if (c->route.conflict_free) {
+    // A plain read that cannot conflict (MayRunFree): the first idle
+    // backend with nobody waiting, else the shortest queue.
+    Pool& pool = *c->pool;
+    const int n = static_cast<int>(pool.backends.size());
+    int qi = -1;
+    for (int i = 0; i < n && qi < 0; ++i) {
+      const int k = (pool.next_free + i) % n;
+      if (pool.backends[k]->Free() && pool.waitq[k].empty()) qi = k;
+    }
+    if (qi < 0) {
+      qi = pool.next_free % n;
+      for (int k = 0; k < n; ++k) {
+        if (pool.waitq[k].size() < pool.waitq[qi].size()) qi = k;
+      }
+    }
+    pool.next_free = (qi + 1) % n;
+    c->retry = false;
+    c->retry_pinned = false;
+    c->predicted = false;
+    c->affinity = false;
+    stats_.transactions++;
+    stats_.free_reads++;
+    if (group_ != nullptr) group_->per[worker_].transactions++;
+    RunOrWait(c, qi);
     return;
   }
   if (!KeysAdmit(c)) return;  // workers > 1: waits for its hot references' keys (workers_loop.cc)
@@ -215,6 +249,12 @@ void Proxy::Loop::StartTxn(Client* c) {
   if (c->affinity) stats_.affine_txns++;
   stats_.transactions++;
   if (group_ != nullptr) group_->per[worker_].transactions++;
+  RunOrWait(c, qi);
+}
+
+void Proxy::Loop::RunOrWait(Client* c, int qi) {
+  Pool& pool = *c->pool;
+  const StealMode mode = steal_mode();
   c->load_queue = qi;
   Backend* b = pool.backends[qi].get();
   const bool blocked = mode == StealMode::kInFlight && Blocked(c);
@@ -277,7 +317,8 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
   // (A restarted transaction keeps its log: it runs again here.)
   if (!c->replay.restart) {
     // Restart on a hot key needs the log of a block the proxy began.
-    const bool log = c->pool->db->replay || (c->pool->db->restart && !c->held_begin.empty());
+    const bool log = !c->route.conflict_free &&
+                     (c->pool->db->replay || (c->pool->db->restart && !c->held_begin.empty()));
     c->replay.Start(log, opt_.replay_buffer_bytes, c->held_begin);
   }
   // The client's session parameters on this backend first; its messages

@@ -52,6 +52,7 @@ void RoutedTxn::ClearRefs() {
   txn.placed_by = RefId(0);
   txn.placed_split = false;
   split_k = 0;
+  conflict_free = false;
 }
 
 void RoutedTxn::ClearOutcome() {
@@ -79,15 +80,39 @@ void Router::SetSchema(std::shared_ptr<const Schema> schema) {
   types_.Clear();
 }
 
-void Router::AddQuery(absl::string_view sql, RoutedTxn* t) {
+void Router::AddQuery(absl::string_view sql, RoutedTxn* t, bool free_if_plain_read) {
+  StatementFacts facts;
+  facts.skip_plain_read = free_if_plain_read;
+  (void)extractor_->Extract(sql, sched_.policy().extraction, ParamSpan(), &t->txn.refs, &t->txn.ref_mult,
+                            &t->ref_texts, &facts);
+  if (free_if_plain_read && facts.plain_read) {
+    t->conflict_free = true;
+    return;
+  }
   if (Traces(t->trace.size()) && ClassifyTxnControl(sql) == TxnControl::kOther) {
     t->trace.push_back(Stmt::FromSimple(sql));
   }
-  (void)extractor_->Extract(sql, sched_.policy().extraction, ParamSpan(), &t->txn.refs, &t->txn.ref_mult,
-                            &t->ref_texts);
 }
 
-void Router::AddUnit(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts, RoutedTxn* t) {
+bool Router::PlainRead(const PreparedDef& d) {
+  if (d.plain_read < 0) {
+    StatementFacts facts;
+    facts.skip_plain_read = true;
+    RefVec scratch;
+    (void)extractor_->Extract(d.query, sched_.policy().extraction, ParamSpan(), &scratch, nullptr, nullptr, &facts);
+    d.plain_read = facts.plain_read ? 1 : 0;
+  }
+  return d.plain_read > 0;
+}
+
+namespace {
+// Calls fn(d, bind, params) for every Bind of pending[0..end]: d its
+// statement, parsed earlier in the unit or known in `stmts` (null when
+// neither), params the Bind's part after the names (formats, values,
+// result formats). Stops at the first fn that returns false; whether none
+// did.
+template <typename Fn>
+bool ForEachBind(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts, Fn fn) {
   StatementMap local;  // statements parsed in this unit
   for (size_t i = 0; i <= end; ++i) {
     const Msg& u = pending[i];
@@ -99,14 +124,37 @@ void Router::AddUnit(const std::deque<Msg>& pending, size_t end, const Statement
     } else if (u.type == 'B') {
       r.CString();  // portal
       const PreparedDef* d = FindStatement(local, stmts, std::string(r.CString()));
-      if (d == nullptr) continue;
-      if (key_first_ && t->first_key.empty() && ClassifyTxnControl(d->query) != TxnControl::kBegin) {
-        // The parameter part (formats, values, result formats) follows the names.
-        t->first_key = RetryStatementKey(d->query, r.rest());
-      }
-      AddBind(*d, u.body(), t);
+      if (!fn(d, u, r.rest())) return false;
     }
   }
+  return true;
+}
+}  // namespace
+
+bool Router::UnitIsPlainRead(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts) {
+  if (end >= pending.size() || pending[end].type != 'S') return false;  // its implicit transaction goes on
+  bool any = false;
+  const bool all = ForEachBind(pending, end, stmts, [&](const PreparedDef* d, const Msg&, absl::string_view) {
+    any = true;
+    return d != nullptr && PlainRead(*d);
+  });
+  return all && any;
+}
+
+void Router::AddUnit(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts, RoutedTxn* t,
+                     bool free_if_plain_read) {
+  if (free_if_plain_read && UnitIsPlainRead(pending, end, stmts)) {
+    t->conflict_free = true;
+    return;
+  }
+  ForEachBind(pending, end, stmts, [&](const PreparedDef* d, const Msg& bind, absl::string_view params) {
+    if (d == nullptr) return true;
+    if (key_first_ && t->first_key.empty() && ClassifyTxnControl(d->query) != TxnControl::kBegin) {
+      t->first_key = RetryStatementKey(d->query, params);
+    }
+    AddBind(*d, bind.body(), t);
+    return true;
+  });
 }
 
 bool Router::ResolveTypes(const PreparedDef& d) {
@@ -229,6 +277,7 @@ int Router::Route(RoutedTxn* t, const RefVec& extra, bool want_affinity, bool* a
 }
 
 void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {
+  if (txn->conflict_free) return;  // nothing to learn
   for (const DeferredBind& b : txn->deferred) AddBindImpl(b.def, b.body, /*may_defer=*/false, txn);
   txn->deferred.clear();
   const RoutedTxn& t = *txn;

@@ -78,6 +78,9 @@ struct RoutedTxn {
   // Placed on one of a split hot reference's queues (txn.placed_split,
   // txn.placed_by = that reference): how many queues it had then.
   int split_k = 0;
+  // A plain read outside a transaction block at READ COMMITTED
+  // (Options::free_reads): no references, not routed, not learned.
+  bool conflict_free = false;
   // What the backend answered, for the outcome.
   std::string conflict_state;  // 40001 / 40P01, "" when none
   bool had_error = false;
@@ -98,11 +101,17 @@ class Router {
   // The catalog changed (RELOAD): also forgets the learned parameter types.
   void SetSchema(std::shared_ptr<const Schema> schema);
 
-  // Appends the references of a simple query.
-  void AddQuery(absl::string_view sql, RoutedTxn* t);
+  // Appends the references of a simple query. With `free_if_plain_read`
+  // (the caller runs it outside a transaction block at READ COMMITTED), a
+  // text of plain reads (StatementFacts) appends nothing, is not traced and
+  // sets t->conflict_free.
+  void AddQuery(absl::string_view sql, RoutedTxn* t, bool free_if_plain_read = false);
   // Appends the references of pending[0..end] (an extended-protocol unit):
-  // every Bind's statement (parsed in the unit or known in `stmts`).
-  void AddUnit(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts, RoutedTxn* t);
+  // every Bind's statement (parsed in the unit or known in `stmts`). With
+  // `free_if_plain_read`, a unit that binds only plain reads appends
+  // nothing and sets t->conflict_free, as AddQuery.
+  void AddUnit(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts, RoutedTxn* t,
+               bool free_if_plain_read = false);
   // Appends the references of one Bind (`bind_body`: the whole body) of
   // statement `d`, or defers it when a binary parameter's type is not known.
   void AddBind(const PreparedDef& d, absl::string_view bind_body, RoutedTxn* t) {
@@ -152,11 +161,16 @@ class Router {
   int Route(RoutedTxn* t, const RefVec& extra, bool want_affinity, bool* affinity, int num_queues);
   // The transaction ended with `o`: decodes its deferred Binds (those whose
   // types are still unknown count as undecodable), then records the outcome
-  // for every statement's references.
+  // for every statement's references (none for a conflict_free one).
   void Finish(RoutedTxn* t, scheduler::Outcome o);
 
  private:
   void AddBindImpl(const PreparedDef& d, absl::string_view bind_body, bool may_defer, RoutedTxn* t);
+  // Whether d's text is a plain read (memoized in d).
+  bool PlainRead(const PreparedDef& d);
+  // Whether the unit pending[0..end] ends with its Sync and binds only
+  // plain reads (at least one).
+  bool UnitIsPlainRead(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts);
   // Fills oids_ for bind_ (declared, else learned); true when every non-null
   // binary value has a type.
   bool ResolveTypes(const PreparedDef& d);

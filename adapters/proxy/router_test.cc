@@ -229,6 +229,65 @@ TEST(Router, EveryStatementOfATransactionFeedsTheHistory) {
   EXPECT_EQ(aborted, (std::vector<std::string>{"id=5", "id=7"}));
 }
 
+// free_if_plain_read (Options::free_reads): a plain read appends nothing,
+// is not traced and teaches nothing; anything else is as without it.
+TEST(Router, PlainReadsMayRunConflictFree) {
+  auto sched = TestScheduler(4);
+  Router router(sched.get(), TestSchema());
+  router.SetTraceFirst(true);
+  const std::string sel = "SELECT v FROM acct WHERE id = $1";
+  RoutedTxn q;
+  router.AddQuery("SELECT v FROM acct WHERE id = 5", &q, /*free_if_plain_read=*/true);
+  EXPECT_TRUE(q.conflict_free);
+  EXPECT_TRUE(q.txn.refs.empty());
+  EXPECT_TRUE(q.trace.empty());
+  router.Finish(&q, q.outcome());
+  q.ClearRefs();
+  EXPECT_FALSE(q.conflict_free);
+  router.AddQuery("SELECT v FROM acct WHERE id = 5", &q);  // not asked: routed
+  EXPECT_FALSE(q.conflict_free);
+  EXPECT_EQ(q.txn.refs.size(), 1u);
+  EXPECT_EQ(q.trace.size(), 1u);
+  for (const char* sql : {"SELECT v FROM acct WHERE id = 5 FOR UPDATE", "UPDATE acct SET v = 1 WHERE id = 5",
+                          "SELECT v FROM acct WHERE id = 5; UPDATE acct SET v = 1 WHERE id = 6"}) {
+    RoutedTxn w;
+    router.AddQuery(sql, &w, true);
+    EXPECT_FALSE(w.conflict_free) << sql;
+    EXPECT_FALSE(w.txn.refs.empty()) << sql;
+  }
+  // Extended: Parse + Bind + Execute + Sync of a read; a Bind of a read
+  // prepared earlier; a unit without its Sync; a unit that also writes.
+  std::deque<Msg> unit{Message('P', ParseBody("s", sel, {})), Bind("s", "5", 0),
+                       Message('E', Z("") + std::string(4, '\0')), Message('S', "")};
+  RoutedTxn e;
+  router.AddUnit(unit, 3, {}, &e, true);
+  EXPECT_TRUE(e.conflict_free);
+  EXPECT_TRUE(e.txn.refs.empty());
+  StatementMap stmts;
+  stmts["r"] = Def(sel, {23});
+  stmts["w"] = Def(kUpdate, {23});
+  std::deque<Msg> prepared{Bind("r", kInt4Five, 1), Message('S', "")};
+  RoutedTxn p;
+  router.AddUnit(prepared, 1, stmts, &p, true);
+  EXPECT_TRUE(p.conflict_free);
+  EXPECT_EQ(stmts["r"].plain_read, 1) << "memoized";
+  std::deque<Msg> flushed{Bind("r", kInt4Five, 1), Message('H', "")};
+  RoutedTxn h;
+  router.AddUnit(flushed, 1, stmts, &h, true);
+  EXPECT_FALSE(h.conflict_free) << "its implicit transaction goes on after a Flush";
+  EXPECT_EQ(h.txn.refs.size(), 1u);
+  std::deque<Msg> mixed{Bind("r", kInt4Five, 1), Bind("w", kInt4Five, 1), Message('S', "")};
+  RoutedTxn m;
+  router.AddUnit(mixed, 2, stmts, &m, true);
+  EXPECT_FALSE(m.conflict_free);
+  EXPECT_FALSE(m.txn.refs.empty());
+  EXPECT_EQ(stmts["w"].plain_read, 0);
+  // A free read's Finish records nothing.
+  router.Finish(&e, scheduler::Outcome::kCommitted);
+  router.Finish(&p, scheduler::Outcome::kCommitted);
+  EXPECT_EQ(sched->history().size(), 0u);
+}
+
 TEST(Router, RoutesInRangeAndFeedsOutcomesBack) {
   auto sched = TestScheduler(3);
   Router router(sched.get(), TestSchema());

@@ -227,6 +227,18 @@ void BackendSession::OnParameterStatus(absl::string_view name, absl::string_view
   values_[lower] = std::string(value);
 }
 
+bool IsReadCommittedValue(absl::string_view value) {
+  char letters[16];
+  size_t n = 0;
+  for (char ch : value) {
+    if (ch == ' ' || ch == '\'' || ch == '"' || ch == '\t') continue;
+    if (n == sizeof(letters)) return false;
+    letters[n++] = absl::ascii_tolower(static_cast<unsigned char>(ch));
+  }
+  const absl::string_view v(letters, n);
+  return v == "readcommitted" || v == "readuncommitted";
+}
+
 // ---- ClientSession ----
 
 bool ClientSession::SetStartupParameter(absl::string_view name, absl::string_view value) {

@@ -86,6 +86,28 @@ TEST(SessionParamsTest, ParamNamesAndValues) {
   EXPECT_FALSE(ParamValuesEqual("work_mem", "4MB", "4mb"));            // unknown: exact
 }
 
+TEST(SessionParamsTest, ReadCommittedValues) {
+  for (const char* v : {"read committed", "READ COMMITTED", "'read committed'", "Read  Uncommitted", "\"read uncommitted\""}) {
+    EXPECT_TRUE(IsReadCommittedValue(v)) << v;
+  }
+  for (const char* v : {"serializable", "repeatable read", "'REPEATABLE READ'", "", "read", "default",
+                        "read committed and more"}) {
+    EXPECT_FALSE(IsReadCommittedValue(v)) << v;
+  }
+  // The session's value as the proxy tracks it.
+  ClientSession cs(1);
+  ASSERT_FALSE(cs.OnStatement("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE"));
+  cs.OnReadyForQuery('I');
+  auto it = cs.current().find("default_transaction_isolation");
+  ASSERT_NE(it, cs.current().end());
+  EXPECT_FALSE(IsReadCommittedValue(it->second)) << it->second;
+  ASSERT_FALSE(cs.OnStatement("SET default_transaction_isolation = 'read committed'"));
+  cs.OnReadyForQuery('I');
+  it = cs.current().find("default_transaction_isolation");
+  ASSERT_NE(it, cs.current().end());
+  EXPECT_TRUE(IsReadCommittedValue(it->second)) << it->second;
+}
+
 TEST(SessionParamsTest, PreFilterSkipsOrdinaryDml) {
   EXPECT_FALSE(StatementMayChangeSession("SELECT * FROM t WHERE id = 1"));
   EXPECT_FALSE(StatementMayChangeSession("UPDATE t SET a = 1 WHERE id = 2;"));

@@ -29,6 +29,7 @@ struct Stats {
   std::atomic<int64_t> steals{0};
   std::atomic<int64_t> steals_affine{0};  // of them: placed by affinity, waited past steal_after
   std::atomic<int64_t> affine_txns{0};    // transactions placed by learned affinity
+  std::atomic<int64_t> free_reads{0};     // of the transactions: plain reads not routed (Options::free_reads)
   std::atomic<int64_t> wait_timeouts{0};
   std::atomic<int64_t> clients_accepted{0};
   std::atomic<int64_t> clients_rejected{0};

@@ -107,6 +107,9 @@ class BinaryParamsTest : public ::testing::Test {
     // stretches past half a second).
     o.history_half_life_s = 0;
     o.history_doorkeeper_log2_bits = 0;  // every commit counts: exact Histories
+    // The drivers' autocommit SELECTs are what these tests decode and
+    // route: not passed unscheduled (free_reads_test covers that).
+    o.free_reads = false;
     ASSERT_TRUE(IsOk(p_.Start(server_, o)));
   }
   // Skips the test when `probe` (a command) fails: the driver is missing.

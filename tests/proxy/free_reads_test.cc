@@ -1,0 +1,158 @@
+// Reads that cannot conflict pass unscheduled (Options::free_reads) end to
+// end against a real server (CORRAL_PG_CONNINFO; skipped without one): a
+// plain SELECT outside a transaction block at READ COMMITTED, by simple
+// Query or by the extended protocol, runs on an idle backend and teaches
+// the History nothing; anything that may conflict (FOR UPDATE, a write, a
+// transaction block, a function that may write, a session or a server at
+// SERIALIZABLE) is routed and learned as before, and with free_reads off
+// every read is.
+#include <libpq-fe.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/proxy/proxy_test_util.h"
+
+namespace corral {
+namespace proxy {
+namespace {
+
+class FreeReadsTest : public ScratchClientsTest {
+ protected:
+  void Start(bool free_reads, const ServerInfo* server = nullptr) {
+    Options o;
+    o.pool_size = 2;
+    o.free_reads = free_reads;
+    o.history_half_life_s = 0;
+    ASSERT_TRUE(IsOk(proxy_.Start(server != nullptr ? *server : server_, o)));
+  }
+  int64_t Free() { return stats().free_reads.load(); }
+  size_t Learned() { return proxy_.proxy().scheduler().history().size(); }
+  // SELECT v of rows 0..10, each twice (the doorkeeper admits a
+  // reference's second commit).
+  void ReadAllTwice(PGconn* c) {
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int k = 0; k <= 10; ++k) {
+        ASSERT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", k)), "0");
+      }
+    }
+  }
+};
+
+TEST_F(FreeReadsTest, PlainReadsAtReadCommittedAreNotRoutedOrLearned) {
+  Start(true);
+  PGconn* c = Connect();
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK);
+  const int64_t f0 = Free();
+  ReadAllTwice(c);
+  EXPECT_EQ(Free() - f0, 22);
+  EXPECT_EQ(Learned(), 0u) << "a free read taught the History";
+
+  // Extended protocol: an unnamed statement with a parameter, and a named one.
+  const std::string sel = absl::StrCat("SELECT v FROM ", table_, " WHERE k = $1");
+  const char* one[] = {"3"};
+  PGresult* r = PQexecParams(c, sel.c_str(), 1, nullptr, one, nullptr, nullptr, 0);
+  ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK);
+  EXPECT_STREQ(PQgetvalue(r, 0, 0), "0");
+  PQclear(r);
+  r = PQprepare(c, "sel", sel.c_str(), 1, nullptr);
+  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK);
+  PQclear(r);
+  for (int i = 0; i < 3; ++i) {
+    r = PQexecPrepared(c, "sel", 1, one, nullptr, nullptr, 0);
+    ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK);
+    PQclear(r);
+  }
+  EXPECT_EQ(Free() - f0, 22 + 1 + 3);
+  EXPECT_EQ(Learned(), 0u);
+
+  // What may conflict is routed and learned: none of these counts.
+  const int64_t f1 = Free();
+  for (int pass = 0; pass < 2; ++pass) {
+    EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 4 FOR UPDATE")), "0");
+    EXPECT_EQ(ExecValue(c, absl::StrCat("UPDATE ", table_, " SET v = v WHERE k = 5")), "UPDATE 1");
+    EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 6 AND pg_try_advisory_xact_lock(7)")),
+              "0");
+    ASSERT_TRUE(ExecOk(c, "BEGIN"));
+    EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 7")), "0");
+    ASSERT_TRUE(ExecOk(c, "COMMIT"));
+  }
+  EXPECT_EQ(Free(), f1);
+  EXPECT_GE(Learned(), 4u) << "k = 4, 5, 6 and 7 are learned";
+
+  // The session's own isolation decides: SERIALIZABLE reads are routed.
+  ASSERT_TRUE(ExecOk(c, "SET default_transaction_isolation = 'serializable'"));
+  const size_t learned = Learned();
+  ReadAllTwice(c);
+  EXPECT_EQ(Free(), f1);
+  EXPECT_GT(Learned(), learned);
+  ASSERT_TRUE(ExecOk(c, "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"));
+  EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 8")), "0");
+  EXPECT_EQ(Free(), f1 + 1);
+  ASSERT_TRUE(ExecOk(c, "SET default_transaction_isolation TO 'repeatable read'"));
+  EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 8")), "0");
+  EXPECT_EQ(Free(), f1 + 1);
+  ASSERT_TRUE(ExecOk(c, "RESET default_transaction_isolation"));
+  EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 8")), "0");
+  EXPECT_EQ(Free(), f1 + 2);
+}
+
+TEST_F(FreeReadsTest, OffEveryReadIsLearned) {
+  Start(false);
+  PGconn* c = Connect();
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK);
+  ReadAllTwice(c);
+  EXPECT_EQ(Free(), 0);
+  EXPECT_GE(Learned(), 11u);
+}
+
+// A server whose default isolation is SERIALIZABLE (the database's
+// setting, which the backends report at connect): reads are routed.
+TEST_F(FreeReadsTest, ServerDefaultSerializableIsRouted) {
+  ServerInfo db = server_;
+  db.dbname = PgUniqueName("corral_free");
+  ASSERT_TRUE(IsOk(RecreateDatabase(server_, db.dbname)));
+  ASSERT_TRUE(ExecOk(server_conn_, absl::StrCat("ALTER DATABASE ", db.dbname,
+                                                " SET default_transaction_isolation = 'serializable'")));
+  Start(true, &db);
+  PGconn* c = PQconnectdb(proxy_.ClientConninfo().c_str());
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  EXPECT_EQ(ExecValue(c, "SHOW transaction_isolation"), "serializable");
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(ExecValue(c, "SELECT count(*) FROM pg_class WHERE oid = 1259"), "1");
+  EXPECT_EQ(Free(), 0);
+  // The client's own READ COMMITTED wins over the server's default.
+  ASSERT_TRUE(ExecOk(c, "SET default_transaction_isolation = 'read committed'"));
+  EXPECT_EQ(ExecValue(c, "SELECT count(*) FROM pg_class WHERE oid = 1259"), "1");
+  EXPECT_EQ(Free(), 1);
+  PQfinish(c);
+  proxy_.Stop();
+  DropDatabase(server_, db.dbname);
+}
+
+// A write pipelined behind a free read, before its ReadyForQuery, runs on
+// the same backend and is learned as any transaction's statement.
+TEST_F(FreeReadsTest, AWritePipelinedBehindAFreeReadIsLearned) {
+  Start(true);
+  RawClient raw;
+  ASSERT_TRUE(IsOk(raw.Connect(proxy_.port(), server_.user, server_.dbname)));
+  const std::string sel = absl::StrCat("SELECT v FROM ", table_, " WHERE k = 2");
+  const std::string upd = absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = 9");
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_TRUE(IsOk(raw.SendRaw(RawClient::Parse("", sel) + RawClient::Bind("", "", {}) +
+                                 RawClient::Execute("", 0) + RawClient::Sync() + RawClient::Query(upd))));
+    std::vector<RawMessage> got;
+    ASSERT_TRUE(IsOk(raw.ReadUntilReady(&got)));
+    ASSERT_TRUE(IsOk(raw.ReadUntilReady(&got)));
+    bool updated = false;
+    for (const RawMessage& m : got) updated |= m.type == 'C' && m.body.rfind("UPDATE 1", 0) == 0;
+    EXPECT_TRUE(updated);
+  }
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 9")), "2");
+  EXPECT_GE(Free(), 1);
+  EXPECT_GE(Learned(), 1u) << "the pipelined UPDATE's k = 9 was not learned";
+}
+
+}  // namespace
+}  // namespace proxy
+}  // namespace corral
