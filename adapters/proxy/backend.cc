@@ -139,7 +139,11 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   // Its default isolation (not a reported parameter; the role's and the
   // database's settings apply): whether plain reads may pass unscheduled
   // (Options::free_reads) for clients that do not set their own.
-  b->default_rc = -1;
+  b->default_ser = -1;
+  b->default_ro = 0;
+  for (const auto& [k, v] : params) {
+    if (absl::EqualsIgnoreCase(k, "default_transaction_read_only")) b->default_ro = IsOnValue(v) ? 1 : 0;
+  }
   if (opt_.free_reads) {
     std::string show;
     size_t q = wire::BeginMessage(&show, 'Q');
@@ -155,7 +159,7 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
         wire::Reader r(body);
         if (r.Int16() == 1) {
           const int32_t n = r.Int32();
-          if (n >= 0) b->default_rc = IsReadCommittedValue(r.Bytes(n)) ? 1 : 0;
+          if (n >= 0) b->default_ser = IsSerializableValue(r.Bytes(n)) ? 1 : 0;
         }
       } else if (type == 'Z') {
         break;
@@ -191,10 +195,19 @@ absl::Status Proxy::Loop::ConnectBackend(Backend* b) {
   b->stale_batch = false;
   AddFd(b, EPOLLIN);
   if (b->tls != nullptr && b->tls->Pending()) tls_pending_.push_back(b);
-  Pool& p = *b->pool;
-  p.server_rc = std::all_of(p.backends.begin(), p.backends.end(), [](const std::unique_ptr<Backend>& o) {
-    return !o->alive || o->default_rc == 1;
-  });
+  // (b may not be in its pool's list yet: PoolOf adds it after this.)
+  bool not_ser = true, read_only = true;
+  auto note = [&](const Backend& o) {
+    if (!o.alive) return;
+    not_ser = not_ser && o.default_ser == 0;
+    read_only = read_only && o.default_ro == 1;
+  };
+  note(*b);
+  for (const auto& o : b->pool->backends) {
+    if (o.get() != b) note(*o);
+  }
+  b->pool->server_not_ser = not_ser;
+  b->pool->server_read_only = read_only;
   return absl::OkStatus();
 }
 

@@ -13,7 +13,7 @@
 //   history_half_life_s = 2        (aging of the learned counts; 0 = off)
 //   history_doorkeeper_log2_bits = 20   (a reference's first commit is not counted; 0 = every commit)
 //   split = off | on               split_max_k = 16 (at most pool_size)   split_window_ms = 250   (hot-spot splitting)
-//   free_reads = on | off          (plain reads outside a block at READ COMMITTED: not routed or learned)
+//   free_reads = on | off          (plain reads below SERIALIZABLE, READ ONLY blocks: not routed or learned)
 //   cluster_name = shop            (multi-proxy mode, cluster.h; "" = off; reloadable)
 //   cluster_publish_interval_ms = 1000  cluster_hot_threshold = 3  cluster_proxy_id = (host/pid/random)
 //   cluster_fold_unlock = on       (off: the unlock after the COMMIT's reply; reloadable)

@@ -341,11 +341,21 @@ void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool
 void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view raw) {
   const absl::string_view body = raw.substr(5);
   NoteReplayMessage(c, type, raw);
-  const bool extract = c->routed_ahead == 0;
+  bool extract = c->routed_ahead == 0;
   if (!extract) --c->routed_ahead;
-  // A message beyond a free read's unit (pipelined before its
-  // ReadyForQuery): what runs now is learned as any transaction's.
-  if (extract) c->route.conflict_free = false;
+  if (extract && c->route.free_block) {
+    // A READ ONLY block's statements: nothing to learn, up to its end.
+    extract = false;
+    if (type == 'Q') {
+      wire::Reader q(body);
+      const TxnControl tc = ClassifyTxnControl(q.CString());
+      if (tc == TxnControl::kCommit || tc == TxnControl::kRollback) c->route.free_block = false;
+    }
+  } else if (extract) {
+    // A message beyond a free read's unit (pipelined before its
+    // ReadyForQuery): what runs now is learned as any transaction's.
+    c->route.conflict_free = false;
+  }
   Batch& open = b->batches.back();
   open.msgs++;
   wire::Reader r(body);

@@ -156,18 +156,21 @@ struct Options {
   bool split = false;
   int split_max_k = 16;
   int64_t split_window_ms = 250;
-  // Reads that cannot conflict pass unscheduled: a simple Query or an
+  // Reads that cannot conflict pass unscheduled: (a) a simple Query or an
   // extended-protocol unit (up to its Sync) outside a transaction block,
   // every statement a plain read (policies/ref_extractor.h StatementFacts:
   // a SELECT with no FOR UPDATE / SHARE, INTO, data-modifying WITH or call
-  // of a function that may write), run at READ COMMITTED or READ
-  // UNCOMMITTED (the client's default_transaction_isolation, else the
-  // server's, which each backend reports at connect: SHOW). PostgreSQL
-  // takes no row lock and no predicate lock for it, so it can neither fail
-  // with nor cause a serialization failure: it goes to the first idle
-  // backend (else waits, stealable), teaches the History nothing, and is
-  // neither traced for templates nor logged for replay. Counted in
-  // SHOW STATS `free_reads`. Off: every statement is routed and learned.
+  // of a function that may write), run below SERIALIZABLE (the client's
+  // default_transaction_isolation, else the server's, which each backend
+  // is asked at connect); (b) a transaction block whose held BEGIN (or the
+  // session's default_transaction_read_only) makes it READ ONLY, below
+  // SERIALIZABLE or SERIALIZABLE READ ONLY DEFERRABLE, whatever its
+  // statements. PostgreSQL takes no row lock and no predicate lock for
+  // these, so they can neither fail with nor cause a serialization
+  // failure: each goes to the first idle backend (else waits, stealable),
+  // teaches the History nothing, and is neither traced for templates nor
+  // logged for replay. Counted in SHOW STATS `free_reads`. Off: every
+  // statement is routed and learned.
   bool free_reads = true;
   // Idle backends take waiting transactions of other queues (steal.h):
   // stealing on = affinity- and in-flight-aware (steal_inflight: only

@@ -169,9 +169,11 @@ struct Backend : Conn {
   std::string fatal;  // the server's FATAL message before it closed, if any
   std::string connect_sqlstate, connect_message;  // the server's refusal of the last connect
   ParamList connect_params;  // ParameterStatus at connect (its defaults)
-  // Its default_transaction_isolation at connect is READ COMMITTED or
-  // READ UNCOMMITTED: 1, another: 0, not known: -1 (Options::free_reads).
-  int8_t default_rc = -1;
+  // Its default_transaction_isolation at connect is SERIALIZABLE: 1,
+  // another: 0, not known: -1 (Options::free_reads).
+  int8_t default_ser = -1;
+  // It reported default_transaction_read_only on at connect: 1, else 0.
+  int8_t default_ro = 0;
   BackendSession sess;       // its session parameters now (session_params.h)
   bool front_errored = false;  // an ErrorResponse of the front batch went to the client
   // The server's transaction state as of the last message read: the last
@@ -404,9 +406,11 @@ struct Pool {
   std::vector<std::deque<Client*>> waitq;
   absl::flat_hash_map<uint64_t, int> inflight;
   int clients = 0;
-  // Every connected backend's default isolation is READ COMMITTED (or
-  // READ UNCOMMITTED): Backend::default_rc, recomputed at each connect.
-  bool server_rc = false;
+  // Every connected backend's default isolation is below SERIALIZABLE
+  // (Backend::default_ser), and every one reported
+  // default_transaction_read_only on: recomputed at each connect.
+  bool server_not_ser = false;
+  bool server_read_only = false;
   int next_free = 0;  // where the next free read starts looking for an idle backend
 };
 
@@ -624,10 +628,15 @@ class Proxy::Loop : private AdminSource {
   // client's backend died while it was idle in a transaction.
   bool AnswerLostTxn(Client* c, size_t end);
   void StartTxn(Client* c);
-  // Options::free_reads: whether c's next unit, if it only reads, runs
-  // unscheduled (outside a transaction block, at READ COMMITTED: c's own
-  // default_transaction_isolation, else its pool's backends').
-  bool MayRunFree(const Client* c) const;
+  // Options::free_reads: what of c's next unit runs unscheduled. kPlainReads:
+  // outside a transaction block, below SERIALIZABLE (c's own
+  // default_transaction_isolation, else its pool's backends'; or
+  // SERIALIZABLE READ ONLY DEFERRABLE): the unit if it only reads.
+  // kBlock: c's held BEGIN opens a READ ONLY block whose reads cannot
+  // conflict (ReadsCannotConflict, the BEGIN's modes over the session's):
+  // the whole block.
+  enum class FreeMode { kNo, kPlainReads, kBlock };
+  FreeMode FreeModeOf(const Client* c) const;
   // c's transaction on backend qi when it is free and nobody waits there
   // (and, stealing on, none of its references is held), else in qi's
   // queue, where other idle backends may steal it.

@@ -144,7 +144,12 @@ bool Proxy::Loop::StartUnit(Client* c) {
       return true;
     }
     c->route.ClearRefs();
-    RouterOf(c).AddQuery(sql, &c->route, MayRunFree(c));
+    const FreeMode free = FreeModeOf(c);
+    if (free == FreeMode::kBlock) {
+      c->route.conflict_free = c->route.free_block = true;
+    } else {
+      RouterOf(c).AddQuery(sql, &c->route, free == FreeMode::kPlainReads);
+    }
     if (RouterOf(c).keys_first() && !c->route.conflict_free) c->route.first_key = RetryStatementKey(sql);
     c->routed_ahead = 1;
     if (LoadsOf(*c->pool) != nullptr) c->ready_since = MonoNanos();
@@ -165,18 +170,34 @@ bool Proxy::Loop::StartUnit(Client* c) {
   if (AnswerDescribeFromCache(c, end)) return true;
   // References: every Bind's statement text with its parameters.
   c->route.ClearRefs();
-  RouterOf(c).AddUnit(c->pending, end, c->stmts, &c->route, MayRunFree(c));
+  const FreeMode free = FreeModeOf(c);
+  if (free == FreeMode::kBlock) {
+    c->route.conflict_free = c->route.free_block = true;
+  } else {
+    RouterOf(c).AddUnit(c->pending, end, c->stmts, &c->route, free == FreeMode::kPlainReads);
+  }
   c->routed_ahead = end + 1;
   if (LoadsOf(*c->pool) != nullptr) c->ready_since = MonoNanos();
   StartTxn(c);
   return true;
 }
 
-bool Proxy::Loop::MayRunFree(const Client* c) const {
-  if (!opt_.free_reads || !c->held_begin.empty()) return false;
+Proxy::Loop::FreeMode Proxy::Loop::FreeModeOf(const Client* c) const {
+  if (!opt_.free_reads) return FreeMode::kNo;
+  // The session's defaults: the client's own, else its backends'.
   const ParamMap& params = c->sess.current();
   auto it = params.find("default_transaction_isolation");
-  return it != params.end() ? IsReadCommittedValue(it->second) : c->pool->server_rc;
+  bool ser = it != params.end() ? IsSerializableValue(it->second) : !c->pool->server_not_ser;
+  it = params.find("default_transaction_read_only");
+  bool ro = it != params.end() ? IsOnValue(it->second) : c->pool->server_read_only;
+  it = params.find("default_transaction_deferrable");
+  bool def = it != params.end() && IsOnValue(it->second);
+  if (c->held_begin.empty()) return ReadsCannotConflict(ser, ro, def) ? FreeMode::kPlainReads : FreeMode::kNo;
+  const BeginModes m = ParseBeginModes(c->held_begin);
+  if (m.serializable != 0) ser = m.serializable > 0;
+  if (m.read_only != 0) ro = m.read_only > 0;
+  if (m.deferrable != 0) def = m.deferrable > 0;
+  return ro && ReadsCannotConflict(ser, ro, def) ? FreeMode::kBlock : FreeMode::kNo;
 }
 
 void Proxy::Loop::StartTxn(Client* c) {
@@ -185,7 +206,7 @@ void Proxy::Loop::StartTxn(Client* c) {
     return;
   }
   if (c->route.conflict_free) {
-    // A plain read that cannot conflict (MayRunFree): the first idle
+    // Reads that cannot conflict (FreeModeOf): the first idle
     // backend with nobody waiting, else the shortest queue.
     Pool& pool = *c->pool;
     const int n = static_cast<int>(pool.backends.size());

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "adapters/proxy/session_params.h"
 #include "adapters/proxy/wire.h"
 
@@ -40,6 +41,26 @@ TxnControl ClassifyTxnControl(absl::string_view sql) {
   return TxnControl::kOther;
 }
 
+BeginModes ParseBeginModes(absl::string_view begin_sql) {
+  BeginModes m;
+  std::vector<std::string> words;
+  for (absl::string_view w : absl::StrSplit(begin_sql, absl::ByAnyChar(" \t\r\n,;"), absl::SkipEmpty())) {
+    words.push_back(absl::AsciiStrToLower(w));
+  }
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    const std::string next = i + 1 < words.size() ? words[i + 1] : "";
+    if (w == "level") {
+      m.serializable = next == "serializable" ? 1 : -1;
+    } else if (w == "read" && (next == "only" || next == "write") && (i == 0 || words[i - 1] != "repeatable")) {
+      m.read_only = next == "only" ? 1 : -1;
+    } else if (w == "deferrable") {
+      m.deferrable = i > 0 && words[i - 1] == "not" ? -1 : 1;
+    }
+  }
+  return m;
+}
+
 void RoutedTxn::ClearRefs() {
   txn.refs.clear();
   txn.ref_mult.clear();
@@ -53,6 +74,7 @@ void RoutedTxn::ClearRefs() {
   txn.placed_split = false;
   split_k = 0;
   conflict_free = false;
+  free_block = false;
 }
 
 void RoutedTxn::ClearOutcome() {

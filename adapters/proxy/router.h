@@ -54,6 +54,23 @@ enum class TxnControl { kOther, kBegin, kCommit, kRollback };
 // statement (savepoint forms and prepared-transaction forms are kOther).
 TxnControl ClassifyTxnControl(absl::string_view sql);
 
+// The transaction modes a BEGIN / START TRANSACTION names (0 = not named).
+struct BeginModes {
+  int serializable = 0;  // 1: ISOLATION LEVEL SERIALIZABLE, -1: another level
+  int read_only = 0;     // 1: READ ONLY, -1: READ WRITE
+  int deferrable = 0;    // 1: DEFERRABLE, -1: NOT DEFERRABLE
+};
+BeginModes ParseBeginModes(absl::string_view begin_sql);
+
+// Whether a transaction with these modes can neither fail with nor cause a
+// serialization failure through what it reads: below SERIALIZABLE,
+// PostgreSQL takes no predicate locks and fails a transaction only for a
+// row it writes or locks; a SERIALIZABLE READ ONLY DEFERRABLE one runs on a
+// safe snapshot. (read_only: the transaction cannot write either.)
+inline bool ReadsCannotConflict(bool serializable, bool read_only, bool deferrable) {
+  return !serializable || (read_only && deferrable);
+}
+
 // A Bind waiting for its statement's parameter types (decoded at Finish).
 struct DeferredBind {
   PreparedDef def;
@@ -81,6 +98,9 @@ struct RoutedTxn {
   // A plain read outside a transaction block at READ COMMITTED
   // (Options::free_reads): no references, not routed, not learned.
   bool conflict_free = false;
+  // Of them: a READ ONLY block (Proxy::Loop::FreeModeOf): every statement
+  // of it is free, not only the routing unit's.
+  bool free_block = false;
   // What the backend answered, for the outcome.
   std::string conflict_state;  // 40001 / 40P01, "" when none
   bool had_error = false;

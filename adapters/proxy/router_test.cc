@@ -229,6 +229,32 @@ TEST(Router, EveryStatementOfATransactionFeedsTheHistory) {
   EXPECT_EQ(aborted, (std::vector<std::string>{"id=5", "id=7"}));
 }
 
+TEST(Router, ParsesBeginModes) {
+  struct Case {
+    const char* sql;
+    int serializable, read_only, deferrable;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"BEGIN", 0, 0, 0},
+           {"begin read only", 0, 1, 0},
+           {"BEGIN ISOLATION LEVEL SERIALIZABLE", 1, 0, 0},
+           {"START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", -1, 1, 0},
+           {"BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ", -1, 0, 0},
+           {"BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE;", -1, -1, 0},
+           {"BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE", 1, 1, 1},
+           {"begin isolation level serializable, read only, not deferrable", 1, 1, -1},
+       }) {
+    const BeginModes m = ParseBeginModes(c.sql);
+    EXPECT_EQ(m.serializable, c.serializable) << c.sql;
+    EXPECT_EQ(m.read_only, c.read_only) << c.sql;
+    EXPECT_EQ(m.deferrable, c.deferrable) << c.sql;
+  }
+  EXPECT_TRUE(ReadsCannotConflict(false, false, false));
+  EXPECT_FALSE(ReadsCannotConflict(true, true, false));
+  EXPECT_FALSE(ReadsCannotConflict(true, false, true));
+  EXPECT_TRUE(ReadsCannotConflict(true, true, true));
+}
+
 // free_if_plain_read (Options::free_reads): a plain read appends nothing,
 // is not traced and teaches nothing; anything else is as without it.
 TEST(Router, PlainReadsMayRunConflictFree) {

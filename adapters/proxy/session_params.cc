@@ -227,16 +227,30 @@ void BackendSession::OnParameterStatus(absl::string_view name, absl::string_view
   values_[lower] = std::string(value);
 }
 
-bool IsReadCommittedValue(absl::string_view value) {
-  char letters[16];
+namespace {
+// `value` lower case without quotes and blanks, into buf (false: longer).
+bool Squeezed(absl::string_view value, char (&buf)[16], absl::string_view* out) {
   size_t n = 0;
   for (char ch : value) {
     if (ch == ' ' || ch == '\'' || ch == '"' || ch == '\t') continue;
-    if (n == sizeof(letters)) return false;
-    letters[n++] = absl::ascii_tolower(static_cast<unsigned char>(ch));
+    if (n == sizeof(buf)) return false;
+    buf[n++] = absl::ascii_tolower(static_cast<unsigned char>(ch));
   }
-  const absl::string_view v(letters, n);
-  return v == "readcommitted" || v == "readuncommitted";
+  *out = absl::string_view(buf, n);
+  return true;
+}
+}  // namespace
+
+bool IsSerializableValue(absl::string_view value) {
+  char buf[16];
+  absl::string_view v;
+  return Squeezed(value, buf, &v) && v == "serializable";
+}
+
+bool IsOnValue(absl::string_view value) {
+  char buf[16];
+  absl::string_view v;
+  return Squeezed(value, buf, &v) && (v == "on" || v == "true" || v == "yes" || v == "1");
 }
 
 // ---- ClientSession ----

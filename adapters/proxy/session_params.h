@@ -95,9 +95,11 @@ std::string ReportName(absl::string_view lower);
 bool ParamValuesEqual(absl::string_view name, absl::string_view a, absl::string_view b);
 
 // Whether a default_transaction_isolation value (any case, quoted or not:
-// 'READ COMMITTED', read uncommitted) runs a transaction at READ COMMITTED
-// (PostgreSQL runs READ UNCOMMITTED as READ COMMITTED). Never allocates.
-bool IsReadCommittedValue(absl::string_view value);
+// 'SERIALIZABLE', serializable) is SERIALIZABLE. Never allocates.
+bool IsSerializableValue(absl::string_view value);
+// Whether a boolean parameter's value is true (on, true, yes, 1; any case,
+// quoted or not). Never allocates.
+bool IsOnValue(absl::string_view value);
 
 // The pre-filter OnStatement uses: false when `sql` can neither change
 // session state nor need a refusal (ordinary DML), so the proxy can skip the

@@ -86,26 +86,28 @@ TEST(SessionParamsTest, ParamNamesAndValues) {
   EXPECT_FALSE(ParamValuesEqual("work_mem", "4MB", "4mb"));            // unknown: exact
 }
 
-TEST(SessionParamsTest, ReadCommittedValues) {
-  for (const char* v : {"read committed", "READ COMMITTED", "'read committed'", "Read  Uncommitted", "\"read uncommitted\""}) {
-    EXPECT_TRUE(IsReadCommittedValue(v)) << v;
+TEST(SessionParamsTest, IsolationAndBooleanValues) {
+  for (const char* v : {"serializable", "SERIALIZABLE", "'serializable'", "\"Serializable\""}) {
+    EXPECT_TRUE(IsSerializableValue(v)) << v;
   }
-  for (const char* v : {"serializable", "repeatable read", "'REPEATABLE READ'", "", "read", "default",
-                        "read committed and more"}) {
-    EXPECT_FALSE(IsReadCommittedValue(v)) << v;
+  for (const char* v : {"read committed", "repeatable read", "'READ UNCOMMITTED'", "", "serializable2",
+                        "serializable serializable"}) {
+    EXPECT_FALSE(IsSerializableValue(v)) << v;
   }
+  for (const char* v : {"on", "ON", "'on'", "true", "yes", "1"}) EXPECT_TRUE(IsOnValue(v)) << v;
+  for (const char* v : {"off", "false", "0", "", "onn"}) EXPECT_FALSE(IsOnValue(v)) << v;
   // The session's value as the proxy tracks it.
   ClientSession cs(1);
   ASSERT_FALSE(cs.OnStatement("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE"));
   cs.OnReadyForQuery('I');
   auto it = cs.current().find("default_transaction_isolation");
   ASSERT_NE(it, cs.current().end());
-  EXPECT_FALSE(IsReadCommittedValue(it->second)) << it->second;
+  EXPECT_TRUE(IsSerializableValue(it->second)) << it->second;
   ASSERT_FALSE(cs.OnStatement("SET default_transaction_isolation = 'read committed'"));
   cs.OnReadyForQuery('I');
   it = cs.current().find("default_transaction_isolation");
   ASSERT_NE(it, cs.current().end());
-  EXPECT_TRUE(IsReadCommittedValue(it->second)) << it->second;
+  EXPECT_FALSE(IsSerializableValue(it->second)) << it->second;
 }
 
 TEST(SessionParamsTest, PreFilterSkipsOrdinaryDml) {

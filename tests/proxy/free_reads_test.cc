@@ -20,9 +20,10 @@ namespace {
 
 class FreeReadsTest : public ScratchClientsTest {
  protected:
-  void Start(bool free_reads, const ServerInfo* server = nullptr) {
+  void Start(bool free_reads, const ServerInfo* server = nullptr, bool restart = false, int pool_size = 2) {
     Options o;
-    o.pool_size = 2;
+    o.pool_size = pool_size;
+    if (restart) o.templates = o.replay = o.restart_on_hot_key = true;
     o.free_reads = free_reads;
     o.history_half_life_s = 0;
     ASSERT_TRUE(IsOk(proxy_.Start(server != nullptr ? *server : server_, o)));
@@ -90,13 +91,75 @@ TEST_F(FreeReadsTest, PlainReadsAtReadCommittedAreNotRoutedOrLearned) {
   ASSERT_TRUE(ExecOk(c, "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"));
   EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 8")), "0");
   EXPECT_EQ(Free(), f1 + 1);
+  // REPEATABLE READ takes no predicate locks either: a plain read is free.
   ASSERT_TRUE(ExecOk(c, "SET default_transaction_isolation TO 'repeatable read'"));
   EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 8")), "0");
-  EXPECT_EQ(Free(), f1 + 1);
-  ASSERT_TRUE(ExecOk(c, "RESET default_transaction_isolation"));
+  EXPECT_EQ(Free(), f1 + 2);
+  ASSERT_TRUE(ExecOk(c, "SET default_transaction_isolation TO 'serializable'"));
   EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 8")), "0");
   EXPECT_EQ(Free(), f1 + 2);
+  ASSERT_TRUE(ExecOk(c, "RESET default_transaction_isolation"));
+  EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 8")), "0");
+  EXPECT_EQ(Free(), f1 + 3);
 }
+
+// A READ ONLY block whose reads cannot conflict (below SERIALIZABLE, or
+// SERIALIZABLE READ ONLY DEFERRABLE) runs unscheduled as a whole, whatever
+// its statements; a SERIALIZABLE READ ONLY one is routed and learned.
+class FreeBlocksTest : public FreeReadsTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  // BEGIN <modes>; two reads (k = a, k = b); COMMIT.
+  void Block(PGconn* c, const std::string& begin, int a, int b) {
+    ASSERT_TRUE(ExecOk(c, begin)) << begin;
+    EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", a)), "0");
+    EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT count(*) FROM ", table_, " WHERE k = ", b)), "1");
+    ASSERT_TRUE(ExecOk(c, "COMMIT"));
+  }
+};
+
+TEST_P(FreeBlocksTest, ReadOnlyBlocks) {
+  Start(true, nullptr, /*restart=*/GetParam());
+  PGconn* c = Connect();
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK);
+  for (int pass = 0; pass < 2; ++pass) {
+    Block(c, "BEGIN READ ONLY", 1, 2);
+    Block(c, "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", 3, 4);
+    Block(c, "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE", 5, 6);
+  }
+  EXPECT_EQ(Free(), 6);
+  EXPECT_EQ(Learned(), 0u) << "a free block taught the History";
+  // PostgreSQL refuses a write in it, as without the proxy.
+  ASSERT_TRUE(ExecOk(c, "BEGIN READ ONLY"));
+  EXPECT_EQ(ExecValue(c, absl::StrCat("UPDATE ", table_, " SET v = 1 WHERE k = 1")), "ERROR 25006");
+  ASSERT_TRUE(ExecOk(c, "ROLLBACK"));
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "0");
+  // Routed and learned: SERIALIZABLE READ ONLY, and a READ WRITE block.
+  const int64_t f = Free();
+  for (int pass = 0; pass < 2; ++pass) {
+    Block(c, "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY", 7, 8);
+    Block(c, "BEGIN", 9, 10);
+  }
+  EXPECT_EQ(Free(), f);
+  EXPECT_GE(Learned(), 4u) << "k = 7, 8, 9 and 10";
+  // The session's default_transaction_read_only makes a plain BEGIN read only.
+  ASSERT_TRUE(ExecOk(c, "SET default_transaction_read_only = on"));
+  Block(c, "BEGIN", 1, 2);
+  EXPECT_EQ(Free(), f + 1);
+  Block(c, "BEGIN READ WRITE", 1, 2);
+  EXPECT_EQ(Free(), f + 1);
+  ASSERT_TRUE(ExecOk(c, "RESET default_transaction_read_only"));
+  // A write transaction after a free block is routed and learned as ever.
+  const size_t learned = Learned();
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_TRUE(ExecOk(c, "BEGIN"));
+    EXPECT_EQ(ExecValue(c, absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = 0")), "UPDATE 1");
+    ASSERT_TRUE(ExecOk(c, "COMMIT"));
+  }
+  EXPECT_GT(Learned(), learned);
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 0")), "2");
+}
+
+INSTANTIATE_TEST_SUITE_P(PlainAndRestartMode, FreeBlocksTest, ::testing::Bool());
 
 TEST_F(FreeReadsTest, OffEveryReadIsLearned) {
   Start(false);
@@ -108,14 +171,25 @@ TEST_F(FreeReadsTest, OffEveryReadIsLearned) {
 }
 
 // A server whose default isolation is SERIALIZABLE (the database's
-// setting, which the backends report at connect): reads are routed.
-TEST_F(FreeReadsTest, ServerDefaultSerializableIsRouted) {
+// setting, which the backends report at connect): reads are routed. One
+// backend, and two loops of one each: a pool's defaults count the backend
+// being connected too (once they did not, and a pool of one backend read
+// as "every backend below SERIALIZABLE and READ ONLY").
+class ServerDefaultsTest : public FreeReadsTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(ServerDefaultsTest, ServerDefaultSerializableIsRouted) {
   ServerInfo db = server_;
   db.dbname = PgUniqueName("corral_free");
   ASSERT_TRUE(IsOk(RecreateDatabase(server_, db.dbname)));
   ASSERT_TRUE(ExecOk(server_conn_, absl::StrCat("ALTER DATABASE ", db.dbname,
                                                 " SET default_transaction_isolation = 'serializable'")));
-  Start(true, &db);
+  {
+    Options o;
+    o.pool_size = GetParam() == 2 ? 2 : 1;
+    o.workers = GetParam();
+    o.history_half_life_s = 0;
+    ASSERT_TRUE(IsOk(proxy_.Start(db, o)));
+  }
   PGconn* c = PQconnectdb(proxy_.ClientConninfo().c_str());
   ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
   EXPECT_EQ(ExecValue(c, "SHOW transaction_isolation"), "serializable");
@@ -125,10 +199,18 @@ TEST_F(FreeReadsTest, ServerDefaultSerializableIsRouted) {
   ASSERT_TRUE(ExecOk(c, "SET default_transaction_isolation = 'read committed'"));
   EXPECT_EQ(ExecValue(c, "SELECT count(*) FROM pg_class WHERE oid = 1259"), "1");
   EXPECT_EQ(Free(), 1);
+  // And a plain BEGIN is not a READ ONLY block (the server's
+  // default_transaction_read_only is off).
+  ASSERT_TRUE(ExecOk(c, "BEGIN"));
+  EXPECT_EQ(ExecValue(c, "SELECT count(*) FROM pg_class WHERE oid = 1259"), "1");
+  ASSERT_TRUE(ExecOk(c, "COMMIT"));
+  EXPECT_EQ(Free(), 1);
   PQfinish(c);
   proxy_.Stop();
   DropDatabase(server_, db.dbname);
 }
+
+INSTANTIATE_TEST_SUITE_P(OneBackendOrTwoLoops, ServerDefaultsTest, ::testing::Values(1, 2));
 
 // A write pipelined behind a free read, before its ReadyForQuery, runs on
 // the same backend and is learned as any transaction's statement.
