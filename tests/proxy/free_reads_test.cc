@@ -7,8 +7,12 @@
 // SERIALIZABLE) is routed and learned as before, and with free_reads off
 // every read is.
 #include <libpq-fe.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -233,6 +237,97 @@ TEST_F(FreeReadsTest, AWritePipelinedBehindAFreeReadIsLearned) {
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 9")), "2");
   EXPECT_GE(Free(), 1);
   EXPECT_GE(Learned(), 1u) << "the pipelined UPDATE's k = 9 was not learned";
+}
+
+// Real clients: psycopg 3 and asyncpg (autocommit reads with parameters,
+// READ ONLY transactions, one read-write transaction; asyncpg's first read
+// asks the server to describe its statement in a unit that ends at a
+// Flush, so it is routed, and the proxy answers the later ones' Describe
+// from its cache) and pgjdbc with its
+// defaults (seven autocommit executions of a prepared SELECT, named and
+// binary after the fifth; setReadOnly(true), whose BEGIN READ ONLY rides in
+// its first unit and is routed; one update): every read each driver sends
+// outside a block or in a READ ONLY block runs free, the answers are the
+// server's, and the History learns the write alone.
+TEST_F(FreeReadsTest, DriversReadsRunFree) {
+  Start(true);
+  auto run = [](const std::string& cmd) {
+    std::string out;
+    const int rc = Shell(cmd + " 2>&1", &out);
+    return std::make_pair(rc, out);
+  };
+  struct Driver {
+    std::string name, probe, cmd;
+    int64_t free;
+    std::string expect;
+  };
+  const std::string args = absl::StrCat(proxy_.port(), " ", server_.dbname, " ", table_);
+  const std::vector<Driver> drivers = {
+      {"psycopg", "/usr/bin/python3 -c 'import psycopg'",
+       absl::StrCat("/usr/bin/python3 ", ClientPath("free_reads.py"), " psycopg ", args), 6,
+       "autocommit 0 0 0\nreadonly 0 0 0\nwrite 1\n"},
+      {"asyncpg", "/usr/bin/python3 -c 'import asyncpg'",
+       absl::StrCat("/usr/bin/python3 ", ClientPath("free_reads.py"), " asyncpg ", args), 5,
+       "autocommit 0 0 0\nreadonly 0 0 0\nwrite 2\n"},
+      {"pgjdbc", "java -version && test -f /usr/share/java/postgresql.jar",
+       absl::StrCat("java -XX:-UsePerfData -cp /usr/share/java/postgresql.jar ", ClientPath("FreeReadsJdbc.java"), " ",
+                    args),
+       7, "autocommit 0 0 0 0 0 0 0\nreadonly 0\nwrite 3\n"},
+  };
+  int ran = 0;
+  for (const Driver& d : drivers) {
+    if (run(d.probe).first != 0) {
+      std::printf("skipping %s: not installed\n", d.name.c_str());
+      continue;
+    }
+    const int64_t before = Free();
+    auto [rc, out] = run(d.cmd);
+    ASSERT_EQ(rc, 0) << d.name << ": " << out;
+    EXPECT_EQ(out, d.expect) << d.name;
+    EXPECT_EQ(Free() - before, d.free) << d.name << ": " << out;
+    ++ran;
+  }
+  if (ran < 3) GTEST_SKIP() << "a driver is missing";
+  // Only k = 9 (three commits; the doorkeeper admits the second): no read
+  // of k = 1..6 reached the History (pgjdbc's one routed read of k = 4 is
+  // a first sighting).
+  EXPECT_EQ(Learned(), 1u);
+}
+
+// pgbench -S in its three query modes: every transaction free, no account
+// row learned.
+TEST_F(FreeReadsTest, PgbenchSelectOnlyInEveryModeRunsFree) {
+  if (access("/usr/bin/pgbench", X_OK) != 0) GTEST_SKIP() << "pgbench not installed";
+  ServerInfo db = server_;
+  db.dbname = PgUniqueName("corral_free_pgb");
+  ASSERT_TRUE(IsOk(RecreateDatabase(server_, db.dbname)));
+  std::string out;
+  ASSERT_EQ(Shell(absl::StrCat("/usr/bin/pgbench -i -q -s 1 -h ", server_.host, " -p ", server_.port, " -U ",
+                               server_.user, " ", db.dbname, " 2>&1"),
+                  &out),
+            0)
+      << out;
+  Start(true, &db);
+  for (const char* mode : {"simple", "extended", "prepared"}) {
+    const int64_t before = Free();
+    ASSERT_EQ(Shell(absl::StrCat("/usr/bin/pgbench -n -S -M ", mode, " -c 2 -t 50 -h 127.0.0.1 -p ", proxy_.port(),
+                                 " -U ", server_.user, " ", db.dbname, " 2>&1"),
+                    &out),
+              0)
+        << out;
+    EXPECT_NE(out.find("number of transactions actually processed: 100/100"), std::string::npos) << out;
+    // Its 100 transactions (and its own scale query, a plain read too).
+    EXPECT_GE(Free() - before, 100) << mode;
+    EXPECT_LE(Free() - before, 101) << mode;
+  }
+  // No account row was learned. (pgbench's start-up catalog query, which
+  // calls array_position and current_schemas, is routed and may be:
+  // `relname='pgbench_accounts'`.)
+  for (const auto& e : proxy_.proxy().scheduler().history().TopByAborts(100)) {
+    EXPECT_EQ(e.text.find("aid="), std::string::npos) << e.text << ": " << e.counts.commits << " commits";
+  }
+  proxy_.Stop();
+  DropDatabase(server_, db.dbname);
 }
 
 }  // namespace
