@@ -204,12 +204,19 @@ absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
 }
 
 void Scheduler::ReportOutcome(const Txn& txn, Outcome outcome) {
+  CountRoutedOutcome(outcome);
   if (outcome == Outcome::kCommitted) {
-    routed_commits_.fetch_add(1, std::memory_order_relaxed);
     history_->RecordCommit(txn.learned_refs());
   } else if (outcome == Outcome::kConflictAbort) {
-    routed_aborts_.fetch_add(1, std::memory_order_relaxed);
     RecordConflictAbort(*history_, txn);
+  }
+}
+
+void Scheduler::CountRoutedOutcome(Outcome outcome) {
+  if (outcome == Outcome::kCommitted) {
+    routed_commits_.fetch_add(1, std::memory_order_relaxed);
+  } else if (outcome == Outcome::kConflictAbort) {
+    routed_aborts_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

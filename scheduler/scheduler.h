@@ -172,6 +172,16 @@ class Scheduler {
   // Outcome feedback for one attempt of a routed transaction: commit ->
   // commits, conflict abort -> aborts, others ignored (user errors).
   void ReportOutcome(const Txn& txn, Outcome outcome);
+  // Routing-only: counts an outcome whose references the caller recorded
+  // in the History itself (the proxy's Router, with the references' texts
+  // and split lead attribution): commit -> commits, conflict abort ->
+  // aborts, what auto's windows read (CommitsSoFar). ReportOutcome counts
+  // and records both.
+  void CountRoutedOutcome(Outcome outcome);
+  // Commits so far, and (if non-null) conflict aborts: the engine's
+  // workers' counts, or (routing-only) those reported through
+  // ReportOutcome / CountRoutedOutcome. What auto's windows read.
+  uint64_t CommitsSoFar(uint64_t* conflict_aborts = nullptr) const;
 
   // A fixed policy (turns auto off).
   void SetPolicy(const Policy& p);
@@ -233,8 +243,6 @@ class Scheduler {
   void AutoStep(int64_t now);
   // Hands a first attempt's references to the mix signal (auto on).
   void SampleMix(const Txn& txn);
-  // Commits so far, and (if non-null) conflict aborts.
-  uint64_t CommitsSoFar(uint64_t* conflict_aborts = nullptr) const;
   void Log(const std::string& line) const;
 
   Options options_;

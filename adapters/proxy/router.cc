@@ -255,6 +255,7 @@ history::History::TextProvider TextsOf(const RefTexts& texts) {
 }  // namespace
 
 void Router::RecordConflict(const RoutedTxn& t) {
+  sched_.CountRoutedOutcome(scheduler::Outcome::kConflictAbort);
   if (t.txn.placed_split && t.txn.placed_by.value() != 0) {
     // Placed on one of a split lead's queues: the conflict is the split's
     // accepted cost, the lead's alone (scheduler::RecordConflictAbort).
@@ -310,6 +311,7 @@ void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {
   if (o == scheduler::Outcome::kConflictAbort) {
     RecordConflict(t);
   } else if (o == scheduler::Outcome::kCommitted) {
+    sched_.CountRoutedOutcome(o);
     const history::History::TextProvider provider = TextsOf(t.ref_texts);
     sched_.history().Record(t.txn.refs, /*committed=*/true, &provider);
   } else {

@@ -166,7 +166,9 @@ class Router {
   // t->predicted (replaced); how many.
   size_t PredictRefs(RoutedTxn* t);
   // The History learns a conflict of t's references so far, as at a
-  // 40001 (the transaction goes on: a restart the proxy made instead).
+  // 40001 (the transaction goes on: a restart the proxy made instead);
+  // counted for auto (Scheduler::CountRoutedOutcome), as Finish counts a
+  // commit.
   void RecordConflict(const RoutedTxn& t);
   // The syntax error of a statement, OK when it parses (or fails otherwise).
   absl::Status CheckSyntax(absl::string_view sql);

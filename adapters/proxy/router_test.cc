@@ -308,10 +308,38 @@ TEST(Router, PlainReadsMayRunConflictFree) {
   EXPECT_FALSE(m.conflict_free);
   EXPECT_FALSE(m.txn.refs.empty());
   EXPECT_EQ(stmts["w"].plain_read, 0);
-  // A free read's Finish records nothing.
+  // A free read's Finish records nothing, and counts for auto neither.
   router.Finish(&e, scheduler::Outcome::kCommitted);
   router.Finish(&p, scheduler::Outcome::kCommitted);
   EXPECT_EQ(sched->history().size(), 0u);
+  EXPECT_EQ(sched->CommitsSoFar(), 0u);
+}
+
+// What auto's windows read in the proxy (Scheduler::CommitsSoFar): every
+// routed commit and conflict the Router records. (They went only to the
+// History once, and auto's reward read 0 in every window.)
+TEST(Router, OutcomesCountForAuto) {
+  auto sched = TestScheduler(4);
+  Router router(sched.get(), TestSchema());
+  for (int i = 0; i < 3; ++i) {
+    RoutedTxn t;
+    router.AddQuery("UPDATE acct SET v = v + 1 WHERE id = 5", &t);
+    bool affine = false;
+    router.Route(&t, false, &affine, 4);
+    router.Finish(&t, scheduler::Outcome::kCommitted);
+  }
+  RoutedTxn c;
+  router.AddQuery("UPDATE acct SET v = v + 1 WHERE id = 5", &c);
+  c.conflict_state = "40001";
+  router.Finish(&c, c.outcome());
+  router.RecordConflict(c);  // a restart the proxy made instead
+  RoutedTxn u;
+  router.AddQuery("UPDATE acct SET v = v + 1 WHERE id = 6", &u);
+  u.had_error = true;
+  router.Finish(&u, u.outcome());
+  uint64_t aborts = 0;
+  EXPECT_EQ(sched->CommitsSoFar(&aborts), 3u);
+  EXPECT_EQ(aborts, 2u);
 }
 
 TEST(Router, RoutesInRangeAndFeedsOutcomesBack) {

@@ -330,6 +330,25 @@ TEST_F(FreeReadsTest, PgbenchSelectOnlyInEveryModeRunsFree) {
   DropDatabase(server_, db.dbname);
 }
 
+// What `policy = auto` measures in the proxy (Scheduler::CommitsSoFar):
+// each routed transaction's commit or conflict, not the free reads. (The
+// proxy's commits once reached only the History: every window of auto
+// read 0 tps.)
+TEST_F(FreeReadsTest, RoutedOutcomesReachAutosWindows) {
+  Start(true);
+  PGconn* c = Connect();
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(ExecValue(c, absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = 3")), "UPDATE 1");
+    EXPECT_EQ(ExecValue(c, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 4")), "0");
+  }
+  LearnAbort(proxy_.ClientConninfo(), server_conn_, table_, 2);
+  uint64_t aborts = 0;
+  EXPECT_EQ(proxy_.proxy().scheduler().CommitsSoFar(&aborts), 5u);
+  EXPECT_EQ(aborts, 1u);
+  EXPECT_EQ(Free(), 5);
+}
+
 }  // namespace
 }  // namespace proxy
 }  // namespace corral
