@@ -641,6 +641,9 @@ class Proxy::Loop : private AdminSource {
   // (and, stealing on, none of its references is held), else in qi's
   // queue, where other idle backends may steal it.
   void RunOrWait(Client* c, int qi);
+  // A conflict-free transaction's queue: the first idle backend with
+  // nobody waiting, from a start that rotates, else the shortest queue.
+  static int AnyIdleQueue(Pool* pool);
   void Attach(Client* c, Backend* b);
   // The attach SQL's ReadyForQuery: the client's messages go on, or, when
   // it failed (`error`: its ErrorResponse), the client is closed with it.

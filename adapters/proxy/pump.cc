@@ -205,23 +205,8 @@ void Proxy::Loop::StartTxn(Client* c) {
     ShutdownClient(c);
     return;
   }
-  if (c->route.conflict_free) {
-    // Reads that cannot conflict (FreeModeOf): the first idle
-    // backend with nobody waiting, else the shortest queue.
-    Pool& pool = *c->pool;
-    const int n = static_cast<int>(pool.backends.size());
-    int qi = -1;
-    for (int i = 0; i < n && qi < 0; ++i) {
-      const int k = (pool.next_free + i) % n;
-      if (pool.backends[k]->Free() && pool.waitq[k].empty()) qi = k;
-    }
-    if (qi < 0) {
-      qi = pool.next_free % n;
-      for (int k = 0; k < n; ++k) {
-        if (pool.waitq[k].size() < pool.waitq[qi].size()) qi = k;
-      }
-    }
-    pool.next_free = (qi + 1) % n;
+  if (c->route.conflict_free) {  // reads that cannot conflict (FreeModeOf): any backend
+    const int qi = AnyIdleQueue(c->pool);
     c->retry = false;
     c->retry_pinned = false;
     c->predicted = false;
@@ -271,6 +256,23 @@ void Proxy::Loop::StartTxn(Client* c) {
   stats_.transactions++;
   if (group_ != nullptr) group_->per[worker_].transactions++;
   RunOrWait(c, qi);
+}
+
+int Proxy::Loop::AnyIdleQueue(Pool* pool) {
+  const int n = static_cast<int>(pool->backends.size());
+  int qi = -1;
+  for (int i = 0; i < n && qi < 0; ++i) {
+    const int k = (pool->next_free + i) % n;
+    if (pool->backends[k]->Free() && pool->waitq[k].empty()) qi = k;
+  }
+  if (qi < 0) {
+    qi = pool->next_free % n;
+    for (int k = 0; k < n; ++k) {
+      if (pool->waitq[k].size() < pool->waitq[qi].size()) qi = k;
+    }
+  }
+  pool->next_free = (qi + 1) % n;
+  return qi;
 }
 
 void Proxy::Loop::RunOrWait(Client* c, int qi) {
