@@ -162,8 +162,9 @@ struct Options {
   // a SELECT with no FOR UPDATE / SHARE, INTO, data-modifying WITH or call
   // of a function that may write), run below SERIALIZABLE (the client's
   // default_transaction_isolation, else the server's, which each backend
-  // is asked at connect); (b) a transaction block whose held BEGIN (or the
-  // session's default_transaction_read_only) makes it READ ONLY, below
+  // is asked at connect); (b) a transaction block whose BEGIN (held, or
+  // bound first in its first unit, as pgjdbc sends it; or the session's
+  // default_transaction_read_only) makes it READ ONLY, below
   // SERIALIZABLE or SERIALIZABLE READ ONLY DEFERRABLE, whatever its
   // statements. PostgreSQL takes no row lock and no predicate lock for
   // these, so they can neither fail with nor cause a serialization

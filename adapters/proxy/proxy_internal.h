@@ -635,8 +635,10 @@ class Proxy::Loop : private AdminSource {
   // kBlock: c's held BEGIN opens a READ ONLY block whose reads cannot
   // conflict (ReadsCannotConflict, the BEGIN's modes over the session's):
   // the whole block.
+  // `begin`: the block's BEGIN (c->held_begin, or the one c's unit opens
+  // with), "" outside a block.
   enum class FreeMode { kNo, kPlainReads, kBlock };
-  FreeMode FreeModeOf(const Client* c) const;
+  FreeMode FreeModeOf(const Client* c, const std::string& begin) const;
   // c's transaction on backend qi when it is free and nobody waits there
   // (and, stealing on, none of its references is held), else in qi's
   // queue, where other idle backends may steal it.

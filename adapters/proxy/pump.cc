@@ -144,7 +144,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
       return true;
     }
     c->route.ClearRefs();
-    const FreeMode free = FreeModeOf(c);
+    const FreeMode free = FreeModeOf(c, c->held_begin);
     if (free == FreeMode::kBlock) {
       c->route.conflict_free = c->route.free_block = true;
     } else {
@@ -170,7 +170,9 @@ bool Proxy::Loop::StartUnit(Client* c) {
   if (AnswerDescribeFromCache(c, end)) return true;
   // References: every Bind's statement text with its parameters.
   c->route.ClearRefs();
-  const FreeMode free = FreeModeOf(c);
+  const FreeMode free =
+      FreeModeOf(c, !c->held_begin.empty() || !opt_.free_reads ? c->held_begin
+                                                               : Router::UnitBegin(c->pending, end, c->stmts));
   if (free == FreeMode::kBlock) {
     c->route.conflict_free = c->route.free_block = true;
   } else {
@@ -182,7 +184,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
   return true;
 }
 
-Proxy::Loop::FreeMode Proxy::Loop::FreeModeOf(const Client* c) const {
+Proxy::Loop::FreeMode Proxy::Loop::FreeModeOf(const Client* c, const std::string& begin) const {
   if (!opt_.free_reads) return FreeMode::kNo;
   // The session's defaults: the client's own, else its backends'.
   const ParamMap& params = c->sess.current();
@@ -192,8 +194,8 @@ Proxy::Loop::FreeMode Proxy::Loop::FreeModeOf(const Client* c) const {
   bool ro = it != params.end() ? IsOnValue(it->second) : c->pool->server_read_only;
   it = params.find("default_transaction_deferrable");
   bool def = it != params.end() && IsOnValue(it->second);
-  if (c->held_begin.empty()) return ReadsCannotConflict(ser, ro, def) ? FreeMode::kPlainReads : FreeMode::kNo;
-  const BeginModes m = ParseBeginModes(c->held_begin);
+  if (begin.empty()) return ReadsCannotConflict(ser, ro, def) ? FreeMode::kPlainReads : FreeMode::kNo;
+  const BeginModes m = ParseBeginModes(begin);
   if (m.serializable != 0) ser = m.serializable > 0;
   if (m.read_only != 0) ro = m.read_only > 0;
   if (m.deferrable != 0) def = m.deferrable > 0;

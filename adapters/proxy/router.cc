@@ -153,6 +153,36 @@ bool ForEachBind(const std::deque<Msg>& pending, size_t end, const StatementMap&
 }
 }  // namespace
 
+std::string Router::UnitBegin(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts) {
+  // (Per extended unit: views only, nothing allocated unless it is one.)
+  absl::string_view parsed_name, parsed_query;
+  int parses = 0;
+  for (size_t i = 0; i <= end && i < pending.size(); ++i) {
+    const Msg& u = pending[i];
+    wire::Reader r(u.body());
+    if (u.type == 'P') {
+      parsed_name = r.CString();
+      parsed_query = r.CString();
+      ++parses;
+    } else if (u.type == 'B') {
+      r.CString();  // portal
+      const absl::string_view stmt = r.CString();
+      absl::string_view query;
+      if (parses > 0 && stmt == parsed_name) {
+        query = parsed_query;
+      } else if (parses == 0) {
+        auto it = stmts.find(stmt);
+        if (it == stmts.end()) return std::string();
+        query = it->second.query;
+      } else {
+        return std::string();  // an earlier statement of the unit: not worth the walk
+      }
+      return ClassifyTxnControl(query) == TxnControl::kBegin ? std::string(query) : std::string();
+    }
+  }
+  return std::string();
+}
+
 bool Router::UnitIsPlainRead(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts) {
   if (end >= pending.size() || pending[end].type != 'S') return false;  // its implicit transaction goes on
   bool any = false;

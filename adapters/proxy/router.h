@@ -132,6 +132,10 @@ class Router {
   // nothing and sets t->conflict_free, as AddQuery.
   void AddUnit(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts, RoutedTxn* t,
                bool free_if_plain_read = false);
+  // The text of the BEGIN / START TRANSACTION that the unit pending[0..end]
+  // binds first (a driver that opens its block with the first query's
+  // unit, as pgjdbc does), "" when its first Bind is not one.
+  static std::string UnitBegin(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts);
   // Appends the references of one Bind (`bind_body`: the whole body) of
   // statement `d`, or defers it when a binary parameter's type is not known.
   void AddBind(const PreparedDef& d, absl::string_view bind_body, RoutedTxn* t) {

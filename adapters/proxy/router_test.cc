@@ -315,6 +315,24 @@ TEST(Router, PlainReadsMayRunConflictFree) {
   EXPECT_EQ(sched->CommitsSoFar(), 0u);
 }
 
+// pgjdbc opens a block inside its first query's unit: the BEGIN it binds
+// first decides whether the block is READ ONLY.
+TEST(Router, UnitBeginIsTheFirstBindsBegin) {
+  const std::string sel = "SELECT v FROM acct WHERE id = $1";
+  auto bind0 = [](const std::string& stmt) { return Message('B', Z("") + Z(stmt) + std::string(6, '\0')); };
+  std::deque<Msg> jdbc{Message('P', ParseBody("", "BEGIN READ ONLY", {})), bind0(""),
+                       Message('E', Z("") + std::string(4, '\0')), Message('P', ParseBody("", sel, {})),
+                       Bind("", "5", 0), Message('E', Z("") + std::string(4, '\0')), Message('S', "")};
+  EXPECT_EQ(Router::UnitBegin(jdbc, 6, {}), "BEGIN READ ONLY");
+  std::deque<Msg> plain{Message('P', ParseBody("", sel, {})), Bind("", "5", 0), Message('S', "")};
+  EXPECT_EQ(Router::UnitBegin(plain, 2, {}), "");
+  StatementMap stmts;
+  stmts["b"] = Def("START TRANSACTION READ ONLY", {});
+  std::deque<Msg> named{bind0("b"), Message('E', Z("") + std::string(4, '\0')), Message('S', "")};
+  EXPECT_EQ(Router::UnitBegin(named, 2, stmts), "START TRANSACTION READ ONLY");
+  EXPECT_EQ(Router::UnitBegin(named, 2, {}), "") << "an unknown statement";
+}
+
 // What auto's windows read in the proxy (Scheduler::CommitsSoFar): every
 // routed commit and conflict the Router records. (They went only to the
 // History once, and auto's reward read 0 in every window.)

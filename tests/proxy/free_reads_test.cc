@@ -246,7 +246,7 @@ TEST_F(FreeReadsTest, AWritePipelinedBehindAFreeReadIsLearned) {
 // from its cache) and pgjdbc with its
 // defaults (seven autocommit executions of a prepared SELECT, named and
 // binary after the fifth; setReadOnly(true), whose BEGIN READ ONLY rides in
-// its first unit and is routed; one update): every read each driver sends
+// its first query's unit; one update): every read each driver sends
 // outside a block or in a READ ONLY block runs free, the answers are the
 // server's, and the History learns the write alone.
 TEST_F(FreeReadsTest, DriversReadsRunFree) {
@@ -272,7 +272,7 @@ TEST_F(FreeReadsTest, DriversReadsRunFree) {
       {"pgjdbc", "java -version && test -f /usr/share/java/postgresql.jar",
        absl::StrCat("java -XX:-UsePerfData -cp /usr/share/java/postgresql.jar ", ClientPath("FreeReadsJdbc.java"), " ",
                     args),
-       7, "autocommit 0 0 0 0 0 0 0\nreadonly 0\nwrite 3\n"},
+       8, "autocommit 0 0 0 0 0 0 0\nreadonly 0\nwrite 3\n"},
   };
   int ran = 0;
   for (const Driver& d : drivers) {
@@ -289,7 +289,7 @@ TEST_F(FreeReadsTest, DriversReadsRunFree) {
   }
   if (ran < 3) GTEST_SKIP() << "a driver is missing";
   // Only k = 9 (three commits; the doorkeeper admits the second): no read
-  // of k = 1..6 reached the History (pgjdbc's one routed read of k = 4 is
+  // of k = 1..6 reached the History (asyncpg's one routed read of k = 1 is
   // a first sighting).
   EXPECT_EQ(Learned(), 1u);
 }
