@@ -42,21 +42,20 @@ TxnControl ClassifyTxnControl(absl::string_view sql) {
 }
 
 BeginModes ParseBeginModes(absl::string_view begin_sql) {
+  // (Per transaction block: word views, nothing allocated.)
   BeginModes m;
-  std::vector<std::string> words;
+  absl::string_view prev2, prev;
+  auto is = [](absl::string_view w, absl::string_view lower) { return absl::EqualsIgnoreCase(w, lower); };
   for (absl::string_view w : absl::StrSplit(begin_sql, absl::ByAnyChar(" \t\r\n,;"), absl::SkipEmpty())) {
-    words.push_back(absl::AsciiStrToLower(w));
-  }
-  for (size_t i = 0; i < words.size(); ++i) {
-    const std::string& w = words[i];
-    const std::string next = i + 1 < words.size() ? words[i + 1] : "";
-    if (w == "level") {
-      m.serializable = next == "serializable" ? 1 : -1;
-    } else if (w == "read" && (next == "only" || next == "write") && (i == 0 || words[i - 1] != "repeatable")) {
-      m.read_only = next == "only" ? 1 : -1;
-    } else if (w == "deferrable") {
-      m.deferrable = i > 0 && words[i - 1] == "not" ? -1 : 1;
+    if (is(prev, "level")) {
+      m.serializable = is(w, "serializable") ? 1 : -1;
+    } else if (is(prev, "read") && (is(w, "only") || is(w, "write")) && !is(prev2, "repeatable")) {
+      m.read_only = is(w, "only") ? 1 : -1;
+    } else if (is(w, "deferrable")) {
+      m.deferrable = is(prev, "not") ? -1 : 1;
     }
+    prev2 = prev;
+    prev = w;
   }
   return m;
 }

@@ -248,9 +248,11 @@ bool IsSerializableValue(absl::string_view value) {
 }
 
 bool IsOnValue(absl::string_view value) {
-  char buf[16];
-  absl::string_view v;
-  return Squeezed(value, buf, &v) && (v == "on" || v == "true" || v == "yes" || v == "1");
+  value = absl::StripAsciiWhitespace(value);
+  if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"') && value.back() == value.front()) {
+    value = value.substr(1, value.size() - 2);
+  }
+  return session_detail::ParseBool(value) == 1;
 }
 
 // ---- ClientSession ----
