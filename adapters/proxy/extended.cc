@@ -336,6 +336,26 @@ void Proxy::Loop::ForwardBind(Client* c, Backend* b, absl::string_view raw, bool
   Send(b, msg);
 }
 
+// Whether message `type` (body `body`) is a COMMIT or ROLLBACK that ends
+// the client's transaction block: a simple Query's, or a Bind of a statement
+// whose text is one.
+bool Proxy::Loop::EndsBlock(const Client* c, char type, absl::string_view body) const {
+  wire::Reader r(body);
+  absl::string_view sql;
+  if (type == 'Q') {
+    sql = r.CString();
+  } else if (type == 'B') {
+    r.CString();  // the portal
+    const auto it = c->stmts.find(r.CString());
+    if (it == c->stmts.end()) return false;
+    sql = it->second.query;
+  } else {
+    return false;
+  }
+  const TxnControl tc = ClassifyTxnControl(sql);
+  return tc == TxnControl::kCommit || tc == TxnControl::kRollback;
+}
+
 // Every statement of a transaction adds its references (for the History at
 // its outcome); those of the unit that routed it were taken then.
 void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view raw) {
@@ -343,14 +363,13 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
   NoteReplayMessage(c, type, raw);
   bool extract = c->routed_ahead == 0;
   if (!extract) --c->routed_ahead;
-  if (extract && c->route.free_block) {
-    // A READ ONLY block's statements: nothing to learn, up to its end.
+  if (c->route.free_block) {
+    // A READ ONLY block's statements: nothing to learn, up to its end (a
+    // COMMIT or ROLLBACK by simple Query or, as pgjdbc sends it, bound; in
+    // the unit that routed the block or later): what is pipelined behind
+    // it is learned.
     extract = false;
-    if (type == 'Q') {
-      wire::Reader q(body);
-      const TxnControl tc = ClassifyTxnControl(q.CString());
-      if (tc == TxnControl::kCommit || tc == TxnControl::kRollback) c->route.free_block = false;
-    }
+    if (EndsBlock(c, type, body)) c->route.free_block = false;
   } else if (extract) {
     // A message beyond a free read's unit (pipelined before its
     // ReadyForQuery): what runs now is learned as any transaction's.

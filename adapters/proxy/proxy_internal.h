@@ -757,6 +757,7 @@ class Proxy::Loop : private AdminSource {
   // The ReadyForQuery of a stale_batch: the client's error and status.
   void AnswerStale(Client* c, Backend* b);
   void Forward(Client* c, Backend* b, char type, absl::string_view raw);
+  bool EndsBlock(const Client* c, char type, absl::string_view body) const;
   std::string EnsurePrepared(Backend* b, const PreparedDef& d, bool client_parse);
   // A statement the client prepares that must not run under transaction
   // pooling (session_params.h's Refusal) becomes the DO block raising it

@@ -237,6 +237,34 @@ TEST_F(FreeReadsTest, AWritePipelinedBehindAFreeReadIsLearned) {
   EXPECT_GE(Learned(), 1u) << "the pipelined UPDATE's k = 9 was not learned";
 }
 
+// A READ ONLY block ends at its COMMIT also when the COMMIT is bound (as
+// pgjdbc sends it): a write pipelined behind the block, before its
+// ReadyForQuery, is learned.
+TEST_F(FreeReadsTest, AWritePipelinedBehindABoundCommitIsLearned) {
+  Start(true);
+  RawClient raw;
+  ASSERT_TRUE(IsOk(raw.Connect(proxy_.port(), server_.user, server_.dbname)));
+  const std::string sel = absl::StrCat("SELECT v FROM ", table_, " WHERE k = 2");
+  const std::string upd = absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = 9");
+  auto bound = [](const std::string& sql) {
+    return RawClient::Parse("", sql) + RawClient::Bind("", "", {}) + RawClient::Execute("", 0);
+  };
+  const int64_t f0 = Free();
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_TRUE(IsOk(raw.SendRaw(bound("BEGIN READ ONLY") + bound(sel) + bound("COMMIT") + RawClient::Sync() +
+                                 RawClient::Query(upd))));
+    std::vector<RawMessage> got;
+    ASSERT_TRUE(IsOk(raw.ReadUntilReady(&got)));
+    ASSERT_TRUE(IsOk(raw.ReadUntilReady(&got)));
+    bool updated = false;
+    for (const RawMessage& m : got) updated |= m.type == 'C' && m.body.rfind("UPDATE 1", 0) == 0;
+    EXPECT_TRUE(updated);
+  }
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 9")), "2");
+  EXPECT_EQ(Free() - f0, 2) << "the READ ONLY blocks ran free";
+  EXPECT_GE(Learned(), 1u) << "the UPDATE pipelined behind the block's bound COMMIT was not learned";
+}
+
 // Real clients: psycopg 3 and asyncpg (autocommit reads with parameters,
 // READ ONLY transactions, one read-write transaction; asyncpg's first read
 // asks the server to describe its statement in a unit that ends at a
