@@ -55,6 +55,17 @@
 # not several (on the 2-core box one fleet's tps swung 1.5x between runs).
 # results.tsv gains a round column.
 #
+# SLICES=K (with INTERLEAVE=1, K even): the fleets of a workload run at
+# once (idle but for their turns) and take turns in K slices of
+# SECONDS_PER_RUN/K seconds each, in A B B A ... order, after one warm-up
+# each; a fleet's row sums its slices (commits, retries, its processes' and
+# the server's CPU in its turns). The ratio then compares fleets measured
+# seconds apart and in balanced positions, so a drift of the box's speed
+# within a run (1.3-1.5x between runs a minute apart on the 2-core box)
+# falls on both alike. E.g.
+#   INTERLEAVE=1 SLICES=4 ROUNDS=3 PROXIES="2 4" FLEETS="coordinated pgbouncer" \
+#     WORKLOADS=select-only ISOLATIONS=serializable SECONDS_PER_RUN=8 bash bench/proxy/multi.sh
+#
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -75,6 +86,7 @@ RESTART=${RESTART:-on}
 FRESH_FLEET=${FRESH_FLEET:-1}
 INTERLEAVE=${INTERLEAVE:-0}
 ROUNDS=${ROUNDS:-1}
+SLICES=${SLICES:-1}
 OUT=${OUT:-$(mktemp -d /tmp/corral-multi.XXXXXX)}
 DB=corral_multi
 . bench/proxy/lib.sh
@@ -193,45 +205,116 @@ pgbench -n -h 127.0.0.1 -p "$PGPORT" -U postgres -c 4 -j 1 -T 3 -S $DB > /dev/nu
 RES="$OUT/results.tsv"
 echo -e "n\tfleet\tworkload\ttps\tretried\tfailed\tproxy_us\tserver_us\tload1\tround" > "$RES"
 echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s warmup=${WARMUP}s scale=$SCALE hot_rows=$HOT_ROWS" \
-  "interval_ms=$INTERVAL_MS threshold=$THRESHOLD nproc=$(nproc) interleave=$INTERLEAVE rounds=$ROUNDS" \
+  "interval_ms=$INTERVAL_MS threshold=$THRESHOLD nproc=$(nproc) interleave=$INTERLEAVE rounds=$ROUNDS slices=$SLICES" \
   | tee "$OUT/header.txt"
 echo "# start: $(date -u) $(uptime)" | tee -a "$OUT/header.txt"
 
-one_run() {  # fleet n workload round: one measured run on the fleet started
-  local fleet=$1 n=$2 w=$3 round=$4 args p0 s0 p1 s1 tps retried failed load1 pus sus
-  case $w in
+workload_args() {  # workload: sets args (pgbench's)
+  case $1 in
     hot-row) args=(-f bench/proxy/hot_row.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
     two-row) args=(-f bench/proxy/contended.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
     hot-row-rc) args=(-f "$WORK/hot_row-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
     two-row-rc) args=(-f "$WORK/contended-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
     select-only) args=(-S) ;;
   esac
+}
+
+vacuum_if_asked() {
   # VACUUM_BEFORE_RUN=1: every fleet's run starts from a vacuumed table (after
   # heavy update runs, non-HOT updates put SSI read locks on the index page
   # and fail transactions on different rows: lib.sh's bench_db note).
   if [ "${VACUUM_BEFORE_RUN:-0}" = 1 ]; then
     psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "VACUUM pgbench_accounts" >/dev/null
   fi
+}
+
+# report fleet n workload round tps retried failed proxy_ticks server_ticks seconds
+report() {
+  local fleet=$1 n=$2 w=$3 round=$4 tps=$5 retried=$6 failed=$7 load1 pus=- sus=-
+  load1=$(cut -d' ' -f1 /proc/loadavg)
+  [ "$tps" = - ] || read -r pus sus < <(awk -v p="$8" -v s="$9" -v t="$tps" -v d="${10}" -v hz="$TICK" \
+    'BEGIN { n = t * d; if (n < 1) n = 1; printf "%.0f %.0f\n", p * 1e6 / hz / n, s * 1e6 / hz / n }')
+  printf 'n=%s %-12s %-11s tps=%-9s retried=%-7s failed=%-5s proxy_us=%-5s server_us=%-5s load=%s round=%s\n' \
+    "$n" "$fleet" "$w" "$tps" "$retried" "$failed" "$pus" "$sus" "$load1" "$round"
+  echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed\t$pus\t$sus\t$load1\t$round" >> "$RES"
+}
+
+one_run() {  # fleet n workload round: one measured run on the fleet started
+  local fleet=$1 n=$2 w=$3 round=$4 args p0 s0 p1 s1 tps retried failed
+  workload_args "$w"
+  vacuum_if_asked
   [ "$WARMUP" -gt 0 ] && split_run "$WARMUP" "${args[@]}" >/dev/null
   p0=$(cpu_ticks "${fleet_pids[@]}")
   s0=$(cpu_ticks all "$PG_PID")
   read -r tps retried failed < <(split_run "$DUR" "${args[@]}")
   p1=$(cpu_ticks "${fleet_pids[@]}")
   s1=$(cpu_ticks all "$PG_PID")
-  load1=$(cut -d' ' -f1 /proc/loadavg)
-  pus=- sus=-
-  [ "$tps" = - ] || read -r pus sus < <(awk -v p="$((p1 - p0))" -v s="$((s1 - s0))" -v t="$tps" -v d="$DUR" -v hz="$TICK" \
-    'BEGIN { n = t * d; if (n < 1) n = 1; printf "%.0f %.0f\n", p * 1e6 / hz / n, s * 1e6 / hz / n }')
   snapshot "$fleet" "$n" "$w"
-  printf 'n=%s %-12s %-11s tps=%-9s retried=%-7s failed=%-5s proxy_us=%-5s server_us=%-5s load=%s round=%s\n' \
-    "$n" "$fleet" "$w" "$tps" "$retried" "$failed" "$pus" "$sus" "$load1" "$round"
-  echo -e "$n\t$fleet\t$w\t$tps\t$retried\t$failed\t$pus\t$sus\t$load1\t$round" >> "$RES"
+  report "$fleet" "$n" "$w" "$round" "$tps" "$retried" "$failed" "$((p1 - p0))" "$((s1 - s0))" "$DUR"
+}
+
+# SLICES=K: every fleet started at once, warmed up, then K slices of DUR/K
+# seconds in A B B A order; one row per fleet summing its slices.
+sliced_runs() {  # n workload round
+  local n=$1 w=$2 round=$3 args fleet k order slice p0 s0 p1 s1 tps retried failed
+  local -A fports fpids commits retries fails pt st broken
+  slice=$(awk -v d="$DUR" -v k="$SLICES" 'BEGIN { printf "%d", d / k }')
+  [ "$slice" -ge 1 ] || { echo "SLICES=$SLICES leaves slices under 1 s of SECONDS_PER_RUN=$DUR" >&2; exit 1; }
+  workload_args "$w"
+  for fleet in $FLEETS; do
+    local before=${#fleet_pids[@]}
+    start_fleet "$fleet" "$n"
+    fports[$fleet]="${ports[*]}"
+    fpids[$fleet]="${fleet_pids[*]:$before}"
+    commits[$fleet]=0 retries[$fleet]=0 fails[$fleet]=0 pt[$fleet]=0 st[$fleet]=0 broken[$fleet]=0
+  done
+  vacuum_if_asked
+  for fleet in $FLEETS; do
+    read -r -a ports <<< "${fports[$fleet]}"
+    [ "$WARMUP" -gt 0 ] && split_run "$WARMUP" "${args[@]}" >/dev/null
+  done
+  for k in $(seq 1 "$SLICES"); do
+    order=$FLEETS
+    [ $((k % 2)) = 0 ] && order=$(echo $FLEETS | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }')
+    for fleet in $order; do
+      local pids
+      read -r -a ports <<< "${fports[$fleet]}"
+      read -r -a pids <<< "${fpids[$fleet]}"
+      p0=$(cpu_ticks "${pids[@]}")
+      s0=$(cpu_ticks all "$PG_PID")
+      read -r tps retried failed < <(split_run "$slice" "${args[@]}")
+      p1=$(cpu_ticks "${pids[@]}")
+      s1=$(cpu_ticks all "$PG_PID")
+      if [ "$tps" = - ]; then broken[$fleet]=1; continue; fi
+      commits[$fleet]=$(awk -v a="${commits[$fleet]}" -v t="$tps" -v d="$slice" 'BEGIN { printf "%.1f", a + t * d }')
+      retries[$fleet]=$((${retries[$fleet]} + retried))
+      fails[$fleet]=$((${fails[$fleet]} + failed))
+      pt[$fleet]=$((${pt[$fleet]} + p1 - p0))
+      st[$fleet]=$((${st[$fleet]} + s1 - s0))
+    done
+  done
+  for fleet in $FLEETS; do
+    read -r -a ports <<< "${fports[$fleet]}"
+    snapshot "$fleet" "$n" "$w"
+    if [ "${broken[$fleet]}" = 1 ]; then
+      report "$fleet" "$n" "$w" "$round" - - - 0 0 1
+    else
+      tps=$(awk -v c="${commits[$fleet]}" -v d="$((slice * SLICES))" 'BEGIN { printf "%.1f", c / d }')
+      report "$fleet" "$n" "$w" "$round" "$tps" "${retries[$fleet]}" "${fails[$fleet]}" "${pt[$fleet]}" "${st[$fleet]}" \
+        "$((slice * SLICES))"
+    fi
+  done
+  stop_fleet
 }
 
 for round in $(seq 1 "$ROUNDS"); do
   for n in $PROXIES; do
     if [ "$INTERLEAVE" = 1 ] && [ "$FRESH_FLEET" = 1 ]; then
       for w in $WORKLOADS; do
+        if [ "$SLICES" -gt 1 ]; then
+          sliced_runs "$n" "$w" "$round"
+          continue
+        fi
         for fleet in $FLEETS; do
           start_fleet "$fleet" "$n"
           one_run "$fleet" "$n" "$w" "$round"
