@@ -77,6 +77,16 @@
 #       WORKLOADS=select-only bash bench/proxy/run.sh   # event loops on a bigger machine
 #   PATHS="direct pgbouncer corral" WORKLOADS="hot-row" bash bench/proxy/run.sh
 #   REPEAT=3 SECONDS_PER_RUN=10 bash bench/proxy/run.sh   # median of 3 rounds
+#   SLICES=4 SECONDS_PER_RUN=8 bash bench/proxy/run.sh    # paths take turns in 2 s slices
+#
+# SLICES=K (K even): each pgbench run (not the driver clients) becomes K
+# slices of SECONDS_PER_RUN/K seconds in which the paths take turns, in
+# A B C C B A ... order; a path's row sums its slices (tps: their mean;
+# retried, failed: their sums; proxy CPU per transaction over all of them;
+# VACUUM_BEFORE_HOT vacuums once before a hot run's slices). Paths compared
+# seconds apart and in balanced positions: a drift of the box's speed within
+# a run falls on all of them alike (one path's 8 s run after another's moved
+# 1.3-1.5x on the 2-core box).
 #   TLS=1 PATHS="pgbouncer corral" bash bench/proxy/run.sh   # client TLS on
 #   ADMIN_DIR=/tmp/snap bash bench/proxy/run.sh   # admin console snapshots
 #   VACUUM_BEFORE_HOT=1 WORKLOADS=hot-row bash bench/proxy/run.sh
@@ -117,6 +127,7 @@ done
 PATHS=${PATHS:-$default_paths}
 WORKLOADS=${WORKLOADS:-select-only hot-row two-row hot-row-asyncpg hot-row-jdbc}
 REPEAT=${REPEAT:-1}  # rounds of every run; the summary takes the median per cell
+SLICES=${SLICES:-1}  # >1: every pgbench run as SLICES turns of the paths (below)
 TLS=${TLS:-0}
 NROWS=$((100000 * SCALE))
 DB=corral_bench
@@ -231,43 +242,102 @@ admin_snapshot() {  # path workload variant start|end
     > "$ADMIN_DIR/r$ROUND-$2-$3-$1-$4.txt" 2>&1 || true
 }
 
-run() {  # path workload variant args...
-  local path=$1 workload=$2 variant=$3
-  shift 3
-  local out ssl=disable
-  [ "$TLS" = 1 ] && [ "$path" != direct ] && ssl=require
-  if [ "${VACUUM_BEFORE_HOT:-0}" = 1 ] && [ "$variant" = hot ]; then
+vacuum_before() {  # variant
+  if [ "${VACUUM_BEFORE_HOT:-0}" = 1 ] && [ "$1" = hot ]; then
     psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "VACUUM pgbench_accounts" >/dev/null
   fi
-  admin_snapshot "$path" "$workload" "$variant" start
-  # The proxy's CPU (user + system, PgBouncer's or Corral's process) over
-  # the run, per transaction pgbench counted.
-  local t0 t1 cpu=-
+}
+
+# measure path seconds args...: one pgbench run through path; sets M_TPS,
+# M_TXNS, M_RETRIED, M_PCT, M_FAILED ("" where pgbench printed none) and
+# M_TICKS (the proxy process's CPU ticks over the run, "" for direct).
+measure() {
+  local path=$1 secs=$2 out ssl=disable t0 t1
+  shift 2
+  [ "$TLS" = 1 ] && [ "$path" != direct ] && ssl=require
   [ -n "${CPID[$path]:-}" ] && t0=$(cpu_ticks "${CPID[$path]}")
-  out=$(PGSSLMODE=$ssl pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j "$JOBS" -T "$DUR" "$@" $DB 2>&1) || true
-  [ -n "${CPID[$path]:-}" ] && t1=$(cpu_ticks "${CPID[$path]}")
-  admin_snapshot "$path" "$workload" "$variant" end
-  local tps retried pct failed txns
-  read -r tps txns retried pct failed < <(echo "$out" | pgbench_summary)
-  tps=${tps#-} txns=${txns#-} retried=${retried#-} pct=${pct#-} failed=${failed#-}  # "-": not printed
-  if [ -n "${t0:-}" ] && [ -n "${txns:-}" ] && [ "$txns" -gt 0 ]; then
-    cpu=$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$txns" 'BEGIN { printf "%.1f", d * 1e6 / hz / n }')
+  out=$(PGSSLMODE=$ssl pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j "$JOBS" -T "$secs" "$@" $DB 2>&1) || true
+  M_TICKS=
+  [ -n "${CPID[$path]:-}" ] && t1=$(cpu_ticks "${CPID[$path]}") && M_TICKS=$((t1 - t0))
+  read -r M_TPS M_TXNS M_RETRIED M_PCT M_FAILED < <(echo "$out" | pgbench_summary)
+  M_TPS=${M_TPS#-} M_TXNS=${M_TXNS#-} M_RETRIED=${M_RETRIED#-} M_PCT=${M_PCT#-} M_FAILED=${M_FAILED#-}  # "-": not printed
+  [ -n "$M_TPS" ] || echo "$out" | tail -5 >&2
+}
+
+# row path workload variant tps txns retried pct failed ticks: prints the
+# run's line (the proxy's CPU per transaction pgbench counted) and appends
+# its row.
+row() {
+  local path=$1 workload=$2 variant=$3 tps=$4 txns=$5 retried=$6 pct=$7 failed=$8 ticks=$9 cpu=-
+  if [ -n "$ticks" ] && [ -n "$txns" ] && [ "$txns" -gt 0 ]; then
+    cpu=$(awk -v d="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$txns" 'BEGIN { printf "%.1f", d * 1e6 / hz / n }')
   fi
-  [ -n "$tps" ] || echo "$out" | tail -5 >&2
   printf 'r%s %-11s %-11s %-4s tps=%-10s retried=%-8s (%s%%) failed=%s proxy_cpu_us/txn=%s\n' "$ROUND" "$path" \
     "$workload" "$variant" "${tps:-?}" "${retried:--}" "${pct:--}" "${failed:-?}" "$cpu"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$path" "$workload" "$variant" "${tps:-0}" "${retried:-0}" \
     "${pct:-0}" "${failed:-0}" >> "$RES"
 }
 
+run() {  # path workload variant args...
+  local path=$1 workload=$2 variant=$3
+  shift 3
+  vacuum_before "$variant"
+  admin_snapshot "$path" "$workload" "$variant" start
+  measure "$path" "$DUR" "$@"
+  admin_snapshot "$path" "$workload" "$variant" end
+  row "$path" "$workload" "$variant" "$M_TPS" "$M_TXNS" "$M_RETRIED" "$M_PCT" "$M_FAILED" "$M_TICKS"
+}
+
+# run_paths workload variant args...: the run on every path in PATHS, one
+# after the other, or (SLICES > 1) in turns.
+run_paths() {
+  local workload=$1 variant=$2 p k order slice
+  shift 2
+  if [ "$SLICES" -le 1 ]; then
+    for p in $PATHS; do run "$p" "$workload" "$variant" "$@"; done
+    return
+  fi
+  slice=$((DUR / SLICES))
+  [ "$slice" -ge 1 ] || { echo "SLICES=$SLICES leaves slices under 1 s of SECONDS_PER_RUN=$DUR" >&2; exit 1; }
+  local -A tsum txns retr fail ticks bad
+  for p in $PATHS; do tsum[$p]=0 txns[$p]=0 retr[$p]=0 fail[$p]=0 ticks[$p]=0 bad[$p]=0; done
+  vacuum_before "$variant"
+  for p in $PATHS; do admin_snapshot "$p" "$workload" "$variant" start; done
+  for k in $(seq 1 "$SLICES"); do
+    order=$PATHS
+    [ $((k % 2)) = 0 ] && order=$(echo $PATHS | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }')
+    for p in $order; do
+      measure "$p" "$slice" "$@"
+      if [ -z "$M_TPS" ] || [ -z "$M_TXNS" ]; then bad[$p]=1; continue; fi
+      tsum[$p]=$(awk -v a="${tsum[$p]}" -v b="$M_TPS" 'BEGIN { printf "%.3f", a + b }')
+      txns[$p]=$((${txns[$p]} + M_TXNS))
+      retr[$p]=$((${retr[$p]} + ${M_RETRIED:-0}))
+      fail[$p]=$((${fail[$p]} + ${M_FAILED:-0}))
+      [ -n "$M_TICKS" ] && ticks[$p]=$((${ticks[$p]} + M_TICKS))
+    done
+  done
+  for p in $PATHS; do
+    admin_snapshot "$p" "$workload" "$variant" end
+    if [ "${bad[$p]}" = 1 ]; then
+      row "$p" "$workload" "$variant" "" "" "" "" "" ""
+      continue
+    fi
+    local t pct tk=
+    t=$(awk -v a="${tsum[$p]}" -v k="$SLICES" 'BEGIN { printf "%.1f", a / k }')
+    pct=$(awk -v r="${retr[$p]}" -v n="${txns[$p]}" 'BEGIN { printf "%.3f", (n > 0 ? 100 * r / n : 0) }')
+    [ -n "${CPID[$p]:-}" ] && tk=${ticks[$p]}
+    row "$p" "$workload" "$variant" "$t" "${txns[$p]}" "${retr[$p]}" "$pct" "${fail[$p]}" "$tk"
+  done
+}
+
 echo "# clients=$CLIENTS jobs=$JOBS pool=$POOL duration=${DUR}s scale=$SCALE hot_rows=$HOT_ROWS policy=$POLICY tls=$TLS" \
-  "steal_after_ms=$STEAL_AFTER_MS max_tries=$MAX_TRIES nproc=$(nproc)"
+  "steal_after_ms=$STEAL_AFTER_MS max_tries=$MAX_TRIES slices=$SLICES nproc=$(nproc)"
 echo "# start: $(uptime)"
 for ROUND in $(seq 1 "$REPEAT"); do
 for w in $WORKLOADS; do
   case $w in
     select-only)
-      for p in $PATHS; do run "$p" select-only - -S; done ;;
+      run_paths select-only - -S ;;
     hot-row|two-row)
       script=bench/proxy/hot_row.sql
       [ $w = two-row ] && script=bench/proxy/contended.sql
@@ -275,9 +345,7 @@ for w in $WORKLOADS; do
       for variant in cold hot; do
         rows=$HOT_ROWS
         [ $variant = cold ] && rows=$NROWS
-        for p in $PATHS; do
-          run "$p" "$w" $variant -f $script -D rows=$rows --max-tries="$MAX_TRIES"
-        done
+        run_paths "$w" $variant -f $script -D rows=$rows --max-tries="$MAX_TRIES"
       done ;;
     transfer|function-pair|order)
       case $w in
@@ -289,9 +357,7 @@ for w in $WORKLOADS; do
         rows=$HOT_ROWS skew=1
         [ $variant = cold ] && rows=$NROWS && skew=0
         [ $variant = cold ] && [ $w = order ] && rows=$((NROWS / 2))
-        for p in $PATHS; do
-          run "$p" "$w" $variant -f $script -D rows=$rows -D skew=$skew -D naccounts=$NROWS --max-tries="$MAX_TRIES"
-        done
+        run_paths "$w" $variant -f $script -D rows=$rows -D skew=$skew -D naccounts=$NROWS --max-tries="$MAX_TRIES"
       done ;;
     hot-row-asyncpg|hot-row-jdbc|transfer-asyncpg|autocommit-asyncpg)
       for p in $PATHS; do run_driver "$p" "$w"; done ;;
