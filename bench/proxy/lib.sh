@@ -153,3 +153,14 @@ pgbench_summary() {
     function v(x) { return x == "" ? miss : x }
     END { print v(tps), v(n), v(r), v(pct), v(f) }' "${1:-/dev/stdin}"
 }
+
+# turn_order K NAME...: the order in which NAMEs take their turn in slice K
+# of a sliced run (multi.sh, run.sh, moving.sh SLICES): as given in odd
+# slices, reversed in even ones (A B, B A, A B, ...), so that over an even
+# number of slices every name runs as often early as late.
+#   for p in $(turn_order "$k" $PATHS); do ...; done
+turn_order() {
+  local k=$1
+  shift
+  if [ $((k % 2)) = 1 ]; then echo "$@"; else echo "$@" | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }'; fi
+}

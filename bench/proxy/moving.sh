@@ -25,9 +25,22 @@
 # proxy stays up between its windows, so Corral meets every window's rows
 # as a move, as in the continuous run; its History ages meanwhile.
 #
+# SLICES=K (with INTERLEAVE=1; K even, WINDOW a multiple of K, e.g. 10): within each
+# window (the hot set moved once, at its start) the paths take turns in K
+# slices of WINDOW/K seconds, A B B A ...; a path's window sums its slices.
+# Corral still meets the window's rows as a move, in its first slice; a
+# drift of the box's speed within the window falls on both paths alike.
+#
+# OFFSET=arg (with INTERLEAVE=1, one pgbench per window): the window's
+# offset goes to pgbench (-D off=N, moving_hot_window.sql) instead of being
+# read by an autocommit SELECT before every transaction (moving_hot.sql,
+# OFFSET=read, the default; the continuous run needs it). That read costs
+# both paths alike and so pulls their ratio towards 1.
+#
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+ROOT=$PWD
 WINDOW=${WINDOW:-10}
 WINDOWS=${WINDOWS:-4}
 CLIENTS=${CLIENTS:-16}
@@ -39,6 +52,9 @@ POLICY=${POLICY:-count-max-canonical-single}
 PATHS=${PATHS:-pgbouncer corral}
 CORRAL_ARGS=${CORRAL_ARGS:-}
 INTERLEAVE=${INTERLEAVE:-0}
+SLICES=${SLICES:-1}
+OFFSET=${OFFSET:-read}
+[ "$OFFSET" = read ] || [ "$INTERLEAVE" = 1 ] || { echo "OFFSET=$OFFSET needs INTERLEAVE=1" >&2; exit 1; }
 DB=corral_bench
 . bench/proxy/lib.sh
 SERVER_BIN=$(proxy_server_bin) || { echo "build failed"; exit 1; }
@@ -68,16 +84,49 @@ sleep 2
 move() {  # window index -> the hot set's offset
   psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "UPDATE corral_hot SET off = $(( $1 * STRIDE ))" >/dev/null
 }
+# script_args window: the script (and its offset) of one window's pgbench.
+script_args() {
+  if [ "$OFFSET" = arg ]; then
+    echo "-f $ROOT/bench/proxy/moving_hot_window.sql -D off=$(( ($1 - 1) * STRIDE ))"
+  else
+    echo "-f $ROOT/bench/proxy/moving_hot.sql"
+  fi
+}
 
 RES="$WORK/windows.tsv"
 : > "$RES"
-if [ "$INTERLEAVE" = 1 ]; then
+if [ "$INTERLEAVE" = 1 ] && [ "$SLICES" -gt 1 ]; then
+  [ $((WINDOW % SLICES)) = 0 ] || { echo "SLICES=$SLICES must divide WINDOW=$WINDOW" >&2; exit 1; }
+  slice=$((WINDOW / SLICES))
+  for ((w = 1; w <= WINDOWS; w++)); do
+    move "$((w - 1))"
+    declare -A wn=() wr=() wf=()
+    for ((k = 1; k <= SLICES; k++)); do
+      order=$(turn_order "$k" $PATHS)
+      for path in $order; do
+        mkdir -p "$WORK/$path"
+        # shellcheck disable=SC2046
+        ( cd "$WORK/$path" && pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 \
+            -T "$slice" $(script_args "$w") -D rows="$HOT_ROWS" \
+            --max-tries="$MAX_TRIES" $DB > "out$w-$k.txt" 2>&1 ) || true
+        read -r _ n r _ f < <(pgbench_summary "$WORK/$path/out$w-$k.txt" 0)
+        wn[$path]=$(( ${wn[$path]:-0} + n )) wr[$path]=$(( ${wr[$path]:-0} + r )) wf[$path]=$(( ${wf[$path]:-0} + f ))
+      done
+    done
+    for path in $PATHS; do
+      echo -e "$path\t$w\t${wn[$path]}\t${wr[$path]}\t${wf[$path]}" >> "$RES"
+      echo "# $path window $w: ${wn[$path]} transactions in $SLICES slices of ${slice} s, retried ${wr[$path]}"
+    done
+  done
+  PATHS=""  # done: straight to the table
+elif [ "$INTERLEAVE" = 1 ]; then
   for ((w = 1; w <= WINDOWS; w++)); do
     for path in $PATHS; do
       move "$((w - 1))"
       mkdir -p "$WORK/$path"
+      # shellcheck disable=SC2046
       ( cd "$WORK/$path" && pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 \
-          -T "$WINDOW" -f "$OLDPWD/bench/proxy/moving_hot.sql" -D rows="$HOT_ROWS" \
+          -T "$WINDOW" $(script_args "$w") -D rows="$HOT_ROWS" \
           --max-tries="$MAX_TRIES" $DB > "out$w.txt" 2>&1 ) || true
       # pgbench's summary: transactions processed and retried in the window.
       read -r _ n r _ f < <(pgbench_summary "$WORK/$path/out$w.txt" 0)

@@ -274,8 +274,7 @@ sliced_runs() {  # n workload round
     [ "$WARMUP" -gt 0 ] && split_run "$WARMUP" "${args[@]}" >/dev/null
   done
   for k in $(seq 1 "$SLICES"); do
-    order=$FLEETS
-    [ $((k % 2)) = 0 ] && order=$(echo $FLEETS | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }')
+    order=$(turn_order "$k" $FLEETS)
     for fleet in $order; do
       local pids
       read -r -a ports <<< "${fports[$fleet]}"

@@ -304,8 +304,7 @@ run_paths() {
   vacuum_before "$variant"
   for p in $PATHS; do admin_snapshot "$p" "$workload" "$variant" start; done
   for k in $(seq 1 "$SLICES"); do
-    order=$PATHS
-    [ $((k % 2)) = 0 ] && order=$(echo $PATHS | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }')
+    order=$(turn_order "$k" $PATHS)
     for p in $order; do
       measure "$p" "$slice" "$@"
       if [ -z "$M_TPS" ] || [ -z "$M_TXNS" ]; then bad[$p]=1; continue; fi
