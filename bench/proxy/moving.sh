@@ -32,10 +32,10 @@
 # drift of the box's speed within the window falls on both paths alike.
 #
 # OFFSET=arg (with INTERLEAVE=1, one pgbench per window): the window's
-# offset goes to pgbench (-D off=N, moving_hot_window.sql) instead of being
-# read by an autocommit SELECT before every transaction (moving_hot.sql,
-# OFFSET=read, the default; the continuous run needs it). That read costs
-# both paths alike and so pulls their ratio towards 1.
+# offset goes to pgbench (moving_hot.sql with -D read_off=0 -D off=N)
+# instead of being read by an autocommit SELECT before every transaction
+# (-D read_off=1: OFFSET=read, the default; the continuous run needs it).
+# That read costs both paths alike and so pulls their ratio towards 1.
 #
 # Starts its own PostgreSQL (scripts/pg.sh) unless PGPORT is set.
 set -euo pipefail
@@ -84,54 +84,40 @@ sleep 2
 move() {  # window index -> the hot set's offset
   psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d $DB -c "UPDATE corral_hot SET off = $(( $1 * STRIDE ))" >/dev/null
 }
-# script_args window: the script (and its offset) of one window's pgbench.
+# script_args window: the script and its offset for one window's pgbench.
 script_args() {
   if [ "$OFFSET" = arg ]; then
-    echo "-f $ROOT/bench/proxy/moving_hot_window.sql -D off=$(( ($1 - 1) * STRIDE ))"
+    echo "-f $ROOT/bench/proxy/moving_hot.sql -D read_off=0 -D off=$(( ($1 - 1) * STRIDE ))"
   else
-    echo "-f $ROOT/bench/proxy/moving_hot.sql"
+    echo "-f $ROOT/bench/proxy/moving_hot.sql -D read_off=1"
   fi
 }
 
 RES="$WORK/windows.tsv"
 : > "$RES"
-if [ "$INTERLEAVE" = 1 ] && [ "$SLICES" -gt 1 ]; then
+if [ "$INTERLEAVE" = 1 ]; then
+  # One pgbench per path and turn: SLICES turns per window (1: a whole
+  # window each, one path after the other), the set moved at its start.
   [ $((WINDOW % SLICES)) = 0 ] || { echo "SLICES=$SLICES must divide WINDOW=$WINDOW" >&2; exit 1; }
   slice=$((WINDOW / SLICES))
   for ((w = 1; w <= WINDOWS; w++)); do
     move "$((w - 1))"
     declare -A wn=() wr=() wf=()
     for ((k = 1; k <= SLICES; k++)); do
-      order=$(turn_order "$k" $PATHS)
-      for path in $order; do
+      for path in $(turn_order "$k" $PATHS); do
         mkdir -p "$WORK/$path"
         # shellcheck disable=SC2046
         ( cd "$WORK/$path" && pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 \
             -T "$slice" $(script_args "$w") -D rows="$HOT_ROWS" \
             --max-tries="$MAX_TRIES" $DB > "out$w-$k.txt" 2>&1 ) || true
+        # pgbench's summary: transactions processed and retried in the turn.
         read -r _ n r _ f < <(pgbench_summary "$WORK/$path/out$w-$k.txt" 0)
         wn[$path]=$(( ${wn[$path]:-0} + n )) wr[$path]=$(( ${wr[$path]:-0} + r )) wf[$path]=$(( ${wf[$path]:-0} + f ))
       done
     done
     for path in $PATHS; do
       echo -e "$path\t$w\t${wn[$path]}\t${wr[$path]}\t${wf[$path]}" >> "$RES"
-      echo "# $path window $w: ${wn[$path]} transactions in $SLICES slices of ${slice} s, retried ${wr[$path]}"
-    done
-  done
-  PATHS=""  # done: straight to the table
-elif [ "$INTERLEAVE" = 1 ]; then
-  for ((w = 1; w <= WINDOWS; w++)); do
-    for path in $PATHS; do
-      move "$((w - 1))"
-      mkdir -p "$WORK/$path"
-      # shellcheck disable=SC2046
-      ( cd "$WORK/$path" && pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 \
-          -T "$WINDOW" $(script_args "$w") -D rows="$HOT_ROWS" \
-          --max-tries="$MAX_TRIES" $DB > "out$w.txt" 2>&1 ) || true
-      # pgbench's summary: transactions processed and retried in the window.
-      read -r _ n r _ f < <(pgbench_summary "$WORK/$path/out$w.txt" 0)
-      echo -e "$path\t$w\t$n\t$r\t$f" >> "$RES"
-      grep -E "^tps" "$WORK/$path/out$w.txt" | sed "s/^/# $path window $w: /"
+      echo "# $path window $w: ${wn[$path]} transactions in $SLICES turn(s) of ${slice} s, retried ${wr[$path]}"
     done
   done
   PATHS=""  # done: straight to the table
@@ -140,7 +126,7 @@ for path in $PATHS; do
   move 0
   mkdir -p "$WORK/$path"
   ( cd "$WORK/$path" && pgbench -n -h 127.0.0.1 -p "${PORT[$path]}" -U postgres -c "$CLIENTS" -j 2 \
-      -T $((WINDOW * WINDOWS)) -f "$OLDPWD/bench/proxy/moving_hot.sql" -D rows="$HOT_ROWS" \
+      -T $((WINDOW * WINDOWS)) -f "$ROOT/bench/proxy/moving_hot.sql" -D read_off=1 -D rows="$HOT_ROWS" \
       --max-tries="$MAX_TRIES" -l --aggregate-interval="$WINDOW" --log-prefix=agg $DB > out.txt 2>&1 ) &
   bench_pid=$!
   # The hot set moves at every window's start (pgbench's intervals start with its run).
