@@ -214,17 +214,16 @@ TEST_P(ServerDefaultsTest, ServerDefaultSerializableIsRouted) {
 
 INSTANTIATE_TEST_SUITE_P(OneBackendOrTwoLoops, ServerDefaultsTest, ::testing::Values(1, 2));
 
-// A write pipelined behind a free read, before its ReadyForQuery, runs on
-// the same backend and is learned as any transaction's statement.
-TEST_F(FreeReadsTest, AWritePipelinedBehindAFreeReadIsLearned) {
-  Start(true);
+// Twice: `unit` (extended messages up to their Sync) with `UPDATE ... k = 9`
+// pipelined behind it before its ReadyForQuery; each time the update's
+// answer comes. Row 9 is then 2.
+void SendTwiceWithAnUpdateBehind(const std::string& table, int port, const ServerInfo& server,
+                                 const std::string& unit) {
   RawClient raw;
-  ASSERT_TRUE(IsOk(raw.Connect(proxy_.port(), server_.user, server_.dbname)));
-  const std::string sel = absl::StrCat("SELECT v FROM ", table_, " WHERE k = 2");
-  const std::string upd = absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = 9");
+  ASSERT_TRUE(IsOk(raw.Connect(port, server.user, server.dbname)));
+  const std::string upd = absl::StrCat("UPDATE ", table, " SET v = v + 1 WHERE k = 9");
   for (int pass = 0; pass < 2; ++pass) {
-    ASSERT_TRUE(IsOk(raw.SendRaw(RawClient::Parse("", sel) + RawClient::Bind("", "", {}) +
-                                 RawClient::Execute("", 0) + RawClient::Sync() + RawClient::Query(upd))));
+    ASSERT_TRUE(IsOk(raw.SendRaw(unit + RawClient::Query(upd))));
     std::vector<RawMessage> got;
     ASSERT_TRUE(IsOk(raw.ReadUntilReady(&got)));
     ASSERT_TRUE(IsOk(raw.ReadUntilReady(&got)));
@@ -232,6 +231,18 @@ TEST_F(FreeReadsTest, AWritePipelinedBehindAFreeReadIsLearned) {
     for (const RawMessage& m : got) updated |= m.type == 'C' && m.body.rfind("UPDATE 1", 0) == 0;
     EXPECT_TRUE(updated);
   }
+}
+
+std::string Bound(const std::string& sql) {
+  return RawClient::Parse("", sql) + RawClient::Bind("", "", {}) + RawClient::Execute("", 0);
+}
+
+// A write pipelined behind a free read, before its ReadyForQuery, runs on
+// the same backend and is learned as any transaction's statement.
+TEST_F(FreeReadsTest, AWritePipelinedBehindAFreeReadIsLearned) {
+  Start(true);
+  const std::string sel = absl::StrCat("SELECT v FROM ", table_, " WHERE k = 2");
+  SendTwiceWithAnUpdateBehind(table_, proxy_.port(), server_, Bound(sel) + RawClient::Sync());
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 9")), "2");
   EXPECT_GE(Free(), 1);
   EXPECT_GE(Learned(), 1u) << "the pipelined UPDATE's k = 9 was not learned";
@@ -242,24 +253,10 @@ TEST_F(FreeReadsTest, AWritePipelinedBehindAFreeReadIsLearned) {
 // ReadyForQuery, is learned.
 TEST_F(FreeReadsTest, AWritePipelinedBehindABoundCommitIsLearned) {
   Start(true);
-  RawClient raw;
-  ASSERT_TRUE(IsOk(raw.Connect(proxy_.port(), server_.user, server_.dbname)));
   const std::string sel = absl::StrCat("SELECT v FROM ", table_, " WHERE k = 2");
-  const std::string upd = absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = 9");
-  auto bound = [](const std::string& sql) {
-    return RawClient::Parse("", sql) + RawClient::Bind("", "", {}) + RawClient::Execute("", 0);
-  };
   const int64_t f0 = Free();
-  for (int pass = 0; pass < 2; ++pass) {
-    ASSERT_TRUE(IsOk(raw.SendRaw(bound("BEGIN READ ONLY") + bound(sel) + bound("COMMIT") + RawClient::Sync() +
-                                 RawClient::Query(upd))));
-    std::vector<RawMessage> got;
-    ASSERT_TRUE(IsOk(raw.ReadUntilReady(&got)));
-    ASSERT_TRUE(IsOk(raw.ReadUntilReady(&got)));
-    bool updated = false;
-    for (const RawMessage& m : got) updated |= m.type == 'C' && m.body.rfind("UPDATE 1", 0) == 0;
-    EXPECT_TRUE(updated);
-  }
+  SendTwiceWithAnUpdateBehind(table_, proxy_.port(), server_,
+                              Bound("BEGIN READ ONLY") + Bound(sel) + Bound("COMMIT") + RawClient::Sync());
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 9")), "2");
   EXPECT_EQ(Free() - f0, 2) << "the READ ONLY blocks ran free";
   EXPECT_GE(Learned(), 1u) << "the UPDATE pipelined behind the block's bound COMMIT was not learned";
