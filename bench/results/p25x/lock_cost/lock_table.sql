@@ -1,0 +1,6 @@
+\set a random(1, 1000000)
+\set s :a % 256
+\set delta random(-100, 100)
+BEGIN ISOLATION LEVEL SERIALIZABLE \; LOCK TABLE lk.t:s IN EXCLUSIVE MODE \; SELECT abalance FROM pgbench_accounts WHERE aid = :a;
+UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :a;
+COMMIT;
