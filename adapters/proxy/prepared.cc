@@ -24,12 +24,6 @@ PreparedDef PreparedDef::FromParse(absl::string_view parse_body, std::string* na
   return d;
 }
 
-const PreparedDef* FindStatement(const StatementMap& local, const StatementMap& stmts, const std::string& name) {
-  if (auto it = local.find(name); it != local.end()) return &it->second;
-  if (auto it = stmts.find(name); it != stmts.end()) return &it->second;
-  return nullptr;
-}
-
 bool StatementMayChangeCatalog(absl::string_view sql) {
   static constexpr absl::string_view kWords[] = {"alter", "create", "drop",   "do",     "call",
                                                  "grant", "revoke", "import", "discard"};

@@ -81,17 +81,13 @@ struct PreparedDef {
 // A client's statements by name; "" is the unnamed statement it parsed last.
 using StatementMap = absl::flat_hash_map<std::string, PreparedDef>;
 
-// Statement `name`: parsed earlier in this unit (`local`) or known to the
-// client (`stmts`); null when neither.
-const PreparedDef* FindStatement(const StatementMap& local, const StatementMap& stmts, const std::string& name);
-
 // A bounded map whose oldest entry makes room once full (insertion order).
 template <typename V>
 class FifoCache {
  public:
   explicit FifoCache(size_t capacity) : capacity_(capacity) {}
   // Null when not known.
-  const V* Find(const std::string& key) const {
+  const V* Find(absl::string_view key) const {
     auto it = map_.find(key);
     return it == map_.end() ? nullptr : &it->second;
   }

@@ -45,18 +45,6 @@ TEST(Prepared, FromParseKeepsTextAndTypes) {
   EXPECT_NE(d.key, e.key);  // same text, other types: another statement
 }
 
-TEST(Prepared, FindStatementPrefersTheUnit) {
-  StatementMap stmts;
-  std::string name;
-  stmts["a"] = PreparedDef::FromParse(ParseBody("a", "SELECT 1", {}), &name);
-  StatementMap local;
-  local["a"] = PreparedDef::FromParse(ParseBody("a", "SELECT 2", {}), &name);
-  ASSERT_NE(FindStatement(local, stmts, "a"), nullptr);
-  EXPECT_EQ(FindStatement(local, stmts, "a")->query, "SELECT 2");
-  EXPECT_EQ(FindStatement({}, stmts, "a")->query, "SELECT 1");
-  EXPECT_EQ(FindStatement(local, stmts, "b"), nullptr);
-}
-
 TEST(Prepared, MalformedParseTypesReadAsNone) {
   std::string name;
   std::string body = ParseBody("s", "SELECT $1", {});

@@ -172,7 +172,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
   c->route.ClearRefs();
   const FreeMode free =
       FreeModeOf(c, !c->held_begin.empty() || !opt_.free_reads ? c->held_begin
-                                                               : Router::UnitBegin(c->pending, end, c->stmts));
+                                                               : RouterOf(c).UnitBegin(c->pending, end, c->stmts));
   if (free == FreeMode::kBlock) {
     c->route.conflict_free = c->route.free_block = true;
   } else {

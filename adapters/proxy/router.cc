@@ -94,11 +94,13 @@ Router::Router(scheduler::Scheduler* scheduler, std::shared_ptr<const Schema> sc
     : sched_(*scheduler),
       extractor_(std::make_unique<RefExtractor>(std::move(schema))),
       undecodable_(undecodable != nullptr ? *undecodable : own_undecodable_),
-      types_(type_cache_size) {}
+      types_(type_cache_size),
+      parsed_(type_cache_size) {}
 
 void Router::SetSchema(std::shared_ptr<const Schema> schema) {
   extractor_ = std::make_unique<RefExtractor>(std::move(schema));
   types_.Clear();
+  parsed_.Clear();  // plain_read memos were worked out under the old schema
 }
 
 void Router::AddQuery(absl::string_view sql, RoutedTxn* t, bool free_if_plain_read) {
@@ -126,60 +128,46 @@ bool Router::PlainRead(const PreparedDef& d) {
   return d.plain_read > 0;
 }
 
-namespace {
-// Calls fn(d, bind, params) for every Bind of pending[0..end]: d its
-// statement, parsed earlier in the unit or known in `stmts` (null when
-// neither), params the Bind's part after the names (formats, values,
-// result formats). Stops at the first fn that returns false; whether none
-// did.
-template <typename Fn>
-bool ForEachBind(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts, Fn fn) {
-  StatementMap local;  // statements parsed in this unit
-  for (size_t i = 0; i <= end; ++i) {
-    const Msg& u = pending[i];
-    wire::Reader r(u.body());
-    if (u.type == 'P') {
-      std::string name;
-      PreparedDef d = PreparedDef::FromParse(u.body(), &name);
-      local[name] = std::move(d);
-    } else if (u.type == 'B') {
-      r.CString();  // portal
-      const PreparedDef* d = FindStatement(local, stmts, std::string(r.CString()));
-      if (!fn(d, u, r.rest())) return false;
-    }
+const PreparedDef* Router::Statement(absl::string_view name, const StatementMap& stmts) {
+  auto known = stmts.find(name);
+  for (auto p = unit_parses_.rbegin(); p != unit_parses_.rend(); ++p) {
+    if (p->name != name) continue;
+    // Parsed in this unit: the client's own entry when it is the same text
+    // (a driver re-parsing its unnamed statement), else the shared one.
+    if (known != stmts.end() && known->second.key == p->key) return &known->second;
+    if (const PreparedDef* d = parsed_.Find(p->key)) return d;
+    std::string unused;
+    parsed_.Put(std::string(p->key), PreparedDef::FromParse(p->body, &unused));
+    return parsed_.Find(p->key);
   }
-  return true;
+  return known == stmts.end() ? nullptr : &known->second;
 }
-}  // namespace
 
-std::string Router::UnitBegin(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts) {
-  // (Per extended unit: views only, nothing allocated unless it is one.)
-  absl::string_view parsed_name, parsed_query;
-  int parses = 0;
+template <typename Fn>
+bool Router::ForEachBind(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts, Fn fn) {
+  unit_parses_.clear();
   for (size_t i = 0; i <= end && i < pending.size(); ++i) {
     const Msg& u = pending[i];
     wire::Reader r(u.body());
     if (u.type == 'P') {
-      parsed_name = r.CString();
-      parsed_query = r.CString();
-      ++parses;
+      const absl::string_view name = r.CString();
+      unit_parses_.push_back(UnitParse{name, r.rest(), u.body()});  // the rest: PreparedDef::key
     } else if (u.type == 'B') {
       r.CString();  // portal
-      const absl::string_view stmt = r.CString();
-      absl::string_view query;
-      if (parses > 0 && stmt == parsed_name) {
-        query = parsed_query;
-      } else if (parses == 0) {
-        auto it = stmts.find(stmt);
-        if (it == stmts.end()) return std::string();
-        query = it->second.query;
-      } else {
-        return std::string();  // an earlier statement of the unit: not worth the walk
-      }
-      return ClassifyTxnControl(query) == TxnControl::kBegin ? std::string(query) : std::string();
+      const absl::string_view name = r.CString();
+      if (!fn(Statement(name, stmts), u, r.rest())) return false;
     }
   }
-  return std::string();
+  return true;
+}
+
+std::string Router::UnitBegin(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts) {
+  std::string begin;
+  ForEachBind(pending, end, stmts, [&](const PreparedDef* d, const Msg&, absl::string_view) {
+    if (d != nullptr && ClassifyTxnControl(d->query) == TxnControl::kBegin) begin = d->query;
+    return false;  // the first Bind decides
+  });
+  return begin;
 }
 
 bool Router::UnitIsPlainRead(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts) {

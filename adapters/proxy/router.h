@@ -135,7 +135,7 @@ class Router {
   // The text of the BEGIN / START TRANSACTION that the unit pending[0..end]
   // binds first (a driver that opens its block with the first query's
   // unit, as pgjdbc does), "" when its first Bind is not one.
-  static std::string UnitBegin(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts);
+  std::string UnitBegin(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts);
   // Appends the references of one Bind (`bind_body`: the whole body) of
   // statement `d`, or defers it when a binary parameter's type is not known.
   void AddBind(const PreparedDef& d, absl::string_view bind_body, RoutedTxn* t) {
@@ -194,6 +194,20 @@ class Router {
   void AddBindImpl(const PreparedDef& d, absl::string_view bind_body, bool may_defer, RoutedTxn* t);
   // Whether d's text is a plain read (memoized in d).
   bool PlainRead(const PreparedDef& d);
+  // Calls fn(d, bind, params) for every Bind of pending[0..end]: d its
+  // statement (Statement; null when unknown), params the Bind's part after
+  // the names (formats, values, result formats). Stops at the first fn that
+  // returns false; whether none did. Allocates nothing once the unit's
+  // statement texts are known.
+  template <typename Fn>
+  bool ForEachBind(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts, Fn fn);
+  // Statement `name` as a Bind of the unit ForEachBind walks sees it: the
+  // unit's latest Parse of that name before it (unit_parses_), else the
+  // client's `stmts`; null when neither. A text parsed in the unit is the
+  // client's entry when that holds the same text and types, else the
+  // shared entry in parsed_ (made on first sight). The pointer is good
+  // until the next call.
+  const PreparedDef* Statement(absl::string_view name, const StatementMap& stmts);
   // Whether the unit pending[0..end] ends with its Sync and binds only
   // plain reads (at least one).
   bool UnitIsPlainRead(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts);
@@ -206,6 +220,17 @@ class Router {
   std::atomic<int64_t> own_undecodable_{0};
   std::atomic<int64_t>& undecodable_;
   ParamTypeCache types_;
+  // Statements parsed in units, by PreparedDef::key (text and declared
+  // types), across clients: what Statement gives for a text the client's
+  // map does not hold yet; plain_read is memoized there. Emptied by SetSchema.
+  FifoCache<PreparedDef> parsed_;
+  // ForEachBind's scratch: the unit's Parses so far (views into it).
+  struct UnitParse {
+    absl::string_view name;
+    absl::string_view key;   // query '\0' types, as PreparedDef::key
+    absl::string_view body;  // the whole Parse body
+  };
+  std::vector<UnitParse> unit_parses_;
   // AddBind's scratch (reused: no allocation once warm).
   BindMessage bind_;
   BoundParams bound_;

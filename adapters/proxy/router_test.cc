@@ -318,19 +318,58 @@ TEST(Router, PlainReadsMayRunConflictFree) {
 // pgjdbc opens a block inside its first query's unit: the BEGIN it binds
 // first decides whether the block is READ ONLY.
 TEST(Router, UnitBeginIsTheFirstBindsBegin) {
+  auto sched = TestScheduler(4);
+  Router router(sched.get(), TestSchema());
   const std::string sel = "SELECT v FROM acct WHERE id = $1";
   auto bind0 = [](const std::string& stmt) { return Message('B', Z("") + Z(stmt) + std::string(6, '\0')); };
-  std::deque<Msg> jdbc{Message('P', ParseBody("", "BEGIN READ ONLY", {})), bind0(""),
-                       Message('E', Z("") + std::string(4, '\0')), Message('P', ParseBody("", sel, {})),
-                       Bind("", "5", 0), Message('E', Z("") + std::string(4, '\0')), Message('S', "")};
-  EXPECT_EQ(Router::UnitBegin(jdbc, 6, {}), "BEGIN READ ONLY");
+  const Msg exec = Message('E', Z("") + std::string(4, '\0'));
+  std::deque<Msg> jdbc{Message('P', ParseBody("", "BEGIN READ ONLY", {})), bind0(""), exec,
+                       Message('P', ParseBody("", sel, {})), Bind("", "5", 0), exec, Message('S', "")};
+  EXPECT_EQ(router.UnitBegin(jdbc, 6, {}), "BEGIN READ ONLY");
   std::deque<Msg> plain{Message('P', ParseBody("", sel, {})), Bind("", "5", 0), Message('S', "")};
-  EXPECT_EQ(Router::UnitBegin(plain, 2, {}), "");
+  EXPECT_EQ(router.UnitBegin(plain, 2, {}), "");
   StatementMap stmts;
   stmts["b"] = Def("START TRANSACTION READ ONLY", {});
-  std::deque<Msg> named{bind0("b"), Message('E', Z("") + std::string(4, '\0')), Message('S', "")};
-  EXPECT_EQ(Router::UnitBegin(named, 2, stmts), "START TRANSACTION READ ONLY");
-  EXPECT_EQ(Router::UnitBegin(named, 2, {}), "") << "an unknown statement";
+  std::deque<Msg> named{bind0("b"), exec, Message('S', "")};
+  EXPECT_EQ(router.UnitBegin(named, 2, stmts), "START TRANSACTION READ ONLY");
+  EXPECT_EQ(router.UnitBegin(named, 2, {}), "") << "an unknown statement";
+  // The first Bind names a statement parsed before the unit's latest Parse.
+  std::deque<Msg> earlier{Message('P', ParseBody("b", "BEGIN READ ONLY", {})),
+                          Message('P', ParseBody("r", sel, {})), bind0("b"), exec, Bind("r", "5", 0), exec,
+                          Message('S', "")};
+  EXPECT_EQ(router.UnitBegin(earlier, 6, {}), "BEGIN READ ONLY");
+}
+
+// A Bind's statement: the unit's latest Parse of its name before it, else
+// the client's; a re-parse of the client's own text is its entry (the
+// plain-read memo lands there).
+TEST(Router, ABindSeesTheLatestParseOfItsName) {
+  auto sched = TestScheduler(4);
+  Router router(sched.get(), TestSchema());
+  const std::string sel = "SELECT v FROM acct WHERE id = $1";
+  const Msg exec = Message('E', Z("") + std::string(4, '\0'));
+  StatementMap stmts;
+  stmts[""] = Def(kUpdate, {});
+  // Unnamed: the client's UPDATE, then a read parsed over it, then the
+  // UPDATE parsed again: three Binds, each of the statement before it.
+  std::deque<Msg> unit{Bind("", "5", 0), exec, Message('P', ParseBody("", sel, {})), Bind("", "6", 0), exec,
+                       Message('P', ParseBody("", kUpdate, {})), Bind("", "7", 0), exec, Message('S', "")};
+  RoutedTxn t;
+  router.AddUnit(unit, 8, stmts, &t, /*free_if_plain_read=*/true);
+  EXPECT_FALSE(t.conflict_free) << "it binds UPDATEs";
+  EXPECT_EQ(t.txn.refs.size(), 3u) << "id=5, id=6 and id=7, each from its own Bind";
+  // Only reads, one of them a re-parse of the client's own text: free, and
+  // memoized in the client's entry.
+  stmts["r"] = Def(sel, {});
+  std::deque<Msg> reads{Message('P', ParseBody("r", sel, {})), Bind("r", "5", 0), exec,
+                        Message('P', ParseBody("", sel, {})), Bind("", "6", 0), exec, Message('S', "")};
+  RoutedTxn r;
+  router.AddUnit(reads, 6, stmts, &r, true);
+  EXPECT_TRUE(r.conflict_free);
+  EXPECT_EQ(stmts["r"].plain_read, 1);
+  // The unit's unnamed read is another text than the client's UPDATE (whose
+  // memo, 0 since the first unit, would have made the read a write).
+  EXPECT_EQ(stmts[""].plain_read, 0);
 }
 
 // What auto's windows read in the proxy (Scheduler::CommitsSoFar): every
