@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "adapters/proxy/admin_console.h"
 #include "adapters/proxy/auth.h"
@@ -620,6 +621,11 @@ class Proxy::Loop : private AdminSource {
   // --- transactions (pump.cc)
   void Pump(Client* c);
   bool StartUnit(Client* c);  // detached: route the unit at the front; false: need more input
+  // StartUnit's end for a unit of `unit_len` messages that opens a
+  // transaction (`begin`: its held or bound BEGIN, "" when none): a READ ONLY
+  // block that cannot conflict is free (FreeModeOf), else add_refs(plain
+  // reads free) fills c->route; then the transaction starts.
+  void RouteUnit(Client* c, const std::string& begin, size_t unit_len, absl::FunctionRef<void(bool)> add_refs);
   // Attached and between requests: a Parse/Describe unit at the front of
   // c's messages answered from describe_cache_ (AnswerDescribeFromCache),
   // saving the backend a round trip inside the transaction.

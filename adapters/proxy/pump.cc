@@ -144,16 +144,11 @@ bool Proxy::Loop::StartUnit(Client* c) {
       return true;
     }
     c->route.ClearRefs();
-    const FreeMode free = FreeModeOf(c, c->held_begin);
-    if (free == FreeMode::kBlock) {
-      c->route.conflict_free = c->route.free_block = true;
-    } else {
-      RouterOf(c).AddQuery(sql, &c->route, free == FreeMode::kPlainReads);
-    }
-    if (RouterOf(c).keys_first() && !c->route.conflict_free) c->route.first_key = RetryStatementKey(sql);
-    c->routed_ahead = 1;
-    if (LoadsOf(*c->pool) != nullptr) c->ready_since = MonoNanos();
-    StartTxn(c);
+    RouteUnit(c, c->held_begin, 1, [&](bool free_reads) {
+      Router& router = RouterOf(c);
+      router.AddQuery(sql, &c->route, free_reads);
+      if (router.keys_first() && !c->route.conflict_free) c->route.first_key = RetryStatementKey(sql);
+    });
     return true;
   }
   // Extended protocol: find the unit's end.
@@ -170,18 +165,23 @@ bool Proxy::Loop::StartUnit(Client* c) {
   if (AnswerDescribeFromCache(c, end)) return true;
   // References: every Bind's statement text with its parameters.
   c->route.ClearRefs();
-  const FreeMode free =
-      FreeModeOf(c, !c->held_begin.empty() || !opt_.free_reads ? c->held_begin
-                                                               : RouterOf(c).UnitBegin(c->pending, end, c->stmts));
+  Router& router = RouterOf(c);
+  RouteUnit(c, !c->held_begin.empty() || !opt_.free_reads ? c->held_begin : router.UnitBegin(c->pending, end, c->stmts),
+            end + 1, [&](bool free_reads) { router.AddUnit(c->pending, end, c->stmts, &c->route, free_reads); });
+  return true;
+}
+
+void Proxy::Loop::RouteUnit(Client* c, const std::string& begin, size_t unit_len,
+                            absl::FunctionRef<void(bool)> add_refs) {
+  const FreeMode free = FreeModeOf(c, begin);
   if (free == FreeMode::kBlock) {
     c->route.conflict_free = c->route.free_block = true;
   } else {
-    RouterOf(c).AddUnit(c->pending, end, c->stmts, &c->route, free == FreeMode::kPlainReads);
+    add_refs(free == FreeMode::kPlainReads);
   }
-  c->routed_ahead = end + 1;
+  c->routed_ahead = unit_len;
   if (LoadsOf(*c->pool) != nullptr) c->ready_since = MonoNanos();
   StartTxn(c);
-  return true;
 }
 
 Proxy::Loop::FreeMode Proxy::Loop::FreeModeOf(const Client* c, const std::string& begin) const {
