@@ -203,20 +203,14 @@ absl::Status Scheduler::Submit(std::unique_ptr<Txn> txn) {
   return st;
 }
 
-void Scheduler::ReportOutcome(const Txn& txn, Outcome outcome) {
-  CountRoutedOutcome(outcome);
-  if (outcome == Outcome::kCommitted) {
-    history_->RecordCommit(txn.learned_refs());
-  } else if (outcome == Outcome::kConflictAbort) {
-    RecordConflictAbort(*history_, txn);
-  }
-}
-
-void Scheduler::CountRoutedOutcome(Outcome outcome) {
+void Scheduler::ReportOutcome(const Txn& txn, Outcome outcome, const history::History::TextProvider* texts,
+                              bool spare_lead) {
   if (outcome == Outcome::kCommitted) {
     routed_commits_.fetch_add(1, std::memory_order_relaxed);
+    history_->Record(txn.learned_refs(), /*committed=*/true, texts);
   } else if (outcome == Outcome::kConflictAbort) {
     routed_aborts_.fetch_add(1, std::memory_order_relaxed);
+    RecordConflictAbort(*history_, txn, texts, spare_lead);
   }
 }
 

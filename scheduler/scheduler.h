@@ -170,17 +170,14 @@ class Scheduler {
   // and State reads, no State update) for learned policies.
   QueueId Route(Txn& txn, bool* affinity);
   // Outcome feedback for one attempt of a routed transaction: commit ->
-  // commits, conflict abort -> aborts, others ignored (user errors).
-  void ReportOutcome(const Txn& txn, Outcome outcome);
-  // Routing-only: counts an outcome whose references the caller recorded
-  // in the History itself (the proxy's Router, with the references' texts
-  // and split lead attribution): commit -> commits, conflict abort ->
-  // aborts, what auto's windows read (CommitsSoFar). ReportOutcome counts
-  // and records both.
-  void CountRoutedOutcome(Outcome outcome);
+  // commits, conflict abort -> aborts (RecordConflictAbort's attribution,
+  // `spare_lead` as there), others ignored (user errors); `texts` (may be
+  // null) names new references. Also counted for auto (CommitsSoFar).
+  void ReportOutcome(const Txn& txn, Outcome outcome, const history::History::TextProvider* texts = nullptr,
+                     bool spare_lead = true);
   // Commits so far, and (if non-null) conflict aborts: the engine's
   // workers' counts, or (routing-only) those reported through
-  // ReportOutcome / CountRoutedOutcome. What auto's windows read.
+  // ReportOutcome. What auto's windows read.
   uint64_t CommitsSoFar(uint64_t* conflict_aborts = nullptr) const;
 
   // A fixed policy (turns auto off).

@@ -10,11 +10,12 @@
 namespace corral {
 namespace scheduler {
 
-void RecordConflictAbort(history::History& history, const Txn& txn) {
+void RecordConflictAbort(history::History& history, const Txn& txn, const history::History::TextProvider* texts,
+                         bool spare_lead) {
   if (txn.placed_split && txn.placed_by.value() != 0) {
     history.Record(absl::MakeConstSpan(&txn.placed_by, 1), /*committed=*/false);
   } else {
-    history.Record(txn.learned_refs(), /*committed=*/false, nullptr, txn.placed_by);
+    history.Record(txn.learned_refs(), /*committed=*/false, texts, spare_lead ? txn.placed_by : RefId(0));
   }
 }
 

@@ -93,8 +93,11 @@ using CompletionHook =
 // One conflict abort of `txn` into the History: every reference of
 // txn.learned_refs() counts it, but as its lead decided (Txn::placed_by,
 // ScheduleOptions::lead_attributed_aborts): a lead that placed it on its own
-// queue does not, a split lead counts it alone.
-void RecordConflictAbort(history::History& history, const Txn& txn);
+// queue does not (unless `spare_lead` is false: the proxy, whose queues do
+// not serialize what stealing and several backends may run at once), a
+// split lead counts it alone. `texts` (may be null) names new references.
+void RecordConflictAbort(history::History& history, const Txn& txn,
+                         const history::History::TextProvider* texts = nullptr, bool spare_lead = true);
 
 class WorkerPool {
  public:

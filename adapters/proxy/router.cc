@@ -272,15 +272,10 @@ history::History::TextProvider TextsOf(const RefTexts& texts) {
 }  // namespace
 
 void Router::RecordConflict(const RoutedTxn& t) {
-  sched_.CountRoutedOutcome(scheduler::Outcome::kConflictAbort);
-  if (t.txn.placed_split && t.txn.placed_by.value() != 0) {
-    // Placed on one of a split lead's queues: the conflict is the split's
-    // accepted cost, the lead's alone (scheduler::RecordConflictAbort).
-    sched_.history().Record(absl::MakeConstSpan(&t.txn.placed_by, 1), /*committed=*/false);
-    return;
-  }
+  // A split lead counts it alone; an unsplit one is not spared
+  // (scheduler::RecordConflictAbort).
   const history::History::TextProvider provider = TextsOf(t.ref_texts);
-  sched_.history().Record(t.txn.refs, /*committed=*/false, &provider);
+  sched_.ReportOutcome(t.txn, scheduler::Outcome::kConflictAbort, &provider, /*spare_lead=*/false);
 }
 
 absl::Status Router::CheckSyntax(absl::string_view sql) {
@@ -327,12 +322,9 @@ void Router::Finish(RoutedTxn* txn, scheduler::Outcome o) {
   }
   if (o == scheduler::Outcome::kConflictAbort) {
     RecordConflict(t);
-  } else if (o == scheduler::Outcome::kCommitted) {
-    sched_.CountRoutedOutcome(o);
-    const history::History::TextProvider provider = TextsOf(t.ref_texts);
-    sched_.history().Record(t.txn.refs, /*committed=*/true, &provider);
   } else {
-    sched_.ReportOutcome(t.txn, o);
+    const history::History::TextProvider provider = TextsOf(t.ref_texts);
+    sched_.ReportOutcome(t.txn, o, &provider);
   }
 }
 

@@ -171,7 +171,7 @@ class Router {
   size_t PredictRefs(RoutedTxn* t);
   // The History learns a conflict of t's references so far, as at a
   // 40001 (the transaction goes on: a restart the proxy made instead);
-  // counted for auto (Scheduler::CountRoutedOutcome), as Finish counts a
+  // counted for auto (Scheduler::ReportOutcome), as Finish counts a
   // commit.
   void RecordConflict(const RoutedTxn& t);
   // The syntax error of a statement, OK when it parses (or fails otherwise).
