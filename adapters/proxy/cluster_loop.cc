@@ -114,7 +114,15 @@ void Proxy::Loop::AdoptClusterSchemas() {
     std::shared_ptr<const Schema> schema = db->cluster->schema();
     if (schema == nullptr) continue;
     if (db->sched == &sched_) opt_.schema = schema;  // as RELOAD does
-    db->router->SetSchema(std::move(schema));
+    AdoptSchema(db.get(), std::move(schema));
+  }
+}
+
+void Proxy::Loop::AdoptSchema(Database* db, std::shared_ptr<const Schema> schema) {
+  db->router->SetSchema(std::move(schema));
+  for (auto& [c, owned] : clients_) {
+    if (c->pool == nullptr || c->pool->db != db) continue;
+    for (auto& [name, d] : c->stmts) d.plain_read = -1;
   }
 }
 

@@ -189,7 +189,7 @@ absl::StatusOr<Pool*> Proxy::Loop::PoolOf(const DatabaseEntry& e, const Pool& cr
   }
   if ((*db)->pools++ == 0 && (*db)->fallback) {
     auto schema = LoadCatalogFor(opt_, e);
-    if (schema.ok()) (*db)->router->SetSchema(*schema);
+    if (schema.ok()) AdoptSchema(*db, *schema);
   }
   Pool* raw = p.get();
   pools_[key] = std::move(p);

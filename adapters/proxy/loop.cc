@@ -579,7 +579,7 @@ absl::Status Proxy::Loop::Reload() {
     if (!schema.ok()) return absl::Status(schema.status().code(), absl::StrCat("database \"", name, "\": ",
                                                                                schema.status().message()));
     if (db->sched == &sched_) opt_.schema = *schema;
-    db->router->SetSchema(*schema);
+    AdoptSchema(db.get(), *schema);
   }
   return absl::OkStatus();
 }

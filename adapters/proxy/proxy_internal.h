@@ -856,6 +856,11 @@ class Proxy::Loop : private AdminSource {
   // Timers: each clustered database adopts the schema its catalog watch
   // re-read (a pointer swap in its Router; cluster_loop.cc).
   void AdoptClusterSchemas();
+  // db's router names by `schema` from now on (RELOAD, DDL seen by the
+  // cluster sync, a fallback database's first pool), and its clients'
+  // statements forget their plain-read memos (a function the catalog now
+  // knows as the database's own ends a plain read).
+  void AdoptSchema(Database* db, std::shared_ptr<const Schema> schema);
   // Attach: locks the keys of c's shared-hot references on b first.
   void TakeClusterLocks(Client* c, Backend* b);
   // The advisory keys of those of `refs` hot in the cluster (ClusterSync::

@@ -262,6 +262,46 @@ TEST_F(FreeReadsTest, AWritePipelinedBehindABoundCommitIsLearned) {
   EXPECT_GE(Learned(), 1u) << "the UPDATE pipelined behind the block's bound COMMIT was not learned";
 }
 
+// A prepared statement's plain-read verdict is worked out once; a RELOAD
+// that brings a function of the database's own with the name of a built-in
+// it calls takes the verdict back, also for a statement prepared before.
+TEST_F(FreeReadsTest, ReloadRetakesAPreparedReadsVerdict) {
+  Start(true);
+  PGconn* c = Connect();
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK);
+  const std::string sel = absl::StrCat("SELECT v FROM ", table_, " WHERE k = $1 AND octet_length('ab') = 2");
+  PGresult* r = PQprepare(c, "ol", sel.c_str(), 1, nullptr);
+  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK);
+  PQclear(r);
+  const char* one[] = {"3"};
+  auto run = [&] {
+    PGresult* e = PQexecPrepared(c, "ol", 1, one, nullptr, nullptr, 0);
+    EXPECT_EQ(PQresultStatus(e), PGRES_TUPLES_OK) << PQresultErrorMessage(e);
+    PQclear(e);
+  };
+  const int64_t f0 = Free();
+  run();
+  run();
+  ASSERT_EQ(Free() - f0, 2) << "a built-in's call is a plain read";
+  // The database's own octet_length, outside the search path (the
+  // statement still calls the built-in), then RELOAD.
+  const std::string schema = absl::StrCat(table_, "_fn");
+  ASSERT_TRUE(ExecOk(server_conn_, absl::StrCat("CREATE SCHEMA ", schema)));
+  ASSERT_TRUE(ExecOk(server_conn_, absl::StrCat("CREATE FUNCTION ", schema,
+                                                ".octet_length(text) RETURNS int LANGUAGE sql AS 'SELECT 2'")));
+  PGconn* admin = PQconnectdb(proxy_.ClientConninfo("corral").c_str());
+  ASSERT_EQ(PQstatus(admin), CONNECTION_OK) << PQerrorMessage(admin);
+  const bool reloaded = ExecOk(admin, "RELOAD");
+  PQfinish(admin);
+  const int64_t f1 = Free();
+  run();
+  run();
+  const int64_t after = Free() - f1;
+  ASSERT_TRUE(ExecOk(server_conn_, absl::StrCat("DROP SCHEMA ", schema, " CASCADE")));
+  ASSERT_TRUE(reloaded);
+  EXPECT_EQ(after, 0) << "the verdict from before the RELOAD was kept";
+}
+
 // Real clients: psycopg 3 and asyncpg (autocommit reads with parameters,
 // READ ONLY transactions, one read-write transaction; asyncpg's first read
 // asks the server to describe its statement in a unit that ends at a
