@@ -166,8 +166,11 @@ bool Proxy::Loop::StartUnit(Client* c) {
   // References: every Bind's statement text with its parameters.
   c->route.ClearRefs();
   Router& router = RouterOf(c);
-  RouteUnit(c, !c->held_begin.empty() || !opt_.free_reads ? c->held_begin : router.UnitBegin(c->pending, end, c->stmts),
-            end + 1, [&](bool free_reads) { router.AddUnit(c->pending, end, c->stmts, &c->route, free_reads); });
+  // The block's BEGIN: held, else (free reads on) bound first in this unit.
+  std::string bound_begin;
+  if (c->held_begin.empty() && opt_.free_reads) bound_begin = router.UnitBegin(c->pending, end, c->stmts);
+  RouteUnit(c, c->held_begin.empty() ? bound_begin : c->held_begin, end + 1,
+            [&](bool free_reads) { router.AddUnit(c->pending, end, c->stmts, &c->route, free_reads); });
   return true;
 }
 
