@@ -66,6 +66,11 @@
 # PATHS runs even when CORRAL_MODES leaves it out, e.g.
 #     SECONDS_PER_RUN=10 CORRAL_MODES=on PATHS="pgbouncer corral corral-w2" \
 #         WORKLOADS="select-only hot-row" bash bench/proxy/run.sh
+# ; base-<mode> = <mode> run by the binary BASE_BIN, another build to
+# compare with in the same run, e.g. (the baseline built and copied out
+# first):
+#     BASE_BIN=/tmp/proxy_server_base SLICES=4 REPEAT=3 CORRAL_MODES="restart base-restart" \
+#         PATHS="pgbouncer corral-restart corral-base-restart" WORKLOADS=two-row bash bench/proxy/run.sh
 # ). Prints one line per run (with proxy_cpu_us/txn: the PgBouncer or
 # Corral process's user + system CPU over the run per transaction), then a summary: tps vs
 # PgBouncer, retried transactions vs PgBouncer and direct, and the contention
@@ -178,6 +183,9 @@ for mode in $CORRAL_MODES; do
   name=corral-$mode
   [ $mode = on ] && name=corral
   PORT[$name]=$(free_port)
+  # base-<mode>: <mode> run by the binary BASE_BIN (a build to compare with).
+  bin=$SERVER_BIN
+  case $mode in base-*) bin=${BASE_BIN:?"corral-$mode needs BASE_BIN, the baseline proxy_server"}; mode=${mode#base-} ;; esac
   margs="stealing=$mode"
   # w2 / w4: stealing on with 2 / 4 event loops (workers, README "Workers").
   case $mode in w[0-9]*) margs="stealing=on workers=${mode#w}" ;; esac
@@ -194,7 +202,7 @@ for mode in $CORRAL_MODES; do
   [ $mode = restartonly ] && margs="stealing=on restart_on_hot_key=on"
   [ $mode = restartsplit ] && margs="stealing=on templates=on replay=on restart_on_hot_key=on split=on"
   # shellcheck disable=SC2086
-  "$SERVER_BIN" "$WORK/corral.ini" listen_port=${PORT[$name]} $margs 2> "$WORK/$name.log" &
+  "$bin" "$WORK/corral.ini" listen_port=${PORT[$name]} $margs 2> "$WORK/$name.log" &
   pids+=($!)
   CPID[$name]=$!
 done
