@@ -39,6 +39,16 @@ bool CycleGates::Gated(const std::string& shape) const {
   return it != by_shape_.end() && it->second.gated;
 }
 
+void CycleGates::Grew(const std::string& shape, int ordinal) {
+  auto it = by_shape_.find(shape);
+  if (it != by_shape_.end() && ordinal > it->second.last_growth) it->second.last_growth = ordinal;
+}
+
+int CycleGates::LastGrowth(const std::string& shape) const {
+  auto it = by_shape_.find(shape);
+  return it == by_shape_.end() ? 0 : it->second.last_growth;
+}
+
 uint64_t CycleGates::Key(const std::string& shape, uint64_t salt) {
   return absl::Hash<std::string>{}(shape) ^ salt ^ 0x67617465'6379636cull;  // "gatecycl"
 }

@@ -15,6 +15,15 @@
 // names no hot reference it did not already hold (two-row: at its first
 // UPDATE, after both SELECTs took their keys), or when it ends. The others
 // hold complete key sets while it grows, so its waits close no cycle.
+// Sooner, once the template's growth is known: each gated transaction
+// reports the ordinal of every later statement at which it took a new key
+// (Grew); a transaction that has taken the keys of the template's last
+// growing statement as known when it took the gate (LastGrowth; unknown:
+// the rule above) gives the gate back right there (two-row: at its second
+// SELECT, one round trip earlier). A
+// transaction that grows later than any before it does so without the
+// gate (a wait cycle then is resolved as without gates: requeued) and
+// moves LastGrowth for the next ones.
 //
 // A template is gated once its restarts closed cycles: a score per
 // template (first-statement shape) gains 1 per cycle and decays by
@@ -27,6 +36,8 @@
 //   CycleGates gates(CycleGates::Options{});
 //   gates.Cycle(shape);                   // a restart's wait closed a cycle
 //   if (gates.Admit(shape)) { ... take the gate key first ... }
+//   gates.Grew(shape, 1);                 // a gated one took a new key at its 1st later statement
+//   if (ordinal >= gates.LastGrowth(shape)) { ... give the gate back ... }
 //
 // Memory: at most max_templates scores (one with the lowest score goes).
 // Thread safety: not thread-safe; one event loop owns one per database.
@@ -60,6 +71,11 @@ class CycleGates {
   void Cycle(const std::string& shape);
   // Whether `shape` is gated now (nothing changes).
   bool Gated(const std::string& shape) const;
+  // A gated transaction of `shape` took a new key at its `ordinal`-th
+  // later statement (1: the first after the one that routed it).
+  void Grew(const std::string& shape, int ordinal);
+  // The highest ordinal Grew reported for `shape`; 0 when none (unknown).
+  int LastGrowth(const std::string& shape) const;
   // The key of `shape`'s gate in the key table, given the database's salt
   // (a data key is a RefId ^ salt; the tag keeps the two apart).
   static uint64_t Key(const std::string& shape, uint64_t salt);
@@ -70,6 +86,7 @@ class CycleGates {
   struct Score {
     double score = 0;
     bool gated = false;
+    int last_growth = 0;
   };
   Options opt_;
   absl::flat_hash_map<std::string, Score> by_shape_;

@@ -58,6 +58,21 @@ TEST(CycleGatesTest, MemoryIsBoundedAndTheLowestScoreMakesRoom) {
   EXPECT_EQ(g.size(), 3u);
 }
 
+TEST(CycleGatesTest, LastGrowthIsTheLatestStatementAtWhichATemplateTookANewKey) {
+  CycleGates g(CycleGates::Options{});
+  g.Grew("a", 2);  // a template that never cycled keeps nothing
+  EXPECT_EQ(g.LastGrowth("a"), 0);
+  g.Cycle("a");
+  g.Cycle("a");
+  EXPECT_EQ(g.LastGrowth("a"), 0);  // unknown until a gated transaction reports
+  g.Grew("a", 2);
+  g.Grew("a", 1);  // an earlier growth does not lower it
+  EXPECT_EQ(g.LastGrowth("a"), 2);
+  g.Grew("a", 3);  // a later one raises it for the next transactions
+  EXPECT_EQ(g.LastGrowth("a"), 3);
+  EXPECT_EQ(g.LastGrowth("b"), 0);
+}
+
 TEST(CycleGatesTest, GateKeysDifferByTemplateAndSaltAndFromTheRawHash) {
   EXPECT_NE(CycleGates::Key("a", 0), CycleGates::Key("b", 0));
   EXPECT_NE(CycleGates::Key("a", 0), CycleGates::Key("a", 1));

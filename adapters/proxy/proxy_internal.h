@@ -302,8 +302,11 @@ struct Client : Conn {
   std::vector<int64_t> restart_relock;
   // Cycle gates (cycle_gates.h): the gate key its transaction holds or
   // waits for (0: none), and the keys it takes once the gate is granted
-  // (its wait for the gate alone sits in no row's queue).
+  // (its wait for the gate alone sits in no row's queue); gate_growth: its
+  // template's last growing statement (CycleGates::LastGrowth) when it
+  // took the gate, where it gives the gate back (0: unknown).
   uint64_t gate_key = 0;
+  int gate_growth = 0;
   std::vector<uint64_t> gate_then;
   std::string cap_key;
   int64_t cap_since = 0;
@@ -500,6 +503,11 @@ class Proxy::Loop : private AdminSource {
   bool RestartBeforeStatement(Client* c, Backend* b);
   // The held Query / unit got the restart's error: dropped (it never ran).
   static void DropHeld(Client* c);
+  // Cycle gates (cycle_gates.h): c, holding its template's gate, took a
+  // new key at its `ordinal`-th later statement; GiveGateBackIfGrown gives
+  // the gate back when `ordinal` is its template's last growth seen.
+  void NoteGateGrowth(Client* c, int ordinal);
+  void GiveGateBackIfGrown(Client* c, int ordinal);
   // Rolls c's transaction back and waits for `need` (keeping its keys): on
   // b when granted at once, else without a backend (b goes to others).
   // `relock`: keys hot in the cluster that its new references need and b

@@ -83,6 +83,15 @@ bool SnapshotIsolation(absl::string_view begin, const ClientSession& sess) {
   return it != p.end() && snapshot(it->second);
 }
 
+// The later statements (units up to a Sync, or Queries) its log holds:
+// the ordinal of the statement about to run (1: the first after the unit
+// that routed the transaction).
+int LoggedUnits(const ReplayLog& r) {
+  int n = 0;
+  for (const std::string& m : r.queries()) n += (m[0] == 'S' || m[0] == 'Q') ? 1 : 0;
+  return n;
+}
+
 constexpr absl::string_view kRestartError =
     "could not serialize access: corral proxy restarted the transaction before a statement on a contended row, "
     "and a result the client had already received changed (or the re-run conflicted again)";
@@ -153,8 +162,10 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
   }
   if ((hot.empty() && relock.empty()) || !SnapshotIsolation(r.begin(), c->sess)) return false;
   std::vector<uint64_t> need;
+  bool grew = false;
   for (uint64_t k : hot) {
     if (locks()->Has(ticket, k)) continue;
+    grew = true;
     // restart_after_release off: any release counts as before the snapshot.
     const uint64_t since = opt_.restart_after_release ? c->key_snap : UINT64_MAX;
     if (locks()->TakeIfFree(worker_, ticket, k, since) == KeyLocks::Take::kTaken) {
@@ -164,9 +175,30 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
       need.push_back(k);
     }
   }
+  // A gated transaction reports where its template grows, and gives the
+  // gate back once its keys of the template's last growing statement are
+  // taken (cycle_gates.h; restarted for them: RestartDone).
+  if (grew && c->gate_key != 0) {
+    NoteGateGrowth(c, LoggedUnits(r));
+    if (need.empty() && relock.empty()) GiveGateBackIfGrown(c, LoggedUnits(r));
+  }
   if (need.empty() && relock.empty()) return false;
   RestartTxn(c, b, std::move(need), std::move(relock));
   return true;
+}
+
+void Proxy::Loop::NoteGateGrowth(Client* c, int ordinal) {
+  CycleGates* gates = c->pool->db->gates.get();
+  if (gates != nullptr && !c->route.trace.empty()) gates->Grew(c->route.trace[0].shape, ordinal);
+}
+
+void Proxy::Loop::GiveGateBackIfGrown(Client* c, int ordinal) {
+  // (gate_growth: its template's last growth as known when it took the
+  // gate, 0 when unknown: then the first statement without a new key.)
+  if (c->gate_key == 0 || c->gate_growth == 0 || ordinal < c->gate_growth) return;
+  locks()->ReleaseKey(KeyTicket(c), c->gate_key);
+  c->gate_key = 0;
+  stats_.restart_gate_early++;
 }
 
 void Proxy::Loop::DropHeld(Client* c) {
@@ -350,6 +382,7 @@ void Proxy::Loop::RestartDone(Client* c, Backend* b) {
   r.last_sent = false;
   r.restart = false;
   (void)b;
+  GiveGateBackIfGrown(c, LoggedUnits(r));  // the held statement's keys may be its last new ones
   Pump(c);  // the held statement: its keys are held now
 }
 

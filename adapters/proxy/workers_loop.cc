@@ -100,6 +100,7 @@ bool Proxy::Loop::KeysAdmit(Client* c) {
       stats_.restart_key_txns++;
       stats_.restart_gate_txns++;
       c->gate_key = CycleGates::Key(c->route.trace[0].shape, c->pool->db->key_salt);
+      c->gate_growth = gates->LastGrowth(c->route.trace[0].shape);
       c->gate_then = std::move(keys);
       if (!locks()->Acquire(worker_, ticket, {c->gate_key}, nullptr, wake)) {
         stats_.restart_gate_waits++;
@@ -139,6 +140,7 @@ void Proxy::Loop::KeysRelease(Client* c) {
   if (c->keys == Client::Keys::kWaiting) key_waiters_.erase(c->id);
   c->keys = Client::Keys::kNone;
   c->gate_key = 0;
+  c->gate_growth = 0;
   c->gate_then.clear();
   locks()->Release(KeyTicket(c));  // may wake waiters (ours: through the inbox)
 }

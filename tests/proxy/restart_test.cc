@@ -210,7 +210,7 @@ TEST_F(RestartTest, ARestartWhoseReadChangedGetsTheErrorAndCommitsNothing) {
 // not go on with a while b's first statement waits.)
 TEST_F(RestartTest, ATemplateWhoseRestartsCloseWaitCyclesLetsOneTransactionGrowAtATime) {
   StartRestart(true, 1, /*retry_routing=*/false);
-  MakeHot({2, 3});
+  MakeHot({2, 3, 4});
   PGconn* a = Connect();
   PGconn* b = Connect();
   for (int cycle = 1; cycle <= 2; ++cycle) {
@@ -255,6 +255,28 @@ TEST_F(RestartTest, ATemplateWhoseRestartsCloseWaitCyclesLetsOneTransactionGrowA
   EXPECT_EQ(stats().restart_requeues.load(), 2);
   EXPECT_EQ(stats().restart_mismatches.load(), 2);
   EXPECT_EQ(stats().restart_gate_txns.load(), 2);
+  // The template's growth is known now (its first later statement took
+  // its new key): a gated transaction gives the gate back right after that
+  // statement's keys, and the next one is admitted while it is still open
+  // (before, at its next statement: b's read would wait for a's UPDATE of
+  // row 2 below).
+  EXPECT_TRUE(ExecOk(a, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+  EXPECT_EQ(ExecValue(a, Select(2)), "3");
+  const int64_t early = stats().restart_gate_early.load();
+  const int64_t gate_waits = stats().restart_gate_waits.load();
+  EXPECT_EQ(ExecValue(a, Update(3)), "UPDATE 1");  // row 3's key: new, its template's last growth
+  EXPECT_EQ(stats().restart_gate_early.load(), early + 1);
+  EXPECT_TRUE(ExecOk(b, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+  ASSERT_EQ(PQsendQuery(b, Select(4).c_str()), 1);
+  ASSERT_TRUE(Answered(b));
+  EXPECT_EQ(Collect(b), "1");
+  EXPECT_EQ(stats().restart_gate_txns.load(), 4);
+  EXPECT_EQ(stats().restart_gate_waits.load(), gate_waits);
+  EXPECT_EQ(ExecValue(a, Update(2)), "UPDATE 1");
+  EXPECT_TRUE(ExecOk(a, "COMMIT"));
+  EXPECT_EQ(ExecValue(b, Update(4)), "UPDATE 1");
+  EXPECT_TRUE(ExecOk(b, "COMMIT"));
+  EXPECT_EQ(stats().restart_mismatches.load(), 2);
   EXPECT_TRUE(NothingLeftBehind());
 }
 
