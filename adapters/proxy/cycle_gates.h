@@ -20,10 +20,9 @@
 // (Grew); a transaction that has taken the keys of the template's last
 // growing statement as known when it took the gate (LastGrowth; unknown:
 // the rule above) gives the gate back right there (two-row: at its second
-// SELECT, one round trip earlier). A
-// transaction that grows later than any before it does so without the
-// gate (a wait cycle then is resolved as without gates: requeued) and
-// moves LastGrowth for the next ones.
+// SELECT, one round trip earlier). A transaction that grows later than any
+// before it does so without the gate (a wait cycle then is resolved as
+// without gates: requeued) and moves LastGrowth for the next ones.
 //
 // A template is gated once its restarts closed cycles: a score per
 // template (first-statement shape) gains 1 per cycle and decays by
@@ -36,8 +35,9 @@
 //   CycleGates gates(CycleGates::Options{});
 //   gates.Cycle(shape);                   // a restart's wait closed a cycle
 //   if (gates.Admit(shape)) { ... take the gate key first ... }
-//   gates.Grew(shape, 1);                 // a gated one took a new key at its 1st later statement
-//   if (ordinal >= gates.LastGrowth(shape)) { ... give the gate back ... }
+//   const int at = gates.LastGrowth(shape);  // as it takes the gate
+//   gates.Grew(shape, 1);                 // it took a new key at its 1st later statement
+//   if (at > 0 && 1 >= at) { ... give the gate back ... }
 //
 // Memory: at most max_templates scores (one with the lowest score goes).
 // Thread safety: not thread-safe; one event loop owns one per database.

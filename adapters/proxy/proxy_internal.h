@@ -505,7 +505,8 @@ class Proxy::Loop : private AdminSource {
   static void DropHeld(Client* c);
   // Cycle gates (cycle_gates.h): c, holding its template's gate, took a
   // new key at its `ordinal`-th later statement; GiveGateBackIfGrown gives
-  // the gate back when `ordinal` is its template's last growth seen.
+  // the gate back when `ordinal` reaches its template's last growth as
+  // known when c took the gate (Client::gate_growth).
   void NoteGateGrowth(Client* c, int ordinal);
   void GiveGateBackIfGrown(Client* c, int ordinal);
   // Rolls c's transaction back and waits for `need` (keeping its keys): on
