@@ -503,11 +503,11 @@ class Proxy::Loop : private AdminSource {
   bool RestartBeforeStatement(Client* c, Backend* b);
   // The held Query / unit got the restart's error: dropped (it never ran).
   static void DropHeld(Client* c);
-  // Cycle gates (cycle_gates.h): c, holding its template's gate, took a
-  // new key at its `ordinal`-th later statement; GiveGateBackIfGrown gives
-  // the gate back when `ordinal` reaches its template's last growth as
-  // known when c took the gate (Client::gate_growth).
-  void NoteGateGrowth(Client* c, int ordinal);
+  // Cycle gates (cycle_gates.h): c gives its template's gate back (held:
+  // gate_key); ...IfGrown: when its `ordinal`-th later statement reaches
+  // its template's last growth as known when c took the gate
+  // (Client::gate_growth).
+  void GiveGateBack(Client* c);
   void GiveGateBackIfGrown(Client* c, int ordinal);
   // Rolls c's transaction back and waits for `need` (keeping its keys): on
   // b when granted at once, else without a backend (b goes to others).

@@ -142,9 +142,7 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
   // complete, another may grow.
   if (c->gate_key != 0 &&
       std::all_of(hot.begin(), hot.end(), [&](uint64_t k) { return locks()->Has(ticket, k); })) {
-    locks()->ReleaseKey(ticket, c->gate_key);
-    c->gate_key = 0;
-    stats_.restart_gate_early++;
+    GiveGateBack(c);
   }
   // Multi-proxy mode: references hot in the cluster whose advisory keys
   // the backend lacks. Taken now, they would come after the snapshot (a
@@ -179,26 +177,27 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
   // gate back once its keys of the template's last growing statement are
   // taken (cycle_gates.h; restarted for them: RestartDone).
   if (grew && c->gate_key != 0) {
-    NoteGateGrowth(c, LoggedUnits(r));
-    if (need.empty() && relock.empty()) GiveGateBackIfGrown(c, LoggedUnits(r));
+    const int ordinal = LoggedUnits(r);
+    if (CycleGates* gates = c->pool->db->gates.get(); gates != nullptr && !c->route.trace.empty()) {
+      gates->Grew(c->route.trace[0].shape, ordinal);
+    }
+    if (need.empty() && relock.empty()) GiveGateBackIfGrown(c, ordinal);
   }
   if (need.empty() && relock.empty()) return false;
   RestartTxn(c, b, std::move(need), std::move(relock));
   return true;
 }
 
-void Proxy::Loop::NoteGateGrowth(Client* c, int ordinal) {
-  CycleGates* gates = c->pool->db->gates.get();
-  if (gates != nullptr && !c->route.trace.empty()) gates->Grew(c->route.trace[0].shape, ordinal);
+void Proxy::Loop::GiveGateBack(Client* c) {
+  locks()->ReleaseKey(KeyTicket(c), c->gate_key);
+  c->gate_key = 0;
+  stats_.restart_gate_early++;
 }
 
 void Proxy::Loop::GiveGateBackIfGrown(Client* c, int ordinal) {
   // (gate_growth: its template's last growth as known when it took the
   // gate, 0 when unknown: then the first statement without a new key.)
-  if (c->gate_key == 0 || c->gate_growth == 0 || ordinal < c->gate_growth) return;
-  locks()->ReleaseKey(KeyTicket(c), c->gate_key);
-  c->gate_key = 0;
-  stats_.restart_gate_early++;
+  if (c->gate_key != 0 && c->gate_growth != 0 && ordinal >= c->gate_growth) GiveGateBack(c);
 }
 
 void Proxy::Loop::DropHeld(Client* c) {
