@@ -140,6 +140,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("worker_key_txns", s.worker_key_txns);
     row("worker_key_waits", s.worker_key_waits);
     row("worker_key_cross_waits", s.worker_key_cross_waits);
+    row("key_grants_local", s.key_grants_local);
     row("restart_key_txns", s.restart_key_txns);
     row("restart_keys_taken", s.restart_keys_taken);
     row("restarts", s.restarts);

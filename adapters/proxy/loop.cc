@@ -102,6 +102,7 @@ absl::Status Proxy::Loop::ListenOn(Conn* c, int port, std::atomic<int>* bound) {
 void Proxy::Loop::Run() {
   tls::SigpipeBlock no_sigpipe;  // TLS peers that went away: EPIPE, not SIGPIPE
   epoll_event events[256];
+  loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   while (!stop_.load()) {
     ApplyRequests();
     // Wake in time for a waiting transaction to become stealable.
@@ -131,8 +132,10 @@ void Proxy::Loop::Run() {
     Timers();
     if (paused_ || draining_) OpsTurn();
     // Flushing a client may resume its backend (back-pressure), whose
-    // buffered input then makes more output: until both settle.
+    // buffered input then makes more output, and a transaction that ended
+    // may have granted a waiter its keys (ApplyLocalGrants): until all settle.
     do {
+      ApplyLocalGrants();
       for (size_t i = 0; i < dirty_.size(); ++i) {
         Conn* c = dirty_[i];
         c->dirty = false;
@@ -144,7 +147,7 @@ void Proxy::Loop::Run() {
       for (Backend* b : resumed) {
         if (b->alive && !b->read_paused) OnBackendInput(b);
       }
-    } while (!dirty_.empty());
+    } while (!dirty_.empty() || !local_grants_.empty());
     tls_pending_.erase(std::remove_if(tls_pending_.begin(), tls_pending_.end(), [](Conn* c) { return c->dead; }),
                        tls_pending_.end());
     graveyard_.clear();

@@ -118,6 +118,9 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
           stats.worker_key_waits);
   counter("corral_worker_key_cross_waits_total",
           "Key waits behind a transaction of another event loop (workers > 1).", stats.worker_key_cross_waits);
+  counter("corral_key_grants_local_total",
+          "Key grants made on the waiter's own event loop, applied in the same turn without a wake-up.",
+          stats.key_grants_local);
   counter("corral_restart_key_txns_total", "Transactions that took keys of hot references before BEGIN (restart_on_hot_key).",
           stats.restart_key_txns);
   counter("corral_restart_keys_taken_total", "Hot keys a later statement took free (restart_on_hot_key).",

@@ -59,6 +59,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -436,7 +437,9 @@ class Proxy::Loop : private AdminSource {
   }
   // From any thread (workers_loop.cc): the keys of client `id`'s
   // transaction were granted (KeyLocks' wake); a cancel request another
-  // loop received. Applied at this loop's next turn.
+  // loop received. Applied at this loop's next turn; a grant made on the
+  // loop's own thread (a release by one of its transactions) before this
+  // turn's output is flushed, with no wake-up.
   void KeysGranted(uint64_t client_id);
   void ForwardCancel(int32_t pid, int32_t secret);
 
@@ -543,6 +546,10 @@ class Proxy::Loop : private AdminSource {
   uint64_t KeyTicket(const Client* c) const { return (uint64_t(uint32_t(worker_)) << 48) | c->id; }
   // Grants and forwarded cancels (kInbox).
   void ApplyInbox();
+  // The grants made on this loop's thread (KeysGranted), until none is
+  // left (resuming one may release keys and grant more).
+  void ApplyLocalGrants();
+  void ApplyGrants(const std::vector<uint64_t>& ids);
   // Every 200 ms: this loop's rows of every per-loop SHOW view (AdminView)
   // into the group, for the other loops' admin consoles.
   void PublishWorker(int64_t now);
@@ -967,6 +974,10 @@ class Proxy::Loop : private AdminSource {
   TsanVisibleMutex inbox_mu_;
   std::vector<uint64_t> inbox_grants_ ABSL_GUARDED_BY(inbox_mu_);
   std::vector<std::pair<int32_t, int32_t>> inbox_cancels_ ABSL_GUARDED_BY(inbox_mu_);
+  // The thread Run() runs on (read by any thread's KeysGranted), and the
+  // grants made on it (loop thread only).
+  std::atomic<std::thread::id> loop_thread_{};
+  std::vector<uint64_t> local_grants_;
   const bool trace_ = std::getenv("CORRAL_PROXY_TRACE") != nullptr;  // message trace on stderr
 };
 

@@ -117,6 +117,9 @@ struct Stats {
   std::atomic<int64_t> worker_key_txns{0};
   std::atomic<int64_t> worker_key_waits{0};
   std::atomic<int64_t> worker_key_cross_waits{0};
+  // Key grants (either use) made on the waiter's own loop thread, applied
+  // in the same turn without a wake-up (Loop::ApplyLocalGrants).
+  std::atomic<int64_t> key_grants_local{0};
   // Restart on a hot key (restart_on_hot_key): transactions that took keys
   // before their BEGIN (one loop; workers > 1 counts worker_key_txns);
   // later hot keys taken free; restarts (a later statement's key held by

@@ -30,6 +30,12 @@ namespace corral {
 namespace proxy {
 
 void Proxy::Loop::KeysGranted(uint64_t client_id) {
+  if (std::this_thread::get_id() == loop_thread_.load(std::memory_order_relaxed)) {
+    // A release on this loop granted it (one loop: always): resumed before
+    // this turn's output goes, not a turn later through the eventfd.
+    local_grants_.push_back(client_id);
+    return;
+  }
   {
     TsanVisibleMutexLock l(&inbox_mu_);
     inbox_grants_.push_back(client_id);
@@ -160,6 +166,19 @@ void Proxy::Loop::ApplyInbox() {
       SendCancel(it->second->backend);
     }
   }
+  ApplyGrants(grants);
+}
+
+void Proxy::Loop::ApplyLocalGrants() {
+  while (!local_grants_.empty()) {
+    std::vector<uint64_t> grants;
+    grants.swap(local_grants_);
+    stats_.key_grants_local += static_cast<int64_t>(grants.size());
+    ApplyGrants(grants);
+  }
+}
+
+void Proxy::Loop::ApplyGrants(const std::vector<uint64_t>& grants) {
   for (uint64_t id : grants) {
     auto it = key_waiters_.find(id);
     if (it == key_waiters_.end()) continue;  // it left (its wait was withdrawn, or its keys released)

@@ -75,8 +75,10 @@ class RestartTest : public ReplayClientsTest {
 // on the server and fails with 40001 when a commits. On: b's UPDATE is
 // held before it reaches the server, b's transaction is rolled back and
 // waits for the key; after a's COMMIT it runs again (its read of row 3
-// matches) and the UPDATE goes on: both commit. Also with two event
-// loops (workers = 2: the group's key table, grants posted across loops).
+// matches) and the UPDATE goes on: both commit. With one loop a's COMMIT
+// grants b's key on the loop's own thread, applied in that turn (no
+// wake-up). Also with two event loops (workers = 2: the group's key
+// table, grants posted across loops).
 TEST_F(RestartTest, SecondStatementsCollidingOnAHotRowBothCommit) {
   for (int round : {0, 1, 2}) {
     const bool on = round > 0;
@@ -110,6 +112,7 @@ TEST_F(RestartTest, SecondStatementsCollidingOnAHotRowBothCommit) {
       EXPECT_EQ(stats().restart_matches.load(), 1);
       EXPECT_EQ(stats().restart_mismatches.load(), 0);
       EXPECT_EQ(stats().restart_key_waits.load(), 1);
+      if (round == 1) EXPECT_EQ(stats().key_grants_local.load(), 1);
       EXPECT_EQ(stats().aborts_40001.load(), aborts);  // no client saw a conflict
     } else {
       EXPECT_EQ(got, "ERROR 40001");
