@@ -665,6 +665,9 @@ class Proxy::Loop : private AdminSource {
   // (and, stealing on, none of its references is held), else in qi's
   // queue, where other idle backends may steal it.
   void RunOrWait(Client* c, int qi);
+  // Attaches c to backend qi when it is free, its queue empty and c not
+  // `blocked`; else c waits in that queue (false).
+  bool AttachOrQueue(Client* c, int qi, bool blocked);
   // A conflict-free transaction's queue: the first idle backend with
   // nobody waiting, from a start that rotates, else the shortest queue.
   static int AnyIdleQueue(Pool* pool);

@@ -280,21 +280,27 @@ int Proxy::Loop::AnyIdleQueue(Pool* pool) {
   return qi;
 }
 
-void Proxy::Loop::RunOrWait(Client* c, int qi) {
+bool Proxy::Loop::AttachOrQueue(Client* c, int qi, bool blocked) {
   Pool& pool = *c->pool;
-  const StealMode mode = steal_mode();
   c->load_queue = qi;
   Backend* b = pool.backends[qi].get();
-  const bool blocked = mode == StealMode::kInFlight && Blocked(c);
   if (!paused_ && b->Free() && pool.waitq[qi].empty() && !blocked) {
     Attach(c, b);
-    return;
+    return true;
   }
   c->waiting = true;
   c->wait_queue = qi;
   c->wait_since = MonoNanos();
   pool.waitq[qi].push_back(c);
   if (scheduler::RoutedLoads* loads = LoadsOf(pool)) loads->Enqueued(qi);
+  return false;
+}
+
+void Proxy::Loop::RunOrWait(Client* c, int qi) {
+  Pool& pool = *c->pool;
+  const StealMode mode = steal_mode();
+  const bool blocked = mode == StealMode::kInFlight && Blocked(c);
+  if (AttachOrQueue(c, qi, blocked)) return;
   stats_.queue_waits++;
   if (!c->retry_pinned && MaySteal(mode, c->affinity, blocked, 0, opt_.steal_after_ms * 1000000LL)) {
     for (auto& other : pool.backends) {

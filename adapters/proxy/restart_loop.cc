@@ -359,17 +359,7 @@ void Proxy::Loop::RestartResume(Client* c) {
       }
     }
   }
-  c->load_queue = qi;
-  Backend* b = pool.backends[qi].get();
-  if (!paused_ && b->Free() && pool.waitq[qi].empty()) {
-    Attach(c, b);  // re-runs the log (SendReplay)
-    return;
-  }
-  c->waiting = true;
-  c->wait_queue = qi;
-  c->wait_since = MonoNanos();
-  pool.waitq[qi].push_back(c);
-  if (scheduler::RoutedLoads* loads = LoadsOf(pool)) loads->Enqueued(qi);
+  (void)AttachOrQueue(c, qi, /*blocked=*/false);  // attached: re-runs the log (SendReplay)
 }
 
 void Proxy::Loop::RestartDone(Client* c, Backend* b) {
