@@ -276,7 +276,16 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         }
         break;
       }
+      case 'N':
+        // The client's BEGIN behind the proxy's (table locks): "there is
+        // already a transaction in progress" is the proxy's doing.
+        if (b->drop_begin_warning && wire::ErrorSqlState(f.body) == "25001") {
+          b->drop_begin_warning = false;
+          forward = false;
+        }
+        break;
       case 'C':
+        if (front.wrap_commit) forward = false;  // the proxy's COMMIT's tag
         if (absl::StartsWith(f.body, "DISCARD ALL") || absl::StartsWith(f.body, "DEALLOCATE ALL")) {
           // Every prepared statement of this connection is gone: the
           // proxy's corral_s<N> (prepared again on next use; names are not
@@ -373,6 +382,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         const std::string attach_error = std::move(front.attach_error);
         const int batch_replay = front.replay;
         const bool tried = front.cluster_try;
+        const bool wrapped = front.wrap_unit;
         if (b->batches.size() > 1) b->batches.pop_front();
         if (stale && c != nullptr) AnswerStale(c, b);
         if (tried && c != nullptr && c->backend == b && c->replay.restart) {
@@ -383,6 +393,8 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
         // messages) is never the replay's: a restart waiting to re-run
         // (Phase::kWaiting) would take its ReadyForQuery for its own, and
         // the attach would never finish.
+        // A wrapped unit's: the client gets the COMMIT's behind it.
+        if (wrapped) continue;
         if (!attach && c != nullptr && c->backend == b && ReplayOnReady(c, b, batch_replay)) continue;
         if (forward && c != nullptr) {
           Send(c, f.raw);

@@ -58,12 +58,12 @@ absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, cons
   absl::flat_hash_set<uint64_t> from_peers;
   for (const PeerRow& p : peers) {
     ids.insert(p.proxy_id);
-    if (p.ref.hash == 0) continue;  // heartbeat
+    if (p.ref.hash <= kModeRowHash) continue;  // heartbeat, lock mode
     merged[p.ref.hash] += p.ref.aborts;
     from_peers.insert(p.ref.hash);
   }
   for (const SharedRef& r : local) {
-    if (r.hash != 0) merged[r.hash] += r.aborts;
+    if (r.hash > kModeRowHash) merged[r.hash] += r.aborts;
   }
   if (peer_count != nullptr) *peer_count = static_cast<int>(ids.size());
   if (shared_refs != nullptr) *shared_refs = static_cast<int>(from_peers.size());
@@ -93,6 +93,18 @@ const char* CatalogFingerprintSql() {
          "AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%') s(x)";
 }
 
+std::string StripeLockSql(const std::vector<int64_t>& sorted_keys) {
+  std::vector<int> stripes;
+  stripes.reserve(sorted_keys.size());
+  for (int64_t k : sorted_keys) stripes.push_back(static_cast<int>(static_cast<uint64_t>(k) % kLockStripes));
+  std::sort(stripes.begin(), stripes.end());
+  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  std::string sql = "LOCK TABLE ";
+  for (size_t i = 0; i < stripes.size(); ++i) absl::StrAppend(&sql, i == 0 ? "" : ", ", "corral.lk_", stripes[i]);
+  sql += " IN EXCLUSIVE MODE";
+  return sql;
+}
+
 std::string ClusterStatementSql(ClusterStmt kind, int tries) {
   switch (kind) {
     case ClusterStmt::kLock:
@@ -116,6 +128,7 @@ ClusterSync::ClusterSync(Options o, Connect connect, LocalTop local_top, Stats* 
   TsanVisibleMutexLock l(&mu_);
   view_.cluster_name = o_.cluster_name;
   view_.proxy_id = o_.proxy_id;
+  view_.table_locks = o_.table_locks;
 }
 
 ClusterSync::~ClusterSync() { Stop(); }
@@ -188,7 +201,8 @@ absl::Status ClusterSync::Round() {
                                                     "; SET lock_timeout = ", timeout));
     if (!r.ok()) return r.ToStatus("setting the sync connection's timeouts");
   }
-  if (!locks_checked_) {
+  // (Table locks are checked on a stripe: once the stripes exist.)
+  if (!locks_checked_ && !o_.table_locks) {
     absl::Status st = CheckLocks();
     if (!st.ok()) return st;
   }
@@ -198,12 +212,23 @@ absl::Status ClusterSync::Round() {
         "); CREATE SCHEMA IF NOT EXISTS corral; "
         "CREATE TABLE IF NOT EXISTS corral.hot_refs (cluster_name text NOT NULL, proxy_id text NOT NULL, "
         "ref_hash bigint NOT NULL, aborts double precision NOT NULL, ref_text text NOT NULL DEFAULT '', "
-        "updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (cluster_name, proxy_id, ref_hash)); COMMIT"));
+        "updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (cluster_name, proxy_id, ref_hash)); ",
+        // Table mode: the stripes, which every client's user may lock.
+        o_.table_locks ? absl::StrCat("GRANT USAGE ON SCHEMA corral TO PUBLIC; DO $$ BEGIN FOR i IN 0..",
+                                      kLockStripes - 1,
+                                      " LOOP EXECUTE format('CREATE TABLE IF NOT EXISTS corral.lk_%s (); "
+                                      "GRANT UPDATE ON corral.lk_%s TO PUBLIC', i, i); END LOOP; END $$; ")
+                       : std::string(),
+        "COMMIT"));
     if (!r.ok()) {
       (void)conn_->Exec("ROLLBACK");
       return r.ToStatus("creating corral.hot_refs");
     }
     table_ready_ = true;
+  }
+  if (!locks_checked_) {
+    absl::Status st = CheckLocks();
+    if (!st.ok()) return st;
   }
   // The catalog's fingerprint costs the server a few ms (every relation,
   // column, key and function): read at most once a second, not each round
@@ -223,6 +248,7 @@ absl::Status ClusterSync::Round() {
   std::string sql = absl::StrCat(
       "INSERT INTO corral.hot_refs (cluster_name, proxy_id, ref_hash, aborts, ref_text, updated_at) VALUES (",
       cluster, ", ", me, ", 0, 0, ", Literal(catalog_fp_), ", now())");
+  if (o_.table_locks) absl::StrAppend(&sql, ", (", cluster, ", ", me, ", ", kModeRowHash, ", 0, 'table', now())");
   for (const SharedRef& r : local) {
     if (r.hash == 0 || r.aborts <= 0) continue;
     absl::StrAppend(&sql, ", (", cluster, ", ", me, ", ", static_cast<int64_t>(r.hash), ", ", r.aborts, ", ",
@@ -268,7 +294,23 @@ absl::Status ClusterSync::Round() {
   if (!catalog_fp_.empty()) {
     for (const PeerRow& p : peers) differs += p.ref.hash == 0 && !p.ref.text.empty() && p.ref.text != catalog_fp_;
   }
+  // Peers that take the other kind of lock (a proxy without the mode row
+  // takes advisory locks, as before the mode existed).
+  absl::flat_hash_set<std::string> live, table;
+  for (const PeerRow& p : peers) {
+    live.insert(p.proxy_id);
+    if (p.ref.hash == kModeRowHash && p.ref.text == "table") table.insert(p.proxy_id);
+  }
+  const int mismatch = static_cast<int>(o_.table_locks ? live.size() - table.size() : table.size());
   TsanVisibleMutexLock l(&mu_);
+  if (mismatch > 0 && view_.lock_mismatch == 0) {
+    std::fprintf(stderr,
+                 "corral proxy: cluster \"%s\": %d live peer(s) take %s locks, this proxy %s: taking no locks "
+                 "until they agree (cluster_lock)\n",
+                 o_.cluster_name.c_str(), mismatch, o_.table_locks ? "advisory" : "table",
+                 o_.table_locks ? "table" : "advisory");
+  }
+  view_.lock_mismatch = mismatch;
   hot_ = std::move(hot);
   view_.peers = peer_count;
   view_.shared_refs = shared;
@@ -320,11 +362,58 @@ std::shared_ptr<const Schema> ClusterSync::schema() const {
   return schema_;
 }
 
+absl::Status ClusterSync::CheckTableLocks(std::string* refused) {
+  // A stripe of this proxy's own choosing, held here in a block (a peer's
+  // transaction holding it makes this wait, within lock_timeout), must
+  // refuse a second session's LOCK ... NOWAIT with 55P03.
+  const int64_t key = static_cast<int64_t>(std::hash<std::string>()(o_.proxy_id));
+  const std::string lock = StripeLockSql({key});
+  adapters::PgResult mine = conn_->Exec("BEGIN");
+  if (mine.ok()) mine = conn_->Exec(lock);
+  if (!mine.ok()) {
+    (void)conn_->Exec("ROLLBACK");
+    if (Transient(mine.sqlstate()) || mine.sqlstate() == "55P03") return mine.ToStatus("checking table locks");
+    *refused = absl::StrCat("LOCK TABLE failed: ", mine.ToStatus("").message());
+    return absl::OkStatus();
+  }
+  auto other = connect_();
+  if (!other.ok()) {
+    (void)conn_->Exec("ROLLBACK");
+    return other.status();
+  }
+  adapters::PgResult theirs = (*other)->Exec("BEGIN");
+  if (theirs.ok()) theirs = (*other)->Exec(absl::StrCat(lock, " NOWAIT"));
+  (void)(*other)->Exec("ROLLBACK");
+  adapters::PgResult done = conn_->Exec("ROLLBACK");
+  if (theirs.ok()) {
+    *refused = "a second session got the same stripe's LOCK TABLE (the server's table locks do not exclude)";
+  } else if (theirs.sqlstate() != "55P03") {
+    if (Transient(theirs.sqlstate())) return theirs.ToStatus("checking table locks");
+    *refused = absl::StrCat("a second session's LOCK TABLE NOWAIT failed: ", theirs.ToStatus("").message());
+  }
+  if (!done.ok()) return done.ToStatus("checking table locks");
+  return absl::OkStatus();
+}
+
 absl::Status ClusterSync::CheckLocks() {
+  std::string refused;  // why locks are off ("" = they exclude)
+  absl::Status st = o_.table_locks ? CheckTableLocks(&refused) : CheckAdvisoryLocks(&refused);
+  if (!st.ok()) return st;
+  locks_checked_ = true;
+  TsanVisibleMutexLock l(&mu_);
+  view_.locks_ok = refused.empty();
+  if (!refused.empty()) {
+    std::fprintf(stderr, "corral proxy: cluster \"%s\": %s; sharing references, taking no locks\n",
+                 o_.cluster_name.c_str(), refused.c_str());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClusterSync::CheckAdvisoryLocks(std::string* refused_out) {
+  std::string& refused = *refused_out;
   // A key of this proxy's own (two proxies checking at once do not meet).
   const int64_t key = static_cast<int64_t>(std::hash<std::string>()(o_.proxy_id) ^ 0x436f7272616c4c6bULL);
   const std::string try_sql = absl::StrCat("SELECT pg_try_advisory_lock(", key, ")");
-  std::string refused;  // why locks are off ("" = they exclude)
   adapters::PgResult mine = conn_->Exec(try_sql);
   if (!mine.ok() && Transient(mine.sqlstate())) return mine.ToStatus("checking advisory locks");
   if (!mine.ok()) {
@@ -351,13 +440,6 @@ absl::Status ClusterSync::CheckLocks() {
     adapters::PgResult un = conn_->Exec(absl::StrCat("SELECT pg_advisory_unlock(", key, ")"));
     if (!un.ok()) return un.ToStatus("checking advisory locks");
   }
-  locks_checked_ = true;
-  TsanVisibleMutexLock l(&mu_);
-  view_.locks_ok = refused.empty();
-  if (!refused.empty()) {
-    std::fprintf(stderr, "corral proxy: cluster \"%s\": %s; sharing references, taking no locks\n",
-                 o_.cluster_name.c_str(), refused.c_str());
-  }
   return absl::OkStatus();
 }
 
@@ -365,7 +447,7 @@ void ClusterSync::KeysFor(const RefVec& refs, std::vector<int64_t>* keys) const 
   keys->clear();
   {
     TsanVisibleMutexLock l(&mu_);
-    if (hot_.empty() || !view_.locks_ok) return;
+    if (hot_.empty() || !view_.locks_ok || view_.lock_mismatch > 0) return;
     for (RefId r : refs) {
       if (hot_.contains(r.value())) keys->push_back(LockKey(r));
     }

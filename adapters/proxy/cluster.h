@@ -79,14 +79,18 @@ struct SharedRef {
 // A peer's published row (SyncOnce's read).
 struct PeerRow {
   std::string proxy_id;
-  SharedRef ref;  // hash 0: the heartbeat row
+  SharedRef ref;  // hash 0: the heartbeat row; kModeRowHash: its lock mode
 };
+// The ref_hash of the row in which a proxy taking table locks says so.
+inline constexpr uint64_t kModeRowHash = 1;
 
 // What SHOW CLUSTER shows of one ClusterSync.
 struct ClusterView {
   std::string cluster_name, proxy_id;
   bool shared_ok = false;       // the last round reached the table
-  bool locks_ok = true;         // the server's advisory locks exclude (checked once)
+  bool locks_ok = true;         // the server's locks of this mode exclude (checked once)
+  bool table_locks = false;     // the lock: stripe tables (cluster_lock = table), else advisory
+  int lock_mismatch = 0;        // live peers taking the other kind of lock (no locks meanwhile)
   int peers = 0;                // live peers seen in the last round
   int shared_refs = 0;          // distinct references the peers published
   int hot_refs = 0;             // references that take a lock now
@@ -106,6 +110,18 @@ const char* CatalogFingerprintSql();
 // references at or over `threshold` are hot, none when there is no peer.
 absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, const std::vector<PeerRow>& peers,
                                        double threshold, int* peer_count, int* shared_refs);
+
+// cluster_lock = table: a key's lock is an EXCLUSIVE-mode LOCK TABLE of
+// its stripe, corral.lk_<key mod kLockStripes> (empty tables the sync
+// thread creates, with UPDATE granted to PUBLIC: the mode needs it, and
+// each client's own user takes it), inside the transaction: LOCK takes no
+// snapshot, so sent right after BEGIN it still comes before the
+// transaction's first statement's snapshot, and COMMIT / ROLLBACK releases
+// it (no unlock statement, nothing left behind). The statement for sorted
+// keys: one LOCK TABLE naming their distinct stripes in ascending order
+// (taken in that order: no deadlock between proxies).
+inline constexpr int kLockStripes = 1024;
+std::string StripeLockSql(const std::vector<int64_t>& sorted_keys);
 
 // The statements, each prepared once per backend, on one key ($1, bigint):
 // kLock takes it, `SELECT CASE WHEN pg_try_advisory_lock($1) THEN 0 ELSE
@@ -132,6 +148,12 @@ class ClusterSync {
     // The catalog watch reads the fingerprint at most this often (its
     // query costs the server a few ms); 0: every round.
     int64_t catalog_watch_ms = 1000;
+    // cluster_lock = table (StripeLockSql) instead of advisory locks. Every
+    // proxy of a cluster must take the same kind (the two do not exclude
+    // each other): the mode rides in a row of its own (ref_hash 1, text
+    // "table"), and while a live peer takes the other kind KeysFor gives
+    // no key (sharing only, ClusterView::lock_mismatch).
+    bool table_locks = false;
   };
   using Connect = std::function<absl::StatusOr<std::unique_ptr<adapters::PgConnection>>()>;
   using LocalTop = std::function<std::vector<SharedRef>(size_t k)>;
@@ -165,8 +187,13 @@ class ClusterSync {
   void Run();
   absl::Status Round();
   // The advisory-lock check (see above): OK with locks_ok_ set, or an error
-  // when the server could not be asked (checked again next round).
+  // when the server could not be asked (checked again next round). Table
+  // mode: a stripe locked here must refuse a second session's LOCK NOWAIT.
   absl::Status CheckLocks();
+  // Each: OK with *refused set when the server's locks do not exclude (or
+  // fail), an error when it could not be asked.
+  absl::Status CheckAdvisoryLocks(std::string* refused);
+  absl::Status CheckTableLocks(std::string* refused);
   // The catalog watch's part of a round: the fingerprint (an error: the
   // round fails), and the schema re-read when it changed (a failed re-read
   // is logged and tried again next round).

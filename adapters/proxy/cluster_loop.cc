@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <random>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "adapters/libpq_connection.h"
@@ -45,9 +46,16 @@ std::string GeneratedProxyId() {
   return absl::StrFormat("%s/%d/%08x", host, static_cast<int>(getpid()),
                          static_cast<uint32_t>(std::random_device{}()));
 }
+// A statement's text without trailing semicolons and blanks.
+absl::string_view WithoutTrailingSemicolons(absl::string_view sql) {
+  sql = absl::StripTrailingAsciiWhitespace(sql);
+  while (!sql.empty() && sql.back() == ';') sql = absl::StripTrailingAsciiWhitespace(sql.substr(0, sql.size() - 1));
+  return sql;
+}
 bool SameSync(const ClusterSync::Options& a, const ClusterSync::Options& b) {
   return a.cluster_name == b.cluster_name && a.proxy_id == b.proxy_id &&
-         a.publish_interval_ms == b.publish_interval_ms && a.hot_threshold == b.hot_threshold;
+         a.publish_interval_ms == b.publish_interval_ms && a.hot_threshold == b.hot_threshold &&
+         a.table_locks == b.table_locks;
 }
 }  // namespace
 
@@ -57,6 +65,7 @@ void Proxy::Loop::StartCluster(Database* db) {
   o.cluster_name = opt_.cluster_name;
   o.publish_interval_ms = opt_.cluster_publish_interval_ms;
   o.hot_threshold = opt_.cluster_hot_threshold;
+  o.table_locks = opt_.cluster_table_locks;
   const std::string conninfo = absl::StrCat(CatalogConninfo(opt_, db->entry), " connect_timeout=2");
   scheduler::Scheduler* sched = db->sched;
   std::shared_ptr<scheduler::Scheduler> keep = db->shared_sched;  // workers > 1: outlives any one loop's Database
@@ -129,7 +138,8 @@ void Proxy::Loop::AdoptSchema(Database* db, std::shared_ptr<const Schema> schema
 void Proxy::Loop::ReloadCluster(const Options& fresh) {
   if (fresh.cluster_name == opt_.cluster_name && fresh.cluster_proxy_id == opt_.cluster_proxy_id &&
       fresh.cluster_publish_interval_ms == opt_.cluster_publish_interval_ms &&
-      fresh.cluster_hot_threshold == opt_.cluster_hot_threshold) {
+      fresh.cluster_hot_threshold == opt_.cluster_hot_threshold &&
+      fresh.cluster_table_locks == opt_.cluster_table_locks) {
     return;  // unchanged: the syncs go on (no round lost)
   }
   // A generated id stays this process's; a configured one is taken anew.
@@ -141,6 +151,7 @@ void Proxy::Loop::ReloadCluster(const Options& fresh) {
   opt_.cluster_proxy_id = fresh.cluster_proxy_id;
   opt_.cluster_publish_interval_ms = fresh.cluster_publish_interval_ms;
   opt_.cluster_hot_threshold = fresh.cluster_hot_threshold;
+  opt_.cluster_table_locks = fresh.cluster_table_locks;
   std::fprintf(stderr, "corral proxy: RELOAD: cluster \"%s\"%s\n", opt_.cluster_name.c_str(),
                opt_.cluster_name.empty() ? " (sharing off)" : "");
   for (auto& [name, db] : dbs_) {
@@ -155,8 +166,110 @@ void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
   std::vector<int64_t> keys;
   ClusterKeysFor(*cl, c, c->route.txn.refs, &keys);
   if (keys.empty()) return;
+  if (cl->options().table_locks) {
+    TakeTableLocks(c, b, keys);
+    return;
+  }
   LockMoreClusterKeys(b, keys);
   stats_.cluster_lock_txns++;
+}
+
+void Proxy::Loop::TakeTableLocks(Client* c, Backend* b, const std::vector<int64_t>& keys) {
+  // A restart or replay takes them after its BEGIN again (SendReplay).
+  if (c->replay.restart) return;
+  stats_.cluster_lock_txns++;
+  stats_.cluster_locks_taken += static_cast<int64_t>(keys.size());
+  const std::string lock = StripeLockSql(keys);
+  b->table_keys = keys;
+  if (!c->held_begin.empty()) {
+    b->table_lock_sql = lock;  // behind the held BEGIN (SendHeldBegin)
+    return;
+  }
+  if (FirstUnitBegins(c)) {
+    // Its own BEGIN comes behind the proxy's: PostgreSQL warns (25001) and
+    // applies its modes (no snapshot yet: LOCK takes none).
+    SendInternal(b, absl::StrCat("BEGIN; ", lock));
+    b->drop_begin_warning = true;
+    return;
+  }
+  if (b->status == 'I' && FirstUnitWrappable(c)) {
+    // An implicit transaction: in the proxy's block, committed right behind
+    // it (WrapCommit), as the server would at its Sync.
+    SendInternal(b, absl::StrCat("BEGIN; ", lock));
+    b->wrap_pending = true;
+    stats_.cluster_wrapped_units++;
+    return;
+  }
+  stats_.cluster_unlocked_units++;
+}
+
+bool Proxy::Loop::FirstUnitBegins(const Client* c) {
+  if (c->pending.empty()) return false;
+  const Msg& m = c->pending.front();
+  if (m.type == 'Q') {
+    wire::Reader r(m.body());
+    const absl::string_view sql = r.CString();
+    return ClassifyTxnControl(sql.substr(0, sql.find(';'))) == TxnControl::kBegin;
+  }
+  size_t end = 0;
+  while (end < c->pending.size() && c->pending[end].type != 'S' && c->pending[end].type != 'H' &&
+         c->pending[end].type != 'Q') {
+    ++end;
+  }
+  if (end == c->pending.size()) return false;
+  return !RouterOf(c).UnitBegin(c->pending, end, c->stmts).empty();
+}
+
+bool Proxy::Loop::FirstUnitWrappable(const Client* c) {
+  if (c->pending.empty()) return false;
+  const Msg& m = c->pending.front();
+  if (m.type == 'Q') {
+    wire::Reader r(m.body());
+    const absl::string_view sql = WithoutTrailingSemicolons(r.CString());
+    return !sql.empty() && sql.find(';') == absl::string_view::npos && ClassifyTxnControl(sql) == TxnControl::kOther;
+  }
+  size_t end = 0;
+  for (; end < c->pending.size(); ++end) {
+    const Msg& u = c->pending[end];
+    if (u.type == 'S') break;
+    if (u.type == 'Q' || u.type == 'H' || u.type == 'F' || u.type == 'X') return false;
+  }
+  return end < c->pending.size() && RouterOf(c).UnitFreeOfTxnControl(c->pending, end, c->stmts);
+}
+
+void Proxy::Loop::WrapCommit(Backend* b) {
+  b->wrap_pending = false;
+  b->batches[b->batches.size() - 2].wrap_unit = true;
+  SendInternal(b, "COMMIT");
+  Batch& commit = b->batches[b->batches.size() - 2];
+  commit.swallow = false;
+  commit.wrap_commit = true;
+}
+
+void Proxy::Loop::SendHeldBegin(Backend* b, const std::string& begin) {
+  if (b->table_lock_sql.empty()) {
+    SendInternal(b, begin);
+    return;
+  }
+  SendInternal(b, absl::StrCat(WithoutTrailingSemicolons(begin), "; ", b->table_lock_sql));
+  b->table_lock_sql.clear();
+}
+
+bool Proxy::Loop::PrepareTableLock(const Client* c, Backend* b) {
+  const ClusterSync* cl = c->pool->db->cluster.get();
+  if (cl == nullptr || !cl->options().table_locks) return false;
+  std::vector<int64_t> keys;
+  ClusterKeysFor(*cl, c, c->route.txn.refs, &keys);
+  if (keys.empty()) return false;
+  b->table_lock_sql = StripeLockSql(keys);
+  b->table_keys = std::move(keys);
+  return true;
+}
+
+bool Proxy::Loop::HoldsClusterKey(const Backend* b, int64_t k) {
+  if (std::binary_search(b->adv_locks.begin(), b->adv_locks.end(), k)) return true;
+  auto stripe = [](int64_t key) { return static_cast<uint64_t>(key) % kLockStripes; };
+  return std::any_of(b->table_keys.begin(), b->table_keys.end(), [&](int64_t t) { return stripe(t) == stripe(k); });
 }
 
 void Proxy::Loop::ClusterKeysFor(const ClusterSync& cl, const Client* c, const RefVec& refs,
@@ -325,13 +438,17 @@ void Proxy::Loop::ClusterBatchDone(Backend* b, const Batch& front) {
 
 AdminTable Proxy::Loop::Cluster() const {
   AdminTable t;
-  t.columns = {"database", "cluster_name", "proxy_id",     "state",      "peers",        "shared_refs",
+  t.columns = {"database", "cluster_name", "proxy_id",     "state",      "lock",   "peers",        "shared_refs",
                "hot_refs", "last_publish_ms", "locks_held", "locks_taken", "lock_waits", "sync_failures",
                "catalog", "catalog_reloads", "catalog_differs", "last_error"};
   for (const auto& [name, db] : dbs_) {
     if (db->cluster == nullptr) continue;
     const ClusterView v = db->cluster->View();
-    t.rows.push_back({name, v.cluster_name, v.proxy_id, !v.shared_ok ? "local-only" : (v.locks_ok ? "ok" : "sharing-only"),
+    const char* state = !v.shared_ok             ? "local-only"
+                        : !v.locks_ok            ? "sharing-only"
+                        : v.lock_mismatch > 0    ? "lock-mismatch"
+                                                 : "ok";
+    t.rows.push_back({name, v.cluster_name, v.proxy_id, state, v.table_locks ? "table" : "advisory",
                       std::to_string(v.peers), std::to_string(v.shared_refs), std::to_string(v.hot_refs),
                       std::to_string(v.last_publish_ms), std::to_string(stats_.cluster_locks_held.load()),
                       std::to_string(stats_.cluster_locks_taken.load()),

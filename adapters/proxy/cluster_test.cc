@@ -86,6 +86,11 @@ struct FakeServer {
           return PgResult::Rows({"md5"}, {{catalog_fp}});
         }
         if (absl::StrContains(sql, "INSERT INTO corral.hot_refs")) conn = self;
+        // Table locks (the check's second session asks with NOWAIT; one
+        // holder at a time, as the check needs it).
+        if (absl::StrContains(sql, "LOCK TABLE") && absl::StrContains(sql, "NOWAIT") && locks == "exclude") {
+          return PgResult::Error("55P03", "could not obtain lock on relation");
+        }
         for (const char* fn : {"pg_try_advisory_lock(", "pg_advisory_unlock("}) {
           const size_t at = sql.find(fn);
           if (at == absl::string_view::npos) continue;
@@ -289,6 +294,52 @@ TEST(ClusterSyncTest, ThreadPublishesWhileKeysAreRead) {
   EXPECT_EQ(stats.cluster_sync_failures.load(), 0);
 }
 
+// cluster_lock = table: one LOCK TABLE of the keys' distinct stripes in
+// ascending order (every proxy takes them in that order: no deadlock).
+TEST(ClusterSyncTest, StripeLockNamesDistinctStripesInOrder) {
+  EXPECT_EQ(StripeLockSql({5}), "LOCK TABLE corral.lk_5 IN EXCLUSIVE MODE");
+  // -1 is 2^64 - 1 as an unsigned key: stripe 1023; 1029 shares 5's.
+  EXPECT_EQ(StripeLockSql({-1, 5, 1029, 2047}),
+            "LOCK TABLE corral.lk_5, corral.lk_1023 IN EXCLUSIVE MODE");
+}
+
+// The kind of lock rides in a row of its own (ref_hash 1, "table"); a
+// live peer taking the other kind turns locks off until they agree, and
+// the mode row is no reference.
+TEST(ClusterSyncTest, APeerTakingTheOtherKindOfLockTurnsLocksOff) {
+  for (bool table : {false, true}) {
+    SCOPED_TRACE(table ? "this proxy: table" : "this proxy: advisory");
+    FakeServer server;
+    using Row = std::vector<absl::optional<std::string>>;
+    const Row hot = {std::string("peer"), std::string("5"), std::string("9"), std::string("k=2")};
+    const Row mode = {std::string("peer"), std::string("1"), std::string("0"), std::string("table")};
+    server.peer_rows = {hot};
+    if (!table) server.peer_rows.push_back(mode);  // the peer: table
+    Stats stats;
+    ClusterSync::Options o = Opts();
+    o.table_locks = table;
+    ClusterSync sync(o, server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
+    ASSERT_TRUE(sync.SyncOnce().ok());
+    EXPECT_TRUE(sync.View().locks_ok);
+    EXPECT_EQ(sync.View().lock_mismatch, 1);
+    EXPECT_EQ(sync.View().hot_refs, 1);  // shared all the same; not the mode row
+    std::vector<int64_t> keys;
+    sync.KeysFor({RefId(5), RefId(1)}, &keys);
+    EXPECT_TRUE(keys.empty());
+    // The peer comes to agree: locks again.
+    server.peer_rows = {hot};
+    if (table) server.peer_rows.push_back(mode);
+    ASSERT_TRUE(sync.SyncOnce().ok());
+    EXPECT_EQ(sync.View().lock_mismatch, 0);
+    sync.KeysFor({RefId(5)}, &keys);
+    EXPECT_EQ(keys, (std::vector<int64_t>{5}));
+    // This proxy says which kind it takes.
+    bool said = false;
+    for (const std::string& q : server.conn->log()) said = said || absl::StrContains(q, ", 1, 0, 'table', now())");
+    EXPECT_EQ(said, table);
+  }
+}
+
 // Advisory locks that do not exclude (no-op stubs) or do not exist: the
 // proxies still share what they learn, but no transaction takes a lock.
 TEST(ClusterSyncTest, LocksThatDoNotExcludeAreNotTaken) {
@@ -299,7 +350,8 @@ TEST(ClusterSyncTest, LocksThatDoNotExcludeAreNotTaken) {
     server.peer_rows = {{std::string("peer"), std::string("5"), std::string("9"), std::string("k=2")}};
     Stats stats;
     ClusterSync sync(Opts(), server.Connect(), [](size_t) { return std::vector<SharedRef>{}; }, &stats);
-    ASSERT_TRUE(sync.SyncOnce().ok());
+    const absl::Status first = sync.SyncOnce();
+    ASSERT_TRUE(first.ok()) << first;
     const ClusterView v = sync.View();
     EXPECT_TRUE(v.shared_ok);
     EXPECT_FALSE(v.locks_ok);

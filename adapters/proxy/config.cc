@@ -275,6 +275,12 @@ absl::Status ApplyConfigLine(absl::string_view key_in, absl::string_view value_i
   } else if (key == "cluster_restart_hold_ms") {
     if (auto st = Int(key, value, 0, 60000, &n); !st.ok()) return st;
     o->cluster_restart_hold_ms = static_cast<int>(n);
+  } else if (key == "cluster_lock") {
+    if (value == "advisory" || value == "table") {
+      o->cluster_table_locks = value == "table";
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("cluster_lock must be advisory or table, not '", value, "'"));
+    }
   } else if (key == "cluster_fold_unlock") {
     return OnOff(key, value, &o->cluster_fold_unlock);
   } else if (key == "cluster_hot_threshold") {

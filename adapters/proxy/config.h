@@ -16,6 +16,7 @@
 //   free_reads = on | off          (plain reads below SERIALIZABLE, READ ONLY blocks: not routed or learned)
 //   cluster_name = shop            (multi-proxy mode, cluster.h; "" = off; reloadable)
 //   cluster_publish_interval_ms = 1000  cluster_hot_threshold = 3  cluster_proxy_id = (host/pid/random)
+//   cluster_lock = advisory | table  (table: LOCK TABLE of a stripe after BEGIN, released by COMMIT; reloadable)
 //   cluster_fold_unlock = on       (off: the unlock after the COMMIT's reply; reloadable)
 //   cluster_relock_tries = 10      (restart: tries of a key sorting before a held one, 1 ms apart; reloadable)
 //   cluster_restart_hold_ms = 5    (restart: a wait for local keys keeps backend and advisory keys this long; reloadable)

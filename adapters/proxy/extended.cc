@@ -395,6 +395,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
         Send(b, raw);
       }
       EndBatch(b);
+      if (b->wrap_pending) WrapCommit(b);
       FoldClusterUnlock(b, sql, c->pool->db->replay);
       return;
     }
@@ -402,6 +403,7 @@ void Proxy::Loop::Forward(Client* c, Backend* b, char type, absl::string_view ra
     case 'F':
       Send(b, raw);
       EndBatch(b);
+      if (b->wrap_pending) WrapCommit(b);
       return;
     case 'P': {
       std::string name;

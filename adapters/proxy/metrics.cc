@@ -59,6 +59,12 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_cluster_unlocks_folded_total",
           "Advisory unlocks sent in the same write as the transaction's COMMIT / ROLLBACK.",
           stats.cluster_unlocks_folded);
+  counter("corral_cluster_wrapped_units_total",
+          "cluster_lock = table: implicit transactions run in a block of the proxy's to take their stripes.",
+          stats.cluster_wrapped_units);
+  counter("corral_cluster_unlocked_units_total",
+          "cluster_lock = table: units with shared-hot keys that took no lock (a shape not wrapped).",
+          stats.cluster_unlocked_units);
   counter("corral_cluster_publishes_total", "Rounds that published to the shared table.", stats.cluster_publishes);
   counter("corral_cluster_sync_failures_total",
           "Rounds that could not reach the shared table (local learning only).", stats.cluster_sync_failures);

@@ -208,6 +208,13 @@ struct Batch {
   bool cluster_lock = false;    // multi-proxy mode: advisory locks taken (swallowed)
   bool cluster_unlock = false;  // multi-proxy mode: their release (swallowed)
   bool cluster_try = false;     // multi-proxy mode: keys taken when free (swallowed; Backend::try_keys)
+  // cluster_lock = table, an implicit transaction's unit run in a block of
+  // the proxy's (Proxy::Loop::TakeTableLocks): the unit's batch, whose
+  // ReadyForQuery ('T' or 'E') the client does not get, and the proxy's
+  // COMMIT behind it, whose CommandComplete it does not get (its error,
+  // a commit-time 40001, and its ReadyForQuery 'I' it does).
+  bool wrap_unit = false;
+  bool wrap_commit = false;
   // Transparent replay (replay.h): 1 a re-run statement whose results are
   // compared with what the client got (swallowed), 2 the failed statement
   // run again (its results go to the client), 3 the COMMIT of a replayed

@@ -196,6 +196,13 @@ struct Options {
   std::string cluster_proxy_id;
   int64_t cluster_publish_interval_ms = 1000;
   double cluster_hot_threshold = 3;
+  // cluster_lock = table: a hot key's lock is a LOCK TABLE of its stripe
+  // right after BEGIN, released by COMMIT / ROLLBACK (cluster.h
+  // StripeLockSql; about half the server's CPU of the advisory pair), not a
+  // session advisory lock before BEGIN and an unlock after the COMMIT. All
+  // proxies of a cluster must agree (else they take no locks until they
+  // do). Reloadable.
+  bool cluster_table_locks = false;
   // The unlock rides in the write of the client's COMMIT / ROLLBACK (off:
   // sent once its ReadyForQuery came, one round trip more; for comparison).
   bool cluster_fold_unlock = true;

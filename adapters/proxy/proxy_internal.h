@@ -225,6 +225,16 @@ struct Backend : Conn {
   std::vector<int64_t> try_keys;
   size_t try_rows = 0;
   std::vector<int64_t> try_failed;
+  // cluster_lock = table (TakeTableLocks): the LOCK TABLE of its stripes
+  // that follows the held BEGIN when it goes (SendHeldBegin); and whether
+  // the client's own BEGIN, behind the proxy's BEGIN and LOCK, will draw a
+  // WARNING 25001 the client must not see (dropped once; cleared at Detach).
+  std::string table_lock_sql;
+  std::vector<int64_t> table_keys;  // the keys whose stripes its transaction holds (or asked for)
+  bool drop_begin_warning = false;
+  // The client's unit now being forwarded runs in the proxy's block: a
+  // COMMIT follows its Sync / Query (WrapCommit).
+  bool wrap_pending = false;
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   // Nothing outstanding but the unlock of its ended transaction's keys.
   bool IdleButUnlock() const {
@@ -882,6 +892,30 @@ class Proxy::Loop : private AdminSource {
   void AdoptSchema(Database* db, std::shared_ptr<const Schema> schema);
   // Attach: locks the keys of c's shared-hot references on b first.
   void TakeClusterLocks(Client* c, Backend* b);
+  // cluster_lock = table: the LOCK of `keys`' stripes after the held BEGIN
+  // (SendHeldBegin), or behind a BEGIN of the proxy's sent now when the
+  // client's first unit opens the block itself (its BEGIN's WARNING
+  // dropped); an implicit transaction's unit runs in a block of the proxy's
+  // (BEGIN and LOCK before it, a COMMIT after it, TableWrapCommit).
+  void TakeTableLocks(Client* c, Backend* b, const std::vector<int64_t>& keys);
+  // The held BEGIN (or a replay's `begin`), with the table lock that waits
+  // for it, as one swallowed Query.
+  void SendHeldBegin(Backend* b, const std::string& begin);
+  // Table mode: the stripes of every key c's transaction needs now (a
+  // restart or replay re-running its log after BEGIN) to go with the next
+  // held BEGIN sent on b (false: not table mode, or no key).
+  bool PrepareTableLock(const Client* c, Backend* b);
+  // Whether b's transaction holds key k's lock (advisory, or its stripe).
+  static bool HoldsClusterKey(const Backend* b, int64_t k);
+  // Whether the client's first pending unit opens a block with its own
+  // BEGIN (a simple Query's first statement, a unit's first Bind); whether
+  // it is an implicit transaction the proxy may run in a block of its own
+  // (one statement of a simple Query, or a whole extended unit up to its
+  // Sync, with no transaction control and no FunctionCall).
+  bool FirstUnitBegins(const Client* c);
+  bool FirstUnitWrappable(const Client* c);
+  // After the wrapped unit's Sync / Query: the proxy's COMMIT.
+  void WrapCommit(Backend* b);
   // The advisory keys of those of `refs` hot in the cluster (ClusterSync::
   // KeysFor), leaving out a reference split here (split = on: its k
   // backends run it at once; a key would serialize it again).

@@ -354,6 +354,9 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
     const bool log = !c->route.conflict_free &&
                      (c->pool->db->replay || (c->pool->db->restart && !c->held_begin.empty()));
     c->replay.Start(log, opt_.replay_buffer_bytes, c->held_begin);
+    // A unit in the proxy's block (table locks): a conflict goes to the
+    // client as the server reports it (a replay would run it outside).
+    if (b->wrap_pending) c->replay.MarkUnreplayable();
   }
   // The client's session parameters on this backend first; its messages
   // wait for the result (AttachDone), so a failure runs none of them.
@@ -369,7 +372,7 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
     return;
   }
   if (!c->held_begin.empty()) {
-    SendInternal(b, c->held_begin);
+    SendHeldBegin(b, c->held_begin);
     c->held_begin.clear();
   }
 }
@@ -387,7 +390,7 @@ void Proxy::Loop::AttachDone(Client* c, Backend* b, const std::string& error) {
   if (c->replay.restart) {
     SendReplay(c, b);  // restart_loop.cc: its BEGIN and log again
   } else if (!c->held_begin.empty()) {
-    SendInternal(b, c->held_begin);
+    SendHeldBegin(b, c->held_begin);
     c->held_begin.clear();
   }
   Pump(c);
@@ -495,6 +498,10 @@ void Proxy::Loop::Detach(Backend* b, Client* c) {
   c->backend = nullptr;
   DetachSession(&c->sess, &b->sess);
   c->portal_sql.clear();  // portals end with the transaction
+  b->table_lock_sql.clear();
+  b->table_keys.clear();
+  b->drop_begin_warning = false;
+  b->wrap_pending = false;
   ResumeRead(b);  // back-pressure was for this client
   if (b->held.empty()) return;
   auto& inflight = b->pool->inflight;

@@ -465,15 +465,25 @@ void Proxy::Loop::SendReplay(Client* c, Backend* b) {
     stats_.replays++;
     if (r.extended()) stats_.replays_extended++;
   }
+  // Table locks (cluster.h): the ROLLBACK released its stripes; they come
+  // back right after its BEGIN, before its first statement's snapshot.
+  const bool lock = PrepareTableLock(c, b);
   if (r.implicit()) {
     // The failed unit alone (the units before it committed), in a block of
     // the proxy's when some of its results reached the client (replay.h).
     stats_.replays_implicit++;
-    if (r.wrapped()) SendInternal(b, "BEGIN");
+    if (r.wrapped()) SendHeldBegin(b, "BEGIN");
+    b->table_lock_sql.clear();  // (not wrapped: no block to lock in)
     SendReplayLast(c, b);
     return;
   }
-  if (!r.begin().empty()) SendInternal(b, r.begin());
+  if (!r.begin().empty()) {
+    SendHeldBegin(b, r.begin());
+  } else if (lock) {
+    // The log's first unit opens the block itself (its BEGIN warns).
+    SendHeldBegin(b, "BEGIN");
+    b->drop_begin_warning = true;
+  }
   const auto& qs = r.queries();
   if (r.extended() && r.restart) {
     // A restart: every unit, whole, compared (its held unit never went).

@@ -152,10 +152,7 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
   std::vector<int64_t> relock;
   if (const ClusterSync* cl = c->pool->db->cluster.get(); cl != nullptr && !refs.empty()) {
     ClusterKeysFor(*cl, c, refs, &relock);
-    relock.erase(std::remove_if(relock.begin(), relock.end(),
-                                [&](int64_t k) {
-                                  return std::binary_search(b->adv_locks.begin(), b->adv_locks.end(), k);
-                                }),
+    relock.erase(std::remove_if(relock.begin(), relock.end(), [&](int64_t k) { return HoldsClusterKey(b, k); }),
                  relock.end());
   }
   if ((hot.empty() && relock.empty()) || !SnapshotIsolation(r.begin(), c->sess)) return false;
@@ -233,6 +230,7 @@ void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need, 
   RouterOf(c).RecordConflict(c->route);
   NoteAttempt(c, b, scheduler::Outcome::kConflictAbort);
   SendInternal(b, "ROLLBACK");
+  b->table_keys.clear();  // (table locks: the ROLLBACK released them; the re-run takes them all after its BEGIN)
   ReplayHolderEnded(b);  // it holds nothing on the server now
   Loop* self = this;
   const uint64_t id = c->id;
@@ -263,7 +261,8 @@ void Proxy::Loop::RestartWithKeys(Client* c, Backend* b, std::vector<int64_t> re
   // waits only for keys above those it holds); others are tried
   // (RestartTried): taken, the keys it held were never let go, so no other
   // proxy's transaction changed those rows meanwhile.
-  if (!relock.empty()) {
+  const ClusterSync* cl = c->pool->db->cluster.get();
+  if (!relock.empty() && cl != nullptr && !cl->options().table_locks) {
     if (b->adv_locks.empty() || relock.front() > b->adv_locks.back()) {
       LockMoreClusterKeys(b, relock);
     } else {

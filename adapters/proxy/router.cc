@@ -170,6 +170,12 @@ std::string Router::UnitBegin(const std::deque<Msg>& pending, size_t end, const 
   return begin;
 }
 
+bool Router::UnitFreeOfTxnControl(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts) {
+  return ForEachBind(pending, end, stmts, [](const PreparedDef* d, const Msg&, absl::string_view) {
+    return d != nullptr && ClassifyTxnControl(d->query) == TxnControl::kOther;
+  });
+}
+
 bool Router::UnitIsPlainRead(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts) {
   if (end >= pending.size() || pending[end].type != 'S') return false;  // its implicit transaction goes on
   bool any = false;

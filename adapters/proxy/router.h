@@ -136,6 +136,9 @@ class Router {
   // binds first (a driver that opens its block with the first query's
   // unit, as pgjdbc does), "" when its first Bind is not one.
   std::string UnitBegin(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts);
+  // Whether every Bind of the unit binds a known statement that is no
+  // transaction control (BEGIN, COMMIT, ROLLBACK, ...).
+  bool UnitFreeOfTxnControl(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts);
   // Appends the references of one Bind (`bind_body`: the whole body) of
   // statement `d`, or defers it when a binary parameter's type is not known.
   void AddBind(const PreparedDef& d, absl::string_view bind_body, RoutedTxn* t) {

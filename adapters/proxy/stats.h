@@ -60,6 +60,12 @@ struct Stats {
   std::atomic<int64_t> cluster_locks_held{0};
   std::atomic<int64_t> cluster_unlock_retries{0};
   std::atomic<int64_t> cluster_unlocks_folded{0};  // sent in the COMMIT / ROLLBACK's write
+  // cluster_lock = table: implicit transactions run in a block of the
+  // proxy's to take their stripes; units with shared-hot keys that took
+  // none (an implicit transaction of several statements, a unit with
+  // transaction control, a FunctionCall, a Flush).
+  std::atomic<int64_t> cluster_wrapped_units{0};
+  std::atomic<int64_t> cluster_unlocked_units{0};
   std::atomic<int64_t> cluster_publishes{0};
   std::atomic<int64_t> cluster_sync_failures{0};
   // Retry-aware routing (retry_memory.h): conflict-failed transactions

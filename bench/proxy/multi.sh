@@ -9,6 +9,9 @@
 #   coord-nofold (only when named in FLEETS) coordinated with
 #                cluster_fold_unlock = off: the unlock a round trip after
 #                the COMMIT, as before the fold (for comparison)
+#   coord-table  (only when named in FLEETS) coordinated with
+#                cluster_lock = table: a LOCK TABLE of each key's stripe
+#                right after BEGIN, released by COMMIT (cluster.h)
 #   coord-tryK   (only when named in FLEETS, e.g. coord-try1) coordinated
 #                with cluster_relock_tries = K: a restart tries a key
 #                sorting before a held one K times, 1 ms apart (for
@@ -133,10 +136,11 @@ start_fleet() {  # fleet n
         start_pgbouncer "$WORK/pgb$i.ini" "$WORK/pgb$i.log"
         fleet_pids+=($!) ;;
       *)
-        local cluster="" fold=on
+        local cluster="" fold=on lock=advisory
         [ "$fleet" = coordinated ] && cluster="multi_$n"
         local tries=10
         [ "$fleet" = coord-nofold ] && cluster="multi_$n" && fold=off
+        [ "$fleet" = coord-table ] && cluster="multi_${n}_table" && lock=table
         case $fleet in coord-try[0-9]*) cluster="multi_$n" tries=${fleet#coord-try} ;; esac
         corral_ini "$WORK/corral$i.ini" "$pool" "$PGPORT" "$DB" "listen_port = $port
 cluster_name = $cluster
@@ -144,6 +148,7 @@ cluster_proxy_id = p$i
 cluster_publish_interval_ms = $INTERVAL_MS
 cluster_hot_threshold = $THRESHOLD
 cluster_fold_unlock = $fold
+cluster_lock = $lock
 cluster_relock_tries = $tries
 templates = $RESTART
 replay = $RESTART

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "adapters/proxy/cluster.h"
 #include "adapters/proxy/config.h"
 #include "libpq-fe.h"
 #include "tests/proxy/proxy_test_util.h"
@@ -75,6 +76,7 @@ class ClusterTest : public ScratchTableTest {
     o.cluster_publish_interval_ms = 100;
     o.cluster_hot_threshold = 1;
     o.cluster_fold_unlock = fold_;
+    o.cluster_table_locks = table_locks_;
     o.replay = replay_;
     return o;
   }
@@ -127,20 +129,28 @@ class ClusterTest : public ScratchTableTest {
   }
   bool fold_ = true;     // cluster_fold_unlock of the proxies started
   bool replay_ = false;  // their replay key
+  bool table_locks_ = false;  // their cluster_lock: table (stripes) instead of advisory
   std::string Update(int k) { return absl::StrCat("UPDATE ", table_, " SET v = v + 1 WHERE k = ", k); }
 
   // Proxy `p` learns a serialization failure on row k: a SERIALIZABLE
   // transaction reads it, the row changes behind it, its update fails.
   void LearnAbort(ProxyUnderTest& p, int k) { proxy::LearnAbort(p.ClientConninfo(), server_conn_, table_, k); }
 
-  // The advisory-lock rows on key `key` in pg_locks: "granted" or "waiting"
-  // counts.
-  int Locks(int64_t key, bool granted) {
+  // The pg_locks rows of key `key`'s lock: its advisory lock, or
+  // (table_locks_) the EXCLUSIVE lock of its stripe table.
+  std::string LockRows(int64_t key) {
     const uint64_t u = static_cast<uint64_t>(key);
-    return std::atoi(ExecValue(server_conn_,
-                               absl::StrCat("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = ",
-                                            u >> 32, " AND objid = ", u & 0xffffffffu,
-                                            " AND objsubid = 1 AND granted = ", granted ? "true" : "false"))
+    if (table_locks_) {
+      return absl::StrCat("locktype = 'relation' AND mode = 'ExclusiveLock' AND relation = 'corral.lk_",
+                          u % kLockStripes, "'::regclass");
+    }
+    return absl::StrCat("locktype = 'advisory' AND classid = ", u >> 32, " AND objid = ", u & 0xffffffffu,
+                        " AND objsubid = 1");
+  }
+  // Those rows "granted" or "waiting": counts.
+  int Locks(int64_t key, bool granted) {
+    return std::atoi(ExecValue(server_conn_, absl::StrCat("SELECT count(*) FROM pg_locks WHERE ", LockRows(key),
+                                                          " AND granted = ", granted ? "true" : "false"))
                          .c_str());
   }
 
@@ -148,7 +158,7 @@ class ClusterTest : public ScratchTableTest {
   int64_t PublishedKey(const std::string& cluster, const std::string& id) {
     const std::string v = ExecValue(
         server_conn_, absl::StrCat("SELECT ref_hash FROM corral.hot_refs WHERE cluster_name = '", cluster,
-                                   "' AND proxy_id = '", id, "' AND ref_hash <> 0 ORDER BY aborts DESC LIMIT 1"));
+                                   "' AND proxy_id = '", id, "' AND ref_hash NOT IN (0, 1) ORDER BY aborts DESC LIMIT 1"));
     return v.empty() || v.rfind("ERROR", 0) == 0 ? 0 : std::strtoll(v.c_str(), nullptr, 10);
   }
 
@@ -253,19 +263,37 @@ class ClusterTest : public ScratchTableTest {
   }
 };
 
-TEST_F(ClusterTest, HotReferenceLearnedByOneIsSerializedByTheOther) {
+// The scenarios below with either kind of lock (cluster_lock): advisory,
+// or the stripe tables' (table).
+class ClusterLockKindTest : public ClusterTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    table_locks_ = GetParam();
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Locks, ClusterLockKindTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "table" : "advisory"; });
+
+TEST_P(ClusterLockKindTest, HotReferenceLearnedByOneIsSerializedByTheOther) {
   const std::string cluster = PgUniqueName("cl");
   ProxyUnderTest a, b;
   const int64_t key = TwoProxies(cluster, &a, &b);
   ASSERT_NE(key, 0);
+  EXPECT_EQ(ClusterValue(b, "lock"), table_locks_ ? "table" : "advisory");
   // B never saw row 1 abort; its transaction still takes the lock, and A's
   // waits for it: Z's snapshot comes after Y's commit, no 40001.
   EXPECT_EQ(Race(a, b, key), "UPDATE 1");
   EXPECT_GE(b.proxy().stats().cluster_lock_txns.load(), 1);
-  EXPECT_GE(a.proxy().stats().cluster_lock_waits.load(), 1);
-  // Y's COMMIT and Z's carried their unlocks in the same write.
-  EXPECT_GE(b.proxy().stats().cluster_unlocks_folded.load(), 1);
-  EXPECT_GE(a.proxy().stats().cluster_unlocks_folded.load(), 1);
+  if (table_locks_) {
+    // Released by the COMMITs: no unlock statement.
+    EXPECT_EQ(a.proxy().stats().cluster_unlocks_folded.load() + b.proxy().stats().cluster_unlocks_folded.load(), 0);
+  } else {
+    EXPECT_GE(a.proxy().stats().cluster_lock_waits.load(), 1);
+    // Y's COMMIT and Z's carried their unlocks in the same write.
+    EXPECT_GE(b.proxy().stats().cluster_unlocks_folded.load(), 1);
+    EXPECT_GE(a.proxy().stats().cluster_unlocks_folded.load(), 1);
+  }
   EXPECT_EQ(a.proxy().stats().aborts_40001.load(), 1);  // LearnAbort's only
   EXPECT_TRUE(Eventually([&] {
     return a.proxy().stats().cluster_locks_held.load() == 0 && b.proxy().stats().cluster_locks_held.load() == 0;
@@ -850,7 +878,7 @@ TEST(ClusterConfigTest, RestartHoldKey) {
                [](const Options& o) { return o.cluster_restart_hold_ms; });
 }
 
-TEST_F(ClusterTest, KilledClientLeavesTheKeyFree) {
+TEST_P(ClusterLockKindTest, KilledClientLeavesTheKeyFree) {
   Held h;
   HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
@@ -883,17 +911,15 @@ TEST_F(ClusterTest, KilledClientLeavesTheKeyFree) {
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "3");
 }
 
-TEST_F(ClusterTest, KilledBackendLeavesTheKeyFree) {
+TEST_P(ClusterLockKindTest, KilledBackendLeavesTheKeyFree) {
   Held h;
   HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
   ProxyUnderTest &a = h.a, &b = h.b;
   const int64_t key = h.key;
   PGconn* y = h.y;
-  const uint64_t u = static_cast<uint64_t>(key);
-  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = "
-                                                 "'advisory' AND granted AND classid = ",
-                                                 u >> 32, " AND objid = ", u & 0xffffffffu)),
+  EXPECT_EQ(ExecValue(server_conn_,
+                      absl::StrCat("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE granted AND ", LockRows(key))),
             "t");
   EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0; }));
   // The client hears its transaction was lost; the proxy forgets the keys.
@@ -901,6 +927,188 @@ TEST_F(ClusterTest, KilledBackendLeavesTheKeyFree) {
   PQfinish(y);
   EXPECT_TRUE(Eventually([&] { return b.proxy().stats().cluster_locks_held.load() == 0; }));
   EXPECT_GE(b.proxy().stats().backend_failures.load(), 1);
+}
+
+// cluster_lock = table: Y (via B) holds row 1's stripe in an open block;
+// Z's transactions on row 1 through A that carry no held BEGIN take it too:
+// an implicit transaction (a simple Query, an extended unit) runs in a
+// block of the proxy's, BEGIN and LOCK before it and a COMMIT behind it,
+// and its client sees an implicit transaction's answers (a failure's
+// error, ReadyForQuery idle); a Query that opens its own block gets the
+// proxy's BEGIN and LOCK before it, its BEGIN's modes apply and the
+// server's warning about the BEGIN already in progress is not the
+// client's. Each waits for Y, none fails with 40001.
+TEST_F(ClusterTest, TableLocksCoverImplicitTransactionsAndUnitsThatBeginTheirBlock) {
+  table_locks_ = true;
+  Held h;
+  HoldHotRow(&h);
+  ASSERT_FALSE(HasFatalFailure());
+  ProxyUnderTest &a = h.a, &b = h.b;
+  const int64_t key = h.key;
+  PGconn* y = h.y;
+  PGconn* z = PQconnectdb(a.ClientConninfo().c_str());
+  int notices = 0;
+  PQsetNoticeReceiver(
+      z, [](void* n, const PGresult*) { ++*static_cast<int*>(n); }, &notices);
+  const std::string value = absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1");
+  // Z's statement waits for Y's stripe; Y ends (`y_end`); Z's outcome.
+  auto after_y = [&](const std::function<bool()>& send, const char* y_end) {
+    EXPECT_TRUE(send());
+    EXPECT_TRUE(Eventually([&] { return Locks(key, false) == 1; }));
+    EXPECT_EQ(ExecValue(y, y_end), y_end);
+    return PendingResult(z);
+  };
+  // An implicit simple Query: row 1 was 1 (LearnAbort); Y's +1 and Z's.
+  EXPECT_EQ(after_y([&] { return PQsendQuery(z, Update(1).c_str()) == 1; }, "COMMIT"), "UPDATE 1");
+  EXPECT_EQ(PQtransactionStatus(z), PQTRANS_IDLE);
+  EXPECT_EQ(ExecValue(server_conn_, value), "3");
+  // An implicit extended unit (Parse / Bind / Execute / Sync).
+  HotTxn(y, key);
+  const std::string add = absl::StrCat("UPDATE ", table_, " SET v = v + $1::int WHERE k = 1");
+  const char* one[] = {"1"};
+  EXPECT_EQ(after_y([&] { return PQsendQueryParams(z, add.c_str(), 1, nullptr, one, nullptr, nullptr, 0) == 1; },
+                    "COMMIT"),
+            "UPDATE 1");
+  EXPECT_EQ(PQtransactionStatus(z), PQTRANS_IDLE);
+  EXPECT_EQ(ExecValue(server_conn_, value), "5");
+  // An implicit transaction that fails: its error, then idle; nothing of it.
+  HotTxn(y, key);
+  const std::string div = absl::StrCat("UPDATE ", table_, " SET v = v / 0 WHERE k = 1");
+  EXPECT_EQ(after_y([&] { return PQsendQuery(z, div.c_str()) == 1; }, "ROLLBACK"), "ERROR 22012");
+  EXPECT_EQ(PQtransactionStatus(z), PQTRANS_IDLE);
+  EXPECT_EQ(ExecValue(z, value), "5");
+  // A Query that opens its block: SERIALIZABLE as it asked, no warning.
+  HotTxn(y, key);
+  EXPECT_EQ(after_y(
+                [&] {
+                  return PQsendQuery(z, absl::StrCat("BEGIN ISOLATION LEVEL SERIALIZABLE; ", Update(1)).c_str()) == 1;
+                },
+                "COMMIT"),
+            "UPDATE 1");
+  EXPECT_EQ(PQtransactionStatus(z), PQTRANS_INTRANS);
+  EXPECT_EQ(ExecValue(z, "SHOW transaction_isolation"), "serializable");
+  EXPECT_EQ(ExecValue(z, "COMMIT"), "COMMIT");
+  EXPECT_EQ(ExecValue(server_conn_, value), "7");
+  // A unit that binds BEGIN first, as pgjdbc sends a block's first query
+  // (libpq's pipeline: two Parse / Bind / Execute, one Sync).
+  HotTxn(y, key);
+  EXPECT_EQ(after_y(
+                [&] {
+                  return PQenterPipelineMode(z) == 1 &&
+                         PQsendQueryParams(z, "BEGIN ISOLATION LEVEL REPEATABLE READ", 0, nullptr, nullptr, nullptr,
+                                           nullptr, 0) == 1 &&
+                         PQsendQueryParams(z, add.c_str(), 1, nullptr, one, nullptr, nullptr, 0) == 1 &&
+                         PQpipelineSync(z) == 1;
+                },
+                "COMMIT"),
+            "BEGIN");
+  // (In a pipeline PendingResult read the BEGIN's result; then the
+  // UPDATE's and the Sync's.)
+  std::string tags;
+  for (int i = 0; i < 8 && PQpipelineStatus(z) == PQ_PIPELINE_ON; ++i) {
+    PGresult* r = PQgetResult(z);
+    if (r == nullptr) continue;
+    if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+      PQclear(r);
+      break;
+    }
+    absl::StrAppend(&tags, PQcmdStatus(r), ";");
+    PQclear(r);
+  }
+  EXPECT_EQ(tags, "UPDATE 1;");
+  EXPECT_EQ(PQexitPipelineMode(z), 1);
+  EXPECT_EQ(PQtransactionStatus(z), PQTRANS_INTRANS);
+  EXPECT_EQ(ExecValue(z, "SHOW transaction_isolation"), "repeatable read");
+  EXPECT_EQ(ExecValue(z, "COMMIT"), "COMMIT");
+  EXPECT_EQ(ExecValue(server_conn_, value), "9");
+  EXPECT_EQ(notices, 0);
+  EXPECT_GE(a.proxy().stats().cluster_wrapped_units.load(), 3);
+  EXPECT_EQ(a.proxy().stats().cluster_unlocked_units.load(), 0);
+  EXPECT_EQ(a.proxy().stats().aborts_40001.load(), 1);  // LearnAbort's only
+  EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && Locks(key, false) == 0; }));
+  PQfinish(z);
+  PQfinish(y);
+  (void)b;
+}
+
+// A restart (restart_on_hot_key) with table locks: Z (via A) read row 1
+// (its stripe taken after BEGIN), then updates row 2, whose stripe Y (via
+// B) holds: rolled back (which releases row 1's stripe), it re-runs with
+// BEGIN and one LOCK of both stripes, waits for Y, and goes on.
+TEST_F(ClusterTest, TableLocksRestartTakesEveryStripeAfterItsBegin) {
+  table_locks_ = true;
+  const std::string cluster = PgUniqueName("cl");
+  ProxyUnderTest a, b;
+  Options oa = ClusterOptions(cluster, cluster + "_a"), ob = ClusterOptions(cluster, cluster + "_b");
+  oa.restart_on_hot_key = ob.restart_on_hot_key = true;
+  ASSERT_TRUE(IsOk(a.Start(server_, oa)));
+  ASSERT_TRUE(IsOk(b.Start(server_, ob)));
+  LearnAbort(a, 1);
+  LearnAbort(b, 2);
+  int64_t key[3] = {0, 0, 0};
+  ASSERT_TRUE(Eventually([&] { return (key[1] = PublishedKey(cluster, cluster + "_a")) != 0; }));
+  ASSERT_TRUE(Eventually([&] { return (key[2] = PublishedKey(cluster, cluster + "_b")) != 0; }));
+  if (static_cast<uint64_t>(key[1]) % kLockStripes == static_cast<uint64_t>(key[2]) % kLockStripes) {
+    GTEST_SKIP() << "rows 1 and 2 share a stripe (1 in " << kLockStripes << ")";
+  }
+  PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
+  PGconn* z = PQconnectdb(a.ClientConninfo().c_str());
+  std::string result = "no round with the cluster";
+  // A sync round a loaded machine delays drops a proxy to local learning
+  // for that round (HoldHotRow): set up again then.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    ASSERT_TRUE(Eventually([&] { return ClusterValue(a, "hot_refs") == "2" && ClusterValue(b, "hot_refs") == "2"; }));
+    ASSERT_EQ(ExecValue(y, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+    ASSERT_EQ(ExecValue(y, Update(2)), "UPDATE 1");
+    ASSERT_EQ(ExecValue(z, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+    ASSERT_EQ(ExecValue(z, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "1");
+    if (Locks(key[2], true) != 1 || Locks(key[1], true) != 1) {
+      EXPECT_EQ(ExecValue(y, "ROLLBACK"), "ROLLBACK");
+      EXPECT_EQ(ExecValue(z, "ROLLBACK"), "ROLLBACK");
+      continue;
+    }
+    EXPECT_EQ(PQsendQuery(z, Update(2).c_str()), 1);
+    // Rolled back and waiting for row 2's stripe (and no longer holding row 1's but as part of that LOCK).
+    EXPECT_TRUE(Eventually([&] { return Locks(key[2], false) == 1; }));
+    EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+    result = PendingResult(z);
+    if (result == "UPDATE 1") EXPECT_EQ(ExecValue(z, "COMMIT"), "COMMIT");
+    break;
+  }
+  EXPECT_EQ(result, "UPDATE 1");
+  EXPECT_EQ(a.proxy().stats().restart_cluster_relocks.load(), 1);
+  EXPECT_GE(a.proxy().stats().restart_matches.load(), 1);
+  EXPECT_EQ(a.proxy().stats().aborts_40001.load(), 1);  // LearnAbort's only
+  EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 2")), "3");
+  EXPECT_TRUE(Eventually([&] {
+    return Locks(key[1], true) + Locks(key[2], true) + Locks(key[1], false) + Locks(key[2], false) == 0;
+  }));
+  PQfinish(y);
+  PQfinish(z);
+}
+
+// Proxies of one cluster taking different kinds of lock would not exclude
+// each other: while they disagree both take none (SHOW CLUSTER
+// "lock-mismatch"), and say so.
+TEST_F(ClusterTest, ProxiesTakingDifferentLocksTakeNone) {
+  const std::string cluster = PgUniqueName("cl");
+  ProxyUnderTest a, b;
+  ASSERT_TRUE(IsOk(a.Start(server_, ClusterOptions(cluster, cluster + "_a"))));
+  table_locks_ = true;
+  ASSERT_TRUE(IsOk(b.Start(server_, ClusterOptions(cluster, cluster + "_b"))));
+  LearnAbort(a, 1);
+  EXPECT_TRUE(Eventually([&] {
+    return ClusterValue(a, "state") == "lock-mismatch" && ClusterValue(b, "state") == "lock-mismatch";
+  }));
+  EXPECT_EQ(ClusterValue(a, "lock"), "advisory");
+  EXPECT_EQ(ClusterValue(b, "lock"), "table");
+  EXPECT_TRUE(Eventually([&] { return ClusterValue(b, "hot_refs") == "1"; }));  // shared all the same
+  PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
+  EXPECT_EQ(ExecValue(y, "BEGIN"), "BEGIN");
+  EXPECT_EQ(ExecValue(y, Update(1)), "UPDATE 1");
+  EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
+  PQfinish(y);
+  EXPECT_EQ(b.proxy().stats().cluster_lock_txns.load(), 0);
 }
 
 TEST_F(ClusterTest, SharedTableUnreachableFallsBackWithoutClientErrors) {
