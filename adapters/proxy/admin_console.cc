@@ -110,6 +110,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("cluster_unlock_retries", s.cluster_unlock_retries);
     row("cluster_unlocks_folded", s.cluster_unlocks_folded);
     row("cluster_wrapped_units", s.cluster_wrapped_units);
+    row("cluster_growing_txns", s.cluster_growing_txns);
     row("cluster_unlocked_units", s.cluster_unlocked_units);
     row("cluster_publishes", s.cluster_publishes);
     row("cluster_sync_failures", s.cluster_sync_failures);

@@ -167,6 +167,13 @@ void Proxy::Loop::TakeClusterLocks(Client* c, Backend* b) {
   ClusterKeysFor(*cl, c, c->route.txn.refs, &keys);
   if (keys.empty()) return;
   if (cl->options().table_locks) {
+    // A block of a template that grows (restart_loop.cc) keeps its keys
+    // across a restart's rollback with advisory locks too.
+    if (!c->held_begin.empty() && !c->route.trace.empty() &&
+        c->pool->db->cluster_growing.contains(c->route.trace[0].shape)) {
+      LockMoreClusterKeys(b, keys);
+      stats_.cluster_growing_txns++;
+    }
     TakeTableLocks(c, b, keys);
     return;
   }

@@ -62,6 +62,9 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_cluster_wrapped_units_total",
           "cluster_lock = table: implicit transactions run in a block of the proxy's to take their stripes.",
           stats.cluster_wrapped_units);
+  counter("corral_cluster_growing_txns_total",
+          "cluster_lock = table: blocks of a template that takes a later hot key, with advisory keys too.",
+          stats.cluster_growing_txns);
   counter("corral_cluster_unlocked_units_total",
           "cluster_lock = table: units with shared-hot keys that took no lock (a shape not wrapped).",
           stats.cluster_unlocked_units);

@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "adapters/proxy/admin_console.h"
@@ -365,6 +366,12 @@ struct Database {
   bool replay = false;  // transparent replay (replay.h) on for this database
   bool restart = false;  // restart_on_hot_key on for this database (restart_loop.cc)
   std::unique_ptr<CycleGates> gates;  // restart_gate (cycle_gates.h); null when off
+  // cluster_lock = table: templates (first shapes) whose transactions took
+  // a key hot in the cluster at a later statement (a restart). Theirs take
+  // advisory keys too, before BEGIN: a restart's rollback releases its
+  // stripes, not those keys, so no other proxy's growing transaction
+  // changes a row it read before it re-runs.
+  absl::flat_hash_set<std::string> cluster_growing;
   // Multi-proxy mode (cluster.h); null when cluster_name is empty. Last:
   // stopped (joined) before the Scheduler it reads goes. workers > 1: one
   // for the process, shared by the loops' Databases of this name (the last

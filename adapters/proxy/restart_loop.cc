@@ -214,7 +214,15 @@ void Proxy::Loop::DropHeld(Client* c) {
 void Proxy::Loop::RestartTxn(Client* c, Backend* b, std::vector<uint64_t> need, std::vector<int64_t> relock) {
   ReplayLog& r = c->replay;
   stats_.restarts++;
-  if (!relock.empty()) stats_.restart_cluster_relocks++;
+  if (!relock.empty()) {
+    stats_.restart_cluster_relocks++;
+    const ClusterSync* cl = c->pool->db->cluster.get();
+    if (cl != nullptr && cl->options().table_locks && !c->route.trace.empty()) {
+      auto& growing = c->pool->db->cluster_growing;
+      if (growing.size() >= 4096) growing.clear();  // (bounded; relearned)
+      growing.insert(c->route.trace[0].shape);
+    }
+  }
   r.restart = true;
   r.MarkError();  // nothing after this is the client's yet
   r.original_error.clear();
@@ -261,8 +269,10 @@ void Proxy::Loop::RestartWithKeys(Client* c, Backend* b, std::vector<int64_t> re
   // waits only for keys above those it holds); others are tried
   // (RestartTried): taken, the keys it held were never let go, so no other
   // proxy's transaction changed those rows meanwhile.
+  // (Table locks: the re-run takes every stripe after its BEGIN; advisory
+  // keys only for a template that grows, TakeClusterLocks.)
   const ClusterSync* cl = c->pool->db->cluster.get();
-  if (!relock.empty() && cl != nullptr && !cl->options().table_locks) {
+  if (!relock.empty() && cl != nullptr && (!cl->options().table_locks || !b->adv_locks.empty())) {
     if (b->adv_locks.empty() || relock.front() > b->adv_locks.back()) {
       LockMoreClusterKeys(b, relock);
     } else {

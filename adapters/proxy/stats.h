@@ -65,6 +65,7 @@ struct Stats {
   // none (an implicit transaction of several statements, a unit with
   // transaction control, a FunctionCall, a Flush).
   std::atomic<int64_t> cluster_wrapped_units{0};
+  std::atomic<int64_t> cluster_growing_txns{0};  // of a template that grows: advisory keys too
   std::atomic<int64_t> cluster_unlocked_units{0};
   std::atomic<int64_t> cluster_publishes{0};
   std::atomic<int64_t> cluster_sync_failures{0};

@@ -1076,12 +1076,24 @@ TEST_F(ClusterTest, TableLocksRestartTakesEveryStripeAfterItsBegin) {
     break;
   }
   EXPECT_EQ(result, "UPDATE 1");
+  // Its template grows in the cluster now: the next of its blocks takes
+  // row 1's advisory key before BEGIN too (kept across a restart's
+  // rollback), beside the stripe.
+  ASSERT_EQ(ExecValue(z, "BEGIN ISOLATION LEVEL SERIALIZABLE"), "BEGIN");
+  ASSERT_EQ(ExecValue(z, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 1")), "1");
+  table_locks_ = false;
+  EXPECT_EQ(Locks(key[1], true), 1);  // the advisory key
+  table_locks_ = true;
+  EXPECT_EQ(Locks(key[1], true), 1);  // the stripe
+  EXPECT_EQ(ExecValue(z, "COMMIT"), "COMMIT");
+  EXPECT_EQ(a.proxy().stats().cluster_growing_txns.load(), 1);
   EXPECT_EQ(a.proxy().stats().restart_cluster_relocks.load(), 1);
   EXPECT_GE(a.proxy().stats().restart_matches.load(), 1);
   EXPECT_EQ(a.proxy().stats().aborts_40001.load(), 1);  // LearnAbort's only
   EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = 2")), "3");
   EXPECT_TRUE(Eventually([&] {
-    return Locks(key[1], true) + Locks(key[2], true) + Locks(key[1], false) + Locks(key[2], false) == 0;
+    return Locks(key[1], true) + Locks(key[2], true) + Locks(key[1], false) + Locks(key[2], false) == 0 &&
+           a.proxy().stats().cluster_locks_held.load() == 0;
   }));
   PQfinish(y);
   PQfinish(z);
