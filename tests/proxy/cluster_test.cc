@@ -142,7 +142,8 @@ class ClusterTest : public ScratchTableTest {
     const uint64_t u = static_cast<uint64_t>(key);
     if (table_locks_) {
       return absl::StrCat("locktype = 'relation' AND mode = 'ExclusiveLock' AND relation = 'corral.lk_",
-                          u % kLockStripes, "'::regclass");
+                          u % kLockStripes,
+                          "'::regclass AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
     }
     return absl::StrCat("locktype = 'advisory' AND classid = ", u >> 32, " AND objid = ", u & 0xffffffffu,
                         " AND objsubid = 1");
@@ -177,6 +178,19 @@ class ClusterTest : public ScratchTableTest {
     EXPECT_EQ(ClusterValue(*b, "peers"), "1");
     EXPECT_EQ(ClusterValue(*b, "state"), "ok");
     return key;
+  }
+
+  // Two proxies of `cluster` with restart on a hot key; A learned row 1's
+  // abort, B row 2's; key[1], key[2]: the keys they published.
+  void TwoRestartProxies(const std::string& cluster, ProxyUnderTest* a, ProxyUnderTest* b, int64_t key[3]) {
+    Options oa = ClusterOptions(cluster, cluster + "_a"), ob = ClusterOptions(cluster, cluster + "_b");
+    oa.restart_on_hot_key = ob.restart_on_hot_key = true;
+    ASSERT_TRUE(IsOk(a->Start(server_, oa)));
+    ASSERT_TRUE(IsOk(b->Start(server_, ob)));
+    LearnAbort(*a, 1);
+    LearnAbort(*b, 2);
+    ASSERT_TRUE(Eventually([&] { return (key[1] = PublishedKey(cluster, cluster + "_a")) != 0; }));
+    ASSERT_TRUE(Eventually([&] { return (key[2] = PublishedKey(cluster, cluster + "_b")) != 0; }));
   }
 
   // A cluster of two proxies, A having learned row 1's abort; Y (via B)
@@ -694,15 +708,9 @@ TEST_F(ClusterTest, SharingOffTheSameRaceFailsWith40001) {
 TEST_F(ClusterTest, RestartTakesAKeyHotInTheClusterInOrder) {
   const std::string cluster = PgUniqueName("cl");
   ProxyUnderTest a, b;
-  Options oa = ClusterOptions(cluster, cluster + "_a"), ob = ClusterOptions(cluster, cluster + "_b");
-  oa.restart_on_hot_key = ob.restart_on_hot_key = true;
-  ASSERT_TRUE(IsOk(a.Start(server_, oa)));
-  ASSERT_TRUE(IsOk(b.Start(server_, ob)));
-  LearnAbort(a, 1);
-  LearnAbort(b, 2);
   int64_t key[3] = {0, 0, 0};
-  ASSERT_TRUE(Eventually([&] { return (key[1] = PublishedKey(cluster, cluster + "_a")) != 0; }));
-  ASSERT_TRUE(Eventually([&] { return (key[2] = PublishedKey(cluster, cluster + "_b")) != 0; }));
+  TwoRestartProxies(cluster, &a, &b, key);
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_NE(key[1], key[2]);
   const int lo = key[1] < key[2] ? 1 : 2, hi = 3 - lo;  // rows by their keys' order
   PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
@@ -943,9 +951,9 @@ TEST_F(ClusterTest, TableLocksCoverImplicitTransactionsAndUnitsThatBeginTheirBlo
   Held h;
   HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
-  ProxyUnderTest &a = h.a, &b = h.b;
   const int64_t key = h.key;
-  PGconn* y = h.y;
+  PGconn* y = h.y;  // B's client
+  ProxyUnderTest& a = h.a;
   PGconn* z = PQconnectdb(a.ClientConninfo().c_str());
   int notices = 0;
   PQsetNoticeReceiver(
@@ -1028,7 +1036,6 @@ TEST_F(ClusterTest, TableLocksCoverImplicitTransactionsAndUnitsThatBeginTheirBlo
   EXPECT_TRUE(Eventually([&] { return Locks(key, true) == 0 && Locks(key, false) == 0; }));
   PQfinish(z);
   PQfinish(y);
-  (void)b;
 }
 
 // A restart (restart_on_hot_key) with table locks: Z (via A) read row 1
@@ -1039,15 +1046,9 @@ TEST_F(ClusterTest, TableLocksRestartTakesEveryStripeAfterItsBegin) {
   table_locks_ = true;
   const std::string cluster = PgUniqueName("cl");
   ProxyUnderTest a, b;
-  Options oa = ClusterOptions(cluster, cluster + "_a"), ob = ClusterOptions(cluster, cluster + "_b");
-  oa.restart_on_hot_key = ob.restart_on_hot_key = true;
-  ASSERT_TRUE(IsOk(a.Start(server_, oa)));
-  ASSERT_TRUE(IsOk(b.Start(server_, ob)));
-  LearnAbort(a, 1);
-  LearnAbort(b, 2);
   int64_t key[3] = {0, 0, 0};
-  ASSERT_TRUE(Eventually([&] { return (key[1] = PublishedKey(cluster, cluster + "_a")) != 0; }));
-  ASSERT_TRUE(Eventually([&] { return (key[2] = PublishedKey(cluster, cluster + "_b")) != 0; }));
+  TwoRestartProxies(cluster, &a, &b, key);
+  ASSERT_FALSE(HasFatalFailure());
   if (static_cast<uint64_t>(key[1]) % kLockStripes == static_cast<uint64_t>(key[2]) % kLockStripes) {
     GTEST_SKIP() << "rows 1 and 2 share a stripe (1 in " << kLockStripes << ")";
   }
