@@ -195,19 +195,32 @@ void Proxy::Loop::TakeTableLocks(Client* c, Backend* b, const std::vector<int64_
   if (FirstUnitBegins(c)) {
     // Its own BEGIN comes behind the proxy's: PostgreSQL warns (25001) and
     // applies its modes (no snapshot yet: LOCK takes none).
-    SendInternal(b, absl::StrCat("BEGIN; ", lock));
+    b->table_lock_sql = lock;
+    b->begin_own = true;
     b->drop_begin_warning = true;
     return;
   }
   if (b->status == 'I' && FirstUnitWrappable(c)) {
     // An implicit transaction: in the proxy's block, committed right behind
     // it (WrapCommit), as the server would at its Sync.
-    SendInternal(b, absl::StrCat("BEGIN; ", lock));
+    b->table_lock_sql = lock;
+    b->begin_own = true;
     b->wrap_pending = true;
     stats_.cluster_wrapped_units++;
     return;
   }
+  b->table_keys.clear();
   stats_.cluster_unlocked_units++;
+}
+
+void Proxy::Loop::SendTxnStart(Client* c, Backend* b) {
+  if (!c->held_begin.empty()) {
+    SendHeldBegin(b, c->held_begin);
+    c->held_begin.clear();
+  } else if (b->begin_own) {
+    b->begin_own = false;
+    SendHeldBegin(b, "BEGIN");
+  }
 }
 
 bool Proxy::Loop::FirstUnitBegins(const Client* c) {

@@ -227,10 +227,12 @@ struct Backend : Conn {
   size_t try_rows = 0;
   std::vector<int64_t> try_failed;
   // cluster_lock = table (TakeTableLocks): the LOCK TABLE of its stripes
-  // that follows the held BEGIN when it goes (SendHeldBegin); and whether
+  // that follows the held BEGIN when it goes (SendHeldBegin), or with the
+  // proxy's own BEGIN when begin_own (SendTxnStart); and whether
   // the client's own BEGIN, behind the proxy's BEGIN and LOCK, will draw a
   // WARNING 25001 the client must not see (dropped once; cleared at Detach).
   std::string table_lock_sql;
+  bool begin_own = false;
   std::vector<int64_t> table_keys;  // the keys whose stripes its transaction holds (or asked for)
   bool drop_begin_warning = false;
   // The client's unit now being forwarded runs in the proxy's block: a
@@ -908,6 +910,10 @@ class Proxy::Loop : private AdminSource {
   // The held BEGIN (or a replay's `begin`), with the table lock that waits
   // for it, as one swallowed Query.
   void SendHeldBegin(Backend* b, const std::string& begin);
+  // What goes before the client's first unit, after the session's attach
+  // SQL (which must not run inside the block): its held BEGIN (with its
+  // table lock), or the proxy's BEGIN and table lock (TakeTableLocks).
+  void SendTxnStart(Client* c, Backend* b);
   // Table mode: the stripes of every key c's transaction needs now (a
   // restart or replay re-running its log after BEGIN) to go with the next
   // held BEGIN sent on b (false: not table mode, or no key).

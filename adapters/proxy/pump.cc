@@ -371,10 +371,7 @@ void Proxy::Loop::Attach(Client* c, Backend* b) {
     SendReplay(c, b);  // restart_loop.cc: its BEGIN and log again
     return;
   }
-  if (!c->held_begin.empty()) {
-    SendHeldBegin(b, c->held_begin);
-    c->held_begin.clear();
-  }
+  SendTxnStart(c, b);
 }
 
 void Proxy::Loop::AttachDone(Client* c, Backend* b, const std::string& error) {
@@ -389,9 +386,8 @@ void Proxy::Loop::AttachDone(Client* c, Backend* b, const std::string& error) {
   }
   if (c->replay.restart) {
     SendReplay(c, b);  // restart_loop.cc: its BEGIN and log again
-  } else if (!c->held_begin.empty()) {
-    SendHeldBegin(b, c->held_begin);
-    c->held_begin.clear();
+  } else {
+    SendTxnStart(c, b);
   }
   Pump(c);
 }
@@ -499,6 +495,7 @@ void Proxy::Loop::Detach(Backend* b, Client* c) {
   DetachSession(&c->sess, &b->sess);
   c->portal_sql.clear();  // portals end with the transaction
   b->table_lock_sql.clear();
+  b->begin_own = false;
   b->table_keys.clear();
   b->drop_begin_warning = false;
   b->wrap_pending = false;

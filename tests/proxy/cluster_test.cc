@@ -1038,6 +1038,37 @@ TEST_F(ClusterTest, TableLocksCoverImplicitTransactionsAndUnitsThatBeginTheirBlo
   PQfinish(y);
 }
 
+// The session settings a client's transaction needs on its backend (the
+// attach SQL) go before the proxy's BEGIN and LOCK, not inside the block:
+// a failed implicit transaction in the proxy's block rolls back, and
+// settings inside it would go with it while the proxy counted them as set.
+// One backend on A, so Z's settings go to it again after W's turn.
+TEST_F(ClusterTest, TableLocksKeepSessionSettingsOutOfTheProxysBlock) {
+  table_locks_ = true;
+  const std::string cluster = PgUniqueName("cl");
+  ProxyUnderTest a, b;
+  Options oa = ClusterOptions(cluster, cluster + "_a");
+  oa.pool_size = 1;
+  ASSERT_TRUE(IsOk(a.Start(server_, oa)));
+  ASSERT_TRUE(IsOk(b.Start(server_, ClusterOptions(cluster, cluster + "_b"))));
+  LearnAbort(a, 1);
+  ASSERT_TRUE(Eventually([&] { return ClusterValue(a, "hot_refs") == "1"; }));
+  PGconn* z = PQconnectdb(a.ClientConninfo().c_str());
+  PGconn* w = PQconnectdb(a.ClientConninfo().c_str());
+  ASSERT_TRUE(ExecOk(z, "SET application_name = 'corral_zz'"));
+  const std::string div = absl::StrCat("UPDATE ", table_, " SET v = v / 0 WHERE k = 1");
+  int64_t wrapped = 0;
+  for (int attempt = 0; attempt < 20 && wrapped == 0; ++attempt) {  // (a round without the cluster: again)
+    EXPECT_NE(ExecValue(w, "SHOW application_name"), "corral_zz");  // the backend back at W's settings
+    EXPECT_EQ(ExecValue(z, div), "ERROR 22012");
+    wrapped = a.proxy().stats().cluster_wrapped_units.load();
+  }
+  EXPECT_EQ(wrapped, 1);
+  EXPECT_EQ(ExecValue(z, "SHOW application_name"), "corral_zz");
+  PQfinish(z);
+  PQfinish(w);
+}
+
 // A restart (restart_on_hot_key) with table locks: Z (via A) read row 1
 // (its stripe taken after BEGIN), then updates row 2, whose stripe Y (via
 // B) holds: rolled back (which releases row 1's stripe), it re-runs with
