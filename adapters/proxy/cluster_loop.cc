@@ -185,7 +185,8 @@ void Proxy::Loop::TakeTableLocks(Client* c, Backend* b, const std::vector<int64_
   // A restart or replay takes them after its BEGIN again (SendReplay).
   if (c->replay.restart) return;
   stats_.cluster_lock_txns++;
-  stats_.cluster_locks_taken += static_cast<int64_t>(keys.size());
+  // (A growing template's advisory keys counted them already.)
+  if (b->adv_locks.empty()) stats_.cluster_locks_taken += static_cast<int64_t>(keys.size());
   const std::string lock = StripeLockSql(keys);
   b->table_keys = keys;
   if (!c->held_begin.empty()) {
@@ -246,7 +247,7 @@ bool Proxy::Loop::FirstUnitWrappable(const Client* c) {
   if (m.type == 'Q') {
     wire::Reader r(m.body());
     const absl::string_view sql = WithoutTrailingSemicolons(r.CString());
-    return !sql.empty() && sql.find(';') == absl::string_view::npos && ClassifyTxnControl(sql) == TxnControl::kOther;
+    return !sql.empty() && sql.find(';') == absl::string_view::npos && !MayEndTxnBlock(sql);
   }
   size_t end = 0;
   for (; end < c->pending.size(); ++end) {

@@ -170,9 +170,18 @@ std::string Router::UnitBegin(const std::deque<Msg>& pending, size_t end, const 
   return begin;
 }
 
+bool MayEndTxnBlock(absl::string_view sql) {
+  if (ClassifyTxnControl(sql) != TxnControl::kOther) return true;
+  const absl::string_view word = LeadingWord(absl::StripLeadingAsciiWhitespace(sql));
+  return absl::EqualsIgnoreCase(word, "call") || absl::EqualsIgnoreCase(word, "do") ||
+         absl::EqualsIgnoreCase(word, "savepoint") || absl::EqualsIgnoreCase(word, "release") ||
+         absl::EqualsIgnoreCase(word, "prepare") || absl::EqualsIgnoreCase(word, "commit") ||
+         absl::EqualsIgnoreCase(word, "rollback");
+}
+
 bool Router::UnitFreeOfTxnControl(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts) {
   return ForEachBind(pending, end, stmts, [](const PreparedDef* d, const Msg&, absl::string_view) {
-    return d != nullptr && ClassifyTxnControl(d->query) == TxnControl::kOther;
+    return d != nullptr && !MayEndTxnBlock(d->query);
   });
 }
 

@@ -53,6 +53,10 @@ enum class TxnControl { kOther, kBegin, kCommit, kRollback };
 // BEGIN / START TRANSACTION, COMMIT / END, ROLLBACK / ABORT as a single
 // statement (savepoint forms and prepared-transaction forms are kOther).
 TxnControl ClassifyTxnControl(absl::string_view sql);
+// Whether statement `sql` may end or split the transaction block it runs
+// in: transaction control of any kind (also COMMIT PREPARED, ROLLBACK TO,
+// SAVEPOINT, RELEASE, PREPARE), or a CALL / DO whose body may commit.
+bool MayEndTxnBlock(absl::string_view sql);
 
 // The transaction modes a BEGIN / START TRANSACTION names (0 = not named).
 struct BeginModes {
@@ -136,8 +140,8 @@ class Router {
   // binds first (a driver that opens its block with the first query's
   // unit, as pgjdbc does), "" when its first Bind is not one.
   std::string UnitBegin(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts);
-  // Whether every Bind of the unit binds a known statement that is no
-  // transaction control (BEGIN, COMMIT, ROLLBACK, ...).
+  // Whether every Bind of the unit binds a known statement that cannot end
+  // the block it runs in (MayEndTxnBlock).
   bool UnitFreeOfTxnControl(const std::deque<Msg>& pending, size_t end, const StatementMap& stmts);
   // Appends the references of one Bind (`bind_body`: the whole body) of
   // statement `d`, or defers it when a binary parameter's type is not known.

@@ -66,6 +66,18 @@ TEST(Router, ClassifiesTransactionControl) {
   EXPECT_EQ(ClassifyTxnControl("BEGIN; SELECT 1"), TxnControl::kOther);
 }
 
+// What a block of the proxy's (table locks) must not wrap.
+TEST(Router, MayEndTxnBlock) {
+  for (const char* sql : {"COMMIT", "rollback to savepoint a", "COMMIT PREPARED 'x'", "SAVEPOINT a", "release a",
+                          " CALL transfer(1, 2)", "DO $$ BEGIN COMMIT; END $$", "PREPARE TRANSACTION 'x'", "begin"}) {
+    EXPECT_TRUE(MayEndTxnBlock(sql)) << sql;
+  }
+  for (const char* sql : {"UPDATE t SET v = 1 WHERE k = 2", "SELECT do_it(1)", "INSERT INTO calls VALUES (1)",
+                          "select commit_count from t"}) {
+    EXPECT_FALSE(MayEndTxnBlock(sql)) << sql;
+  }
+}
+
 std::string ParseBody(const std::string& name, const std::string& sql, std::vector<int32_t> oids) {
   std::string b = Z(name) + Z(sql);
   wire::PutInt16(&b, static_cast<int16_t>(oids.size()));

@@ -1104,7 +1104,9 @@ TEST_F(ClusterTest, TableLocksRestartTakesEveryStripeAfterItsBegin) {
     EXPECT_TRUE(Eventually([&] { return Locks(key[2], false) == 1; }));
     EXPECT_EQ(ExecValue(y, "COMMIT"), "COMMIT");
     result = PendingResult(z);
-    if (result == "UPDATE 1") EXPECT_EQ(ExecValue(z, "COMMIT"), "COMMIT");
+    if (result == "UPDATE 1") {
+      EXPECT_EQ(ExecValue(z, "COMMIT"), "COMMIT");
+    }
     break;
   }
   EXPECT_EQ(result, "UPDATE 1");

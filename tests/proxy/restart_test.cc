@@ -112,7 +112,9 @@ TEST_F(RestartTest, SecondStatementsCollidingOnAHotRowBothCommit) {
       EXPECT_EQ(stats().restart_matches.load(), 1);
       EXPECT_EQ(stats().restart_mismatches.load(), 0);
       EXPECT_EQ(stats().restart_key_waits.load(), 1);
-      if (round == 1) EXPECT_EQ(stats().key_grants_local.load(), 1);
+      if (round == 1) {
+        EXPECT_EQ(stats().key_grants_local.load(), 1);
+      }
       EXPECT_EQ(stats().aborts_40001.load(), aborts);  // no client saw a conflict
     } else {
       EXPECT_EQ(got, "ERROR 40001");
