@@ -357,6 +357,49 @@ TEST_F(JdbcTpccHistory, ShowHistoryListsWarehouseAndDistrictAborts) {
   DropDatabase(server_, db);
 }
 
+// Issue 25, cluster_lock = table, with pgjdbc: the same mix through proxy A
+// of a two-proxy cluster (B a live peer) taking stripe table locks. pgjdbc
+// opens each block with BEGIN in the unit of its first query, so once A's
+// warehouse and district references are hot the proxy's BEGIN and LOCK go
+// before that unit (the driver's BEGIN then draws the server's 25001
+// warning, which the proxy keeps back). Every transaction commits and the
+// client's consistency check passes; A took table locks.
+TEST_F(JdbcTpccHistory, JdbcThroughATableLockedCluster) {
+  const std::string db = PgUniqueName("drv_tpcc_tl");
+  ASSERT_TRUE(RecreateDatabase(server_, db).ok());
+  ASSERT_TRUE(LoadTinyTpcc(server_, db, 2).ok());
+  {
+    ProxyUnderTest a, b;
+    Options o;
+    o.pool_size = 4;
+    o.server_dbname = db;
+    o.cluster_name = PgUniqueName("drvcl");
+    o.cluster_publish_interval_ms = 100;
+    o.cluster_hot_threshold = 1;
+    o.cluster_table_locks = true;
+    o.cluster_proxy_id = "a";
+    ASSERT_TRUE(IsOk(a.Start(server_, o)));
+    o.cluster_proxy_id = "b";
+    ASSERT_TRUE(IsOk(b.Start(server_, o)));
+    std::string out;
+    ASSERT_EQ(Shell(absl::StrCat("timeout 120 ", kJava, " ", Runfile("tests/drivers/clients/TpccClient.java"),
+                                 " 127.0.0.1 ", a.port(), " ", server_.user, " ", db, " disable 2 8 25 2"),
+                    &out),
+              0)
+        << out;
+    EXPECT_TRUE(absl::StrContains(out, "tpcc committed=200 ")) << out;
+    const Stats& s = a.proxy().stats();
+    EXPECT_GT(s.cluster_lock_txns.load(), 0) << out;
+    EXPECT_EQ(s.cluster_unlocks_folded.load(), 0);  // no advisory unlock: COMMIT released the stripes
+    EXPECT_EQ(s.protocol_errors.load(), 0);
+    std::printf("%s\ncluster lock txns %lld, wrapped units %lld, unlocked units %lld\n", out.c_str(),
+                static_cast<long long>(s.cluster_lock_txns.load()),
+                static_cast<long long>(s.cluster_wrapped_units.load()),
+                static_cast<long long>(s.cluster_unlocked_units.load()));
+  }
+  DropDatabase(server_, db);
+}
+
 }  // namespace
 }  // namespace proxy
 }  // namespace corral
