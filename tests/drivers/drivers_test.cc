@@ -278,6 +278,13 @@ class JdbcTpccHistory : public ::testing::Test {
     if (!TestServer(&server_, &why_)) GTEST_SKIP() << why_;
     if (!HaveJdbc()) GTEST_SKIP() << kNoJdbc;
   }
+  // The mix (8 terminals x 25 transactions on 2 warehouses, 2 districts
+  // each) through the proxy on `port`: its exit code, *out its output.
+  int RunTpccClient(int port, const std::string& db, std::string* out) {
+    return Shell(absl::StrCat("timeout 120 ", kJava, " ", Runfile("tests/drivers/clients/TpccClient.java"),
+                              " 127.0.0.1 ", port, " ", server_.user, " ", db, " disable 2 8 25 2"),
+                 out);
+  }
   ServerInfo server_;
   std::string why_;
 };
@@ -326,11 +333,7 @@ TEST_F(JdbcTpccHistory, ShowHistoryListsWarehouseAndDistrictAborts) {
     o.server_dbname = db;  // the proxy reads the TPC-C schema from the catalog (d_w_id -> w_id, ...)
     ASSERT_TRUE(IsOk(p.Start(server_, o)));
     std::string out;
-    ASSERT_EQ(Shell(absl::StrCat("timeout 120 ", kJava, " ", Runfile("tests/drivers/clients/TpccClient.java"),
-                                 " 127.0.0.1 ", p.port(), " ", server_.user, " ", db, " disable 2 8 25 2"),
-                    &out),
-              0)
-        << out;
+    ASSERT_EQ(RunTpccClient(p.port(), db, &out), 0) << out;
     EXPECT_TRUE(absl::StrContains(out, "tpcc committed=200 ")) << out;
     EXPECT_GT(p.proxy().stats().aborts_40001.load(), 0) << out;
     PGconn* admin = PQconnectdb(absl::StrCat("host=127.0.0.1 port=", p.port(), " user=", server_.user,
@@ -382,11 +385,7 @@ TEST_F(JdbcTpccHistory, JdbcThroughATableLockedCluster) {
     o.cluster_proxy_id = "b";
     ASSERT_TRUE(IsOk(b.Start(server_, o)));
     std::string out;
-    ASSERT_EQ(Shell(absl::StrCat("timeout 120 ", kJava, " ", Runfile("tests/drivers/clients/TpccClient.java"),
-                                 " 127.0.0.1 ", a.port(), " ", server_.user, " ", db, " disable 2 8 25 2"),
-                    &out),
-              0)
-        << out;
+    ASSERT_EQ(RunTpccClient(a.port(), db, &out), 0) << out;
     EXPECT_TRUE(absl::StrContains(out, "tpcc committed=200 ")) << out;
     const Stats& s = a.proxy().stats();
     EXPECT_GT(s.cluster_lock_txns.load(), 0) << out;
