@@ -20,6 +20,12 @@
 //   - restart on a hot key (restart_loop.cc): a transaction rolled back
 //     for a key it lacks takes more keys on its backend (LockMoreClusterKeys,
 //     TryClusterKeys) before its log runs again.
+// cluster_lock = table (TakeTableLocks): instead, a LOCK TABLE of the keys'
+// stripes right after BEGIN (the held BEGIN's Query, or a BEGIN of the
+// proxy's before a unit that opens its block or an implicit transaction
+// it wraps, WrapCommit), released by COMMIT / ROLLBACK; restarts and
+// replays take them again after their BEGIN (PrepareTableLock), and a
+// template that grows takes advisory keys too (Database::cluster_growing).
 // Also SHOW CLUSTER.
 #include <unistd.h>
 
