@@ -923,7 +923,7 @@ TEST_P(ClusterLockKindTest, KilledBackendLeavesTheKeyFree) {
   Held h;
   HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
-  ProxyUnderTest &a = h.a, &b = h.b;
+  ProxyUnderTest& b = h.b;
   const int64_t key = h.key;
   PGconn* y = h.y;
   EXPECT_EQ(ExecValue(server_conn_,
