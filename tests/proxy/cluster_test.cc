@@ -427,7 +427,7 @@ TEST_F(ClusterTest, UnlockFoldedIntoCommitAndRollback) {
   Held h;
   HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
-  ProxyUnderTest &a = h.a, &b = h.b;
+  ProxyUnderTest& b = h.b;
   const int64_t key = h.key;
   PGconn* y = h.y;
   const Stats& s = b.proxy().stats();
@@ -484,7 +484,7 @@ TEST_F(ClusterTest, UnfoldedUnlockFollowsTheCommit) {
   Held h;
   HoldHotRow(&h);
   ASSERT_FALSE(HasFatalFailure());
-  ProxyUnderTest &a = h.a, &b = h.b;
+  ProxyUnderTest& b = h.b;
   const int64_t key = h.key;
   PGconn* y = h.y;
   const Stats& s = b.proxy().stats();
