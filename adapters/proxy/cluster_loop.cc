@@ -52,12 +52,6 @@ std::string GeneratedProxyId() {
   return absl::StrFormat("%s/%d/%08x", host, static_cast<int>(getpid()),
                          static_cast<uint32_t>(std::random_device{}()));
 }
-// A statement's text without trailing semicolons and blanks.
-absl::string_view WithoutTrailingSemicolons(absl::string_view sql) {
-  sql = absl::StripTrailingAsciiWhitespace(sql);
-  while (!sql.empty() && sql.back() == ';') sql = absl::StripTrailingAsciiWhitespace(sql.substr(0, sql.size() - 1));
-  return sql;
-}
 bool SameSync(const ClusterSync::Options& a, const ClusterSync::Options& b) {
   return a.cluster_name == b.cluster_name && a.proxy_id == b.proxy_id &&
          a.publish_interval_ms == b.publish_interval_ms && a.hot_threshold == b.hot_threshold &&
@@ -203,7 +197,6 @@ void Proxy::Loop::TakeTableLocks(Client* c, Backend* b, const std::vector<int64_
     // Its own BEGIN comes behind the proxy's: PostgreSQL warns (25001) and
     // applies its modes (no snapshot yet: LOCK takes none).
     b->table_lock_sql = lock;
-    b->begin_own = true;
     b->drop_begin_warning = true;
     return;
   }
@@ -211,7 +204,6 @@ void Proxy::Loop::TakeTableLocks(Client* c, Backend* b, const std::vector<int64_
     // An implicit transaction: in the proxy's block, committed right behind
     // it (WrapCommit), as the server would at its Sync.
     b->table_lock_sql = lock;
-    b->begin_own = true;
     b->wrap_pending = true;
     stats_.cluster_wrapped_units++;
     return;
@@ -224,8 +216,7 @@ void Proxy::Loop::SendTxnStart(Client* c, Backend* b) {
   if (!c->held_begin.empty()) {
     SendHeldBegin(b, c->held_begin);
     c->held_begin.clear();
-  } else if (b->begin_own) {
-    b->begin_own = false;
+  } else if (!b->table_lock_sql.empty()) {  // (TakeTableLocks: no held BEGIN, the proxy's own)
     SendHeldBegin(b, "BEGIN");
   }
 }
@@ -238,13 +229,8 @@ bool Proxy::Loop::FirstUnitBegins(const Client* c) {
     const absl::string_view sql = r.CString();
     return ClassifyTxnControl(sql.substr(0, sql.find(';'))) == TxnControl::kBegin;
   }
-  size_t end = 0;
-  while (end < c->pending.size() && c->pending[end].type != 'S' && c->pending[end].type != 'H' &&
-         c->pending[end].type != 'Q') {
-    ++end;
-  }
-  if (end == c->pending.size()) return false;
-  return !RouterOf(c).UnitBegin(c->pending, end, c->stmts).empty();
+  const size_t end = UnitEnd(c->pending);
+  return end < c->pending.size() && !RouterOf(c).UnitBegin(c->pending, end, c->stmts).empty();
 }
 
 bool Proxy::Loop::FirstUnitWrappable(const Client* c) {
@@ -255,13 +241,12 @@ bool Proxy::Loop::FirstUnitWrappable(const Client* c) {
     const absl::string_view sql = WithoutTrailingSemicolons(r.CString());
     return !sql.empty() && sql.find(';') == absl::string_view::npos && !MayEndTxnBlock(sql);
   }
-  size_t end = 0;
-  for (; end < c->pending.size(); ++end) {
-    const Msg& u = c->pending[end];
-    if (u.type == 'S') break;
-    if (u.type == 'Q' || u.type == 'H' || u.type == 'F' || u.type == 'X') return false;
+  const size_t end = UnitEnd(c->pending);
+  if (end == c->pending.size() || c->pending[end].type != 'S') return false;  // a whole unit, up to its Sync
+  for (size_t i = 0; i < end; ++i) {
+    if (c->pending[i].type == 'F' || c->pending[i].type == 'X') return false;
   }
-  return end < c->pending.size() && RouterOf(c).UnitFreeOfTxnControl(c->pending, end, c->stmts);
+  return RouterOf(c).UnitFreeOfTxnControl(c->pending, end, c->stmts);
 }
 
 void Proxy::Loop::WrapCommit(Backend* b) {

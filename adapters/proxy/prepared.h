@@ -56,6 +56,17 @@ struct Msg {
   absl::string_view body() const { return absl::string_view(raw).substr(5); }
 };
 
+// Where the extended-protocol unit at the front of `pending` ends: the
+// index of its Sync, Flush or of a Query behind it, pending.size() when
+// it has not all arrived.
+inline size_t UnitEnd(const std::deque<Msg>& pending) {
+  size_t end = 0;
+  while (end < pending.size() && pending[end].type != 'S' && pending[end].type != 'H' && pending[end].type != 'Q') {
+    ++end;
+  }
+  return end;
+}
+
 // A statement as the client's Parse defined it.
 struct PreparedDef {
   std::string query;

@@ -227,12 +227,11 @@ struct Backend : Conn {
   size_t try_rows = 0;
   std::vector<int64_t> try_failed;
   // cluster_lock = table (TakeTableLocks): the LOCK TABLE of its stripes
-  // that follows the held BEGIN when it goes (SendHeldBegin), or with the
-  // proxy's own BEGIN when begin_own (SendTxnStart); and whether
+  // that follows the held BEGIN when it goes (SendHeldBegin), or the
+  // proxy's own BEGIN when the client has none held (SendTxnStart); and whether
   // the client's own BEGIN, behind the proxy's BEGIN and LOCK, will draw a
   // WARNING 25001 the client must not see (dropped once; cleared at Detach).
   std::string table_lock_sql;
-  bool begin_own = false;
   std::vector<int64_t> table_keys;  // the keys whose stripes its transaction holds (or asked for)
   bool drop_begin_warning = false;
   // The client's unit now being forwarded runs in the proxy's block: a

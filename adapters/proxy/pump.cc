@@ -152,11 +152,7 @@ bool Proxy::Loop::StartUnit(Client* c) {
     return true;
   }
   // Extended protocol: find the unit's end.
-  size_t end = 0;
-  while (end < c->pending.size() && c->pending[end].type != 'S' && c->pending[end].type != 'H' &&
-         c->pending[end].type != 'Q') {
-    ++end;
-  }
+  size_t end = UnitEnd(c->pending);
   if (end == c->pending.size()) return false;  // wait for the Sync
   if (c->pending[end].type == 'Q') --end;      // no Sync before a Query: route what is there
   if (AnswerLostTxn(c, end)) return true;
@@ -495,7 +491,6 @@ void Proxy::Loop::Detach(Backend* b, Client* c) {
   DetachSession(&c->sess, &b->sess);
   c->portal_sql.clear();  // portals end with the transaction
   b->table_lock_sql.clear();
-  b->begin_own = false;
   b->table_keys.clear();
   b->drop_begin_warning = false;
   b->wrap_pending = false;

@@ -12,9 +12,13 @@
 namespace corral {
 namespace proxy {
 
+absl::string_view WithoutTrailingSemicolons(absl::string_view sql) {
+  while (!sql.empty() && (sql.back() == ';' || absl::ascii_isspace(sql.back()))) sql.remove_suffix(1);
+  return sql;
+}
+
 TxnControl ClassifyTxnControl(absl::string_view sql) {
-  absl::string_view s = absl::StripAsciiWhitespace(sql);
-  while (!s.empty() && (s.back() == ';' || absl::ascii_isspace(s.back()))) s.remove_suffix(1);
+  const absl::string_view s = WithoutTrailingSemicolons(absl::StripLeadingAsciiWhitespace(sql));
   if (s.empty() || s.find(';') != absl::string_view::npos) return TxnControl::kOther;
   const absl::string_view word = LeadingWord(s);
   // Most statements are none of these: decide on the word before lowering anything.

@@ -53,6 +53,8 @@ enum class TxnControl { kOther, kBegin, kCommit, kRollback };
 // BEGIN / START TRANSACTION, COMMIT / END, ROLLBACK / ABORT as a single
 // statement (savepoint forms and prepared-transaction forms are kOther).
 TxnControl ClassifyTxnControl(absl::string_view sql);
+// `sql` without trailing semicolons and blanks.
+absl::string_view WithoutTrailingSemicolons(absl::string_view sql);
 // Whether statement `sql` may end or split the transaction block it runs
 // in: transaction control of any kind (also COMMIT PREPARED, ROLLBACK TO,
 // SAVEPOINT, RELEASE, PREPARE), or a CALL / DO whose body may commit.
