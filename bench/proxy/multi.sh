@@ -24,7 +24,10 @@
 # RESTART=off runs them without.
 # Workloads (SERIALIZABLE, --max-tries): hot-row (hot_row.sql, rows
 # 1..HOT_ROWS) and two-row (contended.sql, rows 1..HOT_ROWS), and
-# select-only (pgbench -S) for the pooling cost. ISOLATIONS (default
+# select-only (pgbench -S) for the pooling cost; hot-row-split (only when
+# named in WORKLOADS) is hot-row with each proxy's clients on HOT_ROWS/N
+# rows of their own: no transaction meets another proxy's, the bound any
+# coordination of hot-row can reach. ISOLATIONS (default
 # "serializable read-committed") runs the two scripts under each level
 # named (READ COMMITTED: workload names hot-row-rc, two-row-rc). Every
 # measured run follows a WARMUP-second run of the same workload on the
@@ -120,6 +123,7 @@ fi
 if [[ " $ISOLATIONS " != *" serializable "* ]]; then
   WORKLOADS=$(echo " $WORKLOADS " | sed 's/ hot-row / /; s/ two-row / /')
 fi
+sed 's/random(1, :rows)/:lo + random(1, :rows)/' bench/proxy/hot_row.sql > "$WORK/hot_row-split.sql"
 echo '"postgres" ""' > "$WORK/userlist.txt"
 chmod 644 "$WORK/userlist.txt"
 
@@ -166,7 +170,11 @@ split_run() {  # dur args...
   shift
   per=$(($CLIENTS / $n))
   for i in $(seq 0 $(($n - 1))); do
-    pgbench -n -h 127.0.0.1 -p "${ports[$i]}" -U postgres -c "$per" -j 1 -T "$dur" "$@" $DB > "$WORK/pgbench$i.out" 2>&1 &
+    local own=()
+    # hot-row-split: proxy i's clients touch rows of their own only.
+    [ "$split_rows" = 1 ] && own=(-D lo=$(($i * $HOT_ROWS / $n)) -D rows=$(($HOT_ROWS / $n)))
+    pgbench -n -h 127.0.0.1 -p "${ports[$i]}" -U postgres -c "$per" -j 1 -T "$dur" "$@" "${own[@]}" $DB \
+      > "$WORK/pgbench$i.out" 2>&1 &
     pb+=($!)
   done
   for i in "${pb[@]}"; do wait "$i" || true; done
@@ -214,8 +222,11 @@ echo "# clients=$CLIENTS pool=$POOL duration=${DUR}s warmup=${WARMUP}s scale=$SC
   | tee "$OUT/header.txt"
 echo "# start: $(date -u) $(uptime)" | tee -a "$OUT/header.txt"
 
-workload_args() {  # workload: sets args (pgbench's)
+split_rows=0
+workload_args() {  # workload: sets args (pgbench's) and split_rows
+  split_rows=0
   case $1 in
+    hot-row-split) args=(-f "$WORK/hot_row-split.sql" --max-tries=$MAX_TRIES) split_rows=1 ;;
     hot-row) args=(-f bench/proxy/hot_row.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
     two-row) args=(-f bench/proxy/contended.sql -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
     hot-row-rc) args=(-f "$WORK/hot_row-rc.sql" -D rows=$HOT_ROWS --max-tries=$MAX_TRIES) ;;
