@@ -112,6 +112,7 @@ void AdminConsole::Query(absl::string_view sql_in, std::string* out, bool may_ch
     row("cluster_wrapped_units", s.cluster_wrapped_units);
     row("cluster_growing_txns", s.cluster_growing_txns);
     row("cluster_unlocked_units", s.cluster_unlocked_units);
+    row("cluster_lock_errors", s.cluster_lock_errors);
     row("cluster_publishes", s.cluster_publishes);
     row("cluster_sync_failures", s.cluster_sync_failures);
     row("retries_remembered", s.retries_remembered);

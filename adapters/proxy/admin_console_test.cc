@@ -114,7 +114,7 @@ TEST(AdminConsole, ShowStatsReadsCountersAndClients) {
   EXPECT_TRUE(absl::StrContains(out, std::string("clients") + std::string("\0\0\0\x01", 4) + "3"));
   EXPECT_TRUE(absl::StrContains(out, "failed_logins"));
   EXPECT_TRUE(absl::StrContains(out, "client_output_peak_bytes"));
-  EXPECT_TRUE(absl::StrContains(out, "SELECT 95"));  // one row per counter
+  EXPECT_TRUE(absl::StrContains(out, "SELECT 96"));  // one row per counter
   EXPECT_TRUE(absl::StrContains(out, std::string("free_reads") + std::string("\0\0\0\x02", 4) + "13"));
   EXPECT_TRUE(absl::StrContains(out, std::string("restart_matches") + std::string("\0\0\0\x02", 4) + "11"));
   EXPECT_TRUE(absl::StrContains(out, std::string("restart_wait_ms") + std::string("\0\0\0\x01", 4) + "3"));

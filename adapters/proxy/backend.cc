@@ -222,6 +222,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
     }
     if (used == 0) break;
     b->in_off += used;
+    std::string lock_error;  // (f's bytes when a LOCK's error stands in for them)
     Client* c = b->client;
     Batch& front = b->batches.front();
     bool forward = !front.swallow && !b->stale_batch;
@@ -260,7 +261,19 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
           }
         }
         if (front.attach && front.attach_error.empty()) front.attach_error = std::string(f.raw);
-        if (forward && c != nullptr && (state == "40001" || state == "40P01") &&
+        if (front.table_lock) b->lock_error = std::string(f.raw);
+        bool from_lock = false;
+        if (forward && state == "25P02" && !b->lock_error.empty()) {
+          // The block failed at the proxy's LOCK: the client hears why.
+          lock_error = std::move(b->lock_error);
+          b->lock_error.clear();
+          f.raw = lock_error;
+          f.body = absl::string_view(lock_error).substr(5);
+          state = wire::ErrorSqlState(f.body);
+          from_lock = true;
+          stats_.cluster_lock_errors++;
+        }
+        if (forward && c != nullptr && !from_lock && (state == "40001" || state == "40P01") &&
             ReplayOnConflict(c, b, f.raw, state)) {
           forward = false;  // kept from the client: the transaction is replayed (replay_loop.cc)
           break;
@@ -362,6 +375,7 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
       }
       case 'Z': {
         b->status = f.body.empty() ? 'I' : f.body[0];
+        if (b->status == 'I') b->lock_error.clear();
         b->block = b->status;
         b->front_errored = false;
         b->drop_describe_tail = false;

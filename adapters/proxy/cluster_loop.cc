@@ -264,6 +264,7 @@ void Proxy::Loop::SendHeldBegin(Backend* b, const std::string& begin) {
     return;
   }
   SendInternal(b, absl::StrCat(WithoutTrailingSemicolons(begin), "; ", b->table_lock_sql));
+  b->batches[b->batches.size() - 2].table_lock = true;
   b->table_lock_sql.clear();
 }
 

@@ -68,6 +68,9 @@ std::string MetricsText(const Stats& stats, int64_t clients) {
   counter("corral_cluster_unlocked_units_total",
           "cluster_lock = table: units with shared-hot keys that took no lock (a shape not wrapped).",
           stats.cluster_unlocked_units);
+  counter("corral_cluster_lock_errors_total",
+          "cluster_lock = table: stripe LOCKs that failed (lock_timeout, permission); the client got their error.",
+          stats.cluster_lock_errors);
   counter("corral_cluster_publishes_total", "Rounds that published to the shared table.", stats.cluster_publishes);
   counter("corral_cluster_sync_failures_total",
           "Rounds that could not reach the shared table (local learning only).", stats.cluster_sync_failures);

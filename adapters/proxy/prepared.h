@@ -219,6 +219,7 @@ struct Batch {
   bool cluster_lock = false;    // multi-proxy mode: advisory locks taken (swallowed)
   bool cluster_unlock = false;  // multi-proxy mode: their release (swallowed)
   bool cluster_try = false;     // multi-proxy mode: keys taken when free (swallowed; Backend::try_keys)
+  bool table_lock = false;      // cluster_lock = table: BEGIN and the stripes' LOCK (swallowed; Backend::lock_error)
   // cluster_lock = table, an implicit transaction's unit run in a block of
   // the proxy's (Proxy::Loop::TakeTableLocks): the unit's batch, whose
   // ReadyForQuery ('T' or 'E') the client does not get, and the proxy's

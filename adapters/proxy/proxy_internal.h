@@ -237,6 +237,11 @@ struct Backend : Conn {
   // The client's unit now being forwarded runs in the proxy's block: a
   // COMMIT follows its Sync / Query (WrapCommit).
   bool wrap_pending = false;
+  // The stripes' LOCK failed (a lock_timeout, a permission revoked, a
+  // deadlock): its ErrorResponse, whole, which the client gets in place
+  // of the 25P02 ("current transaction is aborted") its own first
+  // statement then draws. Cleared when the block ends or the client goes.
+  std::string lock_error;
   bool Idle() const { return batches.size() == 1 && batches.front().msgs == 0; }
   // Nothing outstanding but the unlock of its ended transaction's keys.
   bool IdleButUnlock() const {

@@ -494,6 +494,7 @@ void Proxy::Loop::Detach(Backend* b, Client* c) {
   b->table_keys.clear();
   b->drop_begin_warning = false;
   b->wrap_pending = false;
+  b->lock_error.clear();
   ResumeRead(b);  // back-pressure was for this client
   if (b->held.empty()) return;
   auto& inflight = b->pool->inflight;

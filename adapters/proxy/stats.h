@@ -67,6 +67,7 @@ struct Stats {
   std::atomic<int64_t> cluster_wrapped_units{0};
   std::atomic<int64_t> cluster_growing_txns{0};  // of a template that grows: advisory keys too
   std::atomic<int64_t> cluster_unlocked_units{0};
+  std::atomic<int64_t> cluster_lock_errors{0};
   std::atomic<int64_t> cluster_publishes{0};
   std::atomic<int64_t> cluster_sync_failures{0};
   // Retry-aware routing (retry_memory.h): conflict-failed transactions

@@ -1069,6 +1069,32 @@ TEST_F(ClusterTest, TableLocksKeepSessionSettingsOutOfTheProxysBlock) {
   PQfinish(w);
 }
 
+// A stripe LOCK that fails (here the lock_timeout Z set, while Y holds
+// the stripe) fails the proxy's block: Z's statement behind it draws 25P02
+// ("current transaction is aborted"), which says nothing of why; Z gets
+// the LOCK's 55P03 instead, in a block and as an implicit transaction,
+// and its session goes on. Fails with 25P02 without Backend::lock_error.
+TEST_F(ClusterTest, TableLocksFailedLockGivesTheClientItsError) {
+  table_locks_ = true;
+  Held h;
+  HoldHotRow(&h);
+  ASSERT_FALSE(HasFatalFailure());
+  PGconn* z = PQconnectdb(h.a.ClientConninfo().c_str());
+  ASSERT_TRUE(ExecOk(z, "SET lock_timeout = '100ms'"));
+  EXPECT_EQ(ExecValue(z, "BEGIN"), "BEGIN");
+  EXPECT_EQ(ExecValue(z, Update(1)), "ERROR 55P03");
+  EXPECT_EQ(ExecValue(z, "ROLLBACK"), "ROLLBACK");
+  EXPECT_EQ(ExecValue(z, Update(1)), "ERROR 55P03");  // wrapped
+  // (A row lock wait times out with 55P03 too: these count the LOCK's.)
+  EXPECT_EQ(h.a.proxy().stats().cluster_lock_errors.load(), 2);
+  EXPECT_EQ(ExecValue(z, "SHOW lock_timeout"), "100ms");
+  EXPECT_EQ(ExecValue(h.y, "COMMIT"), "COMMIT");
+  EXPECT_EQ(ExecValue(z, Update(1)), "UPDATE 1");
+  EXPECT_EQ(h.a.proxy().stats().cluster_lock_errors.load(), 2);
+  PQfinish(z);
+  PQfinish(h.y);
+}
+
 // A restart (restart_on_hot_key) with table locks: Z (via A) read row 1
 // (its stripe taken after BEGIN), then updates row 2, whose stripe Y (via
 // B) holds: rolled back (which releases row 1's stripe), it re-runs with
