@@ -96,7 +96,7 @@ const char* CatalogFingerprintSql() {
 std::string StripeLockSql(const std::vector<int64_t>& sorted_keys) {
   std::vector<int> stripes;
   stripes.reserve(sorted_keys.size());
-  for (int64_t k : sorted_keys) stripes.push_back(static_cast<int>(static_cast<uint64_t>(k) % kLockStripes));
+  for (int64_t k : sorted_keys) stripes.push_back(LockStripe(k));
   std::sort(stripes.begin(), stripes.end());
   stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
   std::string sql = "LOCK TABLE ";

@@ -121,6 +121,8 @@ absl::flat_hash_set<uint64_t> MergeHot(const std::vector<SharedRef>& local, cons
 // keys: one LOCK TABLE naming their distinct stripes in ascending order
 // (taken in that order: no deadlock between proxies).
 inline constexpr int kLockStripes = 1024;
+// The stripe of `key`: corral.lk_<LockStripe(key)>.
+inline int LockStripe(int64_t key) { return static_cast<int>(static_cast<uint64_t>(key) % kLockStripes); }
 std::string StripeLockSql(const std::vector<int64_t>& sorted_keys);
 
 // The statements, each prepared once per backend, on one key ($1, bigint):

@@ -241,12 +241,8 @@ bool Proxy::Loop::FirstUnitWrappable(const Client* c) {
     const absl::string_view sql = WithoutTrailingSemicolons(r.CString());
     return !sql.empty() && sql.find(';') == absl::string_view::npos && !MayEndTxnBlock(sql);
   }
-  const size_t end = UnitEnd(c->pending);
-  if (end == c->pending.size() || c->pending[end].type != 'S') return false;  // a whole unit, up to its Sync
-  for (size_t i = 0; i < end; ++i) {
-    if (c->pending[i].type == 'F' || c->pending[i].type == 'X') return false;
-  }
-  return RouterOf(c).UnitFreeOfTxnControl(c->pending, end, c->stmts);
+  const size_t end = WholeUnitEnd(c->pending);
+  return end != std::string::npos && RouterOf(c).UnitFreeOfTxnControl(c->pending, end, c->stmts);
 }
 
 void Proxy::Loop::WrapCommit(Backend* b) {
@@ -281,8 +277,8 @@ bool Proxy::Loop::PrepareTableLock(const Client* c, Backend* b) {
 
 bool Proxy::Loop::HoldsClusterKey(const Backend* b, int64_t k) {
   if (std::binary_search(b->adv_locks.begin(), b->adv_locks.end(), k)) return true;
-  auto stripe = [](int64_t key) { return static_cast<uint64_t>(key) % kLockStripes; };
-  return std::any_of(b->table_keys.begin(), b->table_keys.end(), [&](int64_t t) { return stripe(t) == stripe(k); });
+  return std::any_of(b->table_keys.begin(), b->table_keys.end(),
+                     [&](int64_t t) { return LockStripe(t) == LockStripe(k); });
 }
 
 void Proxy::Loop::ClusterKeysFor(const ClusterSync& cl, const Client* c, const RefVec& refs,

@@ -67,6 +67,18 @@ inline size_t UnitEnd(const std::deque<Msg>& pending) {
   return end;
 }
 
+// The index of the Sync that ends the extended-protocol unit at the front
+// of `pending` when the unit is whole (up to that Sync, no Flush or Query
+// first) and has no FunctionCall or Terminate in it; npos otherwise.
+inline size_t WholeUnitEnd(const std::deque<Msg>& pending) {
+  const size_t end = UnitEnd(pending);
+  if (end == pending.size() || pending[end].type != 'S') return std::string::npos;
+  for (size_t i = 0; i < end; ++i) {
+    if (pending[i].type == 'F' || pending[i].type == 'X') return std::string::npos;
+  }
+  return end;
+}
+
 // A statement as the client's Parse defined it.
 struct PreparedDef {
   std::string query;

@@ -121,15 +121,12 @@ bool Proxy::Loop::RestartBeforeStatement(Client* c, Backend* b) {
   } else {
     // An extended-protocol unit, whole (up to its Sync) and with a Bind.
     if (m.type != 'P' && m.type != 'B') return false;
-    size_t end = 0;
-    bool binds = false;
-    for (; end < c->pending.size(); ++end) {
-      const char t = c->pending[end].type;
-      if (t == 'S') break;
-      if (t == 'Q' || t == 'H' || t == 'F' || t == 'X') return false;
-      binds = binds || t == 'B';
+    const size_t end = WholeUnitEnd(c->pending);
+    if (end == std::string::npos ||
+        std::none_of(c->pending.begin(), c->pending.begin() + static_cast<std::ptrdiff_t>(end),
+                     [](const Msg& x) { return x.type == 'B'; })) {
+      return false;
     }
-    if (end == c->pending.size() || !binds) return false;
     RouterOf(c).AddUnit(c->pending, end, c->stmts, &c->route);
     c->routed_ahead = end + 1;
   }

@@ -142,7 +142,7 @@ class ClusterTest : public ScratchTableTest {
     const uint64_t u = static_cast<uint64_t>(key);
     if (table_locks_) {
       return absl::StrCat("locktype = 'relation' AND mode = 'ExclusiveLock' AND relation = 'corral.lk_",
-                          u % kLockStripes,
+                          LockStripe(key),
                           "'::regclass AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
     }
     return absl::StrCat("locktype = 'advisory' AND classid = ", u >> 32, " AND objid = ", u & 0xffffffffu,
@@ -1106,7 +1106,7 @@ TEST_F(ClusterTest, TableLocksRestartTakesEveryStripeAfterItsBegin) {
   int64_t key[3] = {0, 0, 0};
   TwoRestartProxies(cluster, &a, &b, key);
   ASSERT_FALSE(HasFatalFailure());
-  if (static_cast<uint64_t>(key[1]) % kLockStripes == static_cast<uint64_t>(key[2]) % kLockStripes) {
+  if (LockStripe(key[1]) == LockStripe(key[2])) {
     GTEST_SKIP() << "rows 1 and 2 share a stripe (1 in " << kLockStripes << ")";
   }
   PGconn* y = PQconnectdb(b.ClientConninfo().c_str());
