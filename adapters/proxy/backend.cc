@@ -375,7 +375,10 @@ void Proxy::Loop::OnBackendInput(Backend* b) {
       }
       case 'Z': {
         b->status = f.body.empty() ? 'I' : f.body[0];
-        if (b->status == 'I') b->lock_error.clear();
+        if (b->status == 'I') {  // the proxy's block (table locks) is over
+          b->lock_error.clear();
+          b->drop_begin_warning = false;  // (its LOCK failed: the client's BEGIN drew an error, no warning)
+        }
         b->block = b->status;
         b->front_errored = false;
         b->drop_describe_tail = false;

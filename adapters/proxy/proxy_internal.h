@@ -230,7 +230,7 @@ struct Backend : Conn {
   // that follows the held BEGIN when it goes (SendHeldBegin), or the
   // proxy's own BEGIN when the client has none held (SendTxnStart); and whether
   // the client's own BEGIN, behind the proxy's BEGIN and LOCK, will draw a
-  // WARNING 25001 the client must not see (dropped once; cleared at Detach).
+  // WARNING 25001 the client must not see (dropped once; cleared when the block ends and at Detach).
   std::string table_lock_sql;
   std::vector<int64_t> table_keys;  // the keys whose stripes its transaction holds (or asked for)
   bool drop_begin_warning = false;

@@ -1072,8 +1072,8 @@ TEST_F(ClusterTest, TableLocksKeepSessionSettingsOutOfTheProxysBlock) {
 // A stripe LOCK that fails (here the lock_timeout Z set, while Y holds
 // the stripe) fails the proxy's block: Z's statement behind it draws 25P02
 // ("current transaction is aborted"), which says nothing of why; Z gets
-// the LOCK's 55P03 instead, in a block and as an implicit transaction,
-// and its session goes on. Fails with 25P02 without Backend::lock_error.
+// the LOCK's 55P03 instead, in a block, as an implicit transaction and
+// in a Query that opens its block, and its session goes on. Fails with 25P02 without Backend::lock_error.
 TEST_F(ClusterTest, TableLocksFailedLockGivesTheClientItsError) {
   table_locks_ = true;
   Held h;
@@ -1085,12 +1085,15 @@ TEST_F(ClusterTest, TableLocksFailedLockGivesTheClientItsError) {
   EXPECT_EQ(ExecValue(z, Update(1)), "ERROR 55P03");
   EXPECT_EQ(ExecValue(z, "ROLLBACK"), "ROLLBACK");
   EXPECT_EQ(ExecValue(z, Update(1)), "ERROR 55P03");  // wrapped
+  // A Query that opens its own block behind the proxy's BEGIN and LOCK.
+  EXPECT_EQ(ExecValue(z, "BEGIN; " + Update(1)), "ERROR 55P03");
+  EXPECT_EQ(ExecValue(z, "ROLLBACK"), "ROLLBACK");
   // (A row lock wait times out with 55P03 too: these count the LOCK's.)
-  EXPECT_EQ(h.a.proxy().stats().cluster_lock_errors.load(), 2);
+  EXPECT_EQ(h.a.proxy().stats().cluster_lock_errors.load(), 3);
   EXPECT_EQ(ExecValue(z, "SHOW lock_timeout"), "100ms");
   EXPECT_EQ(ExecValue(h.y, "COMMIT"), "COMMIT");
   EXPECT_EQ(ExecValue(z, Update(1)), "UPDATE 1");
-  EXPECT_EQ(h.a.proxy().stats().cluster_lock_errors.load(), 2);
+  EXPECT_EQ(h.a.proxy().stats().cluster_lock_errors.load(), 3);
   PQfinish(z);
   PQfinish(h.y);
 }
