@@ -1081,19 +1081,35 @@ TEST_F(ClusterTest, TableLocksFailedLockGivesTheClientItsError) {
   ASSERT_FALSE(HasFatalFailure());
   PGconn* z = PQconnectdb(h.a.ClientConninfo().c_str());
   ASSERT_TRUE(ExecOk(z, "SET lock_timeout = '100ms'"));
-  EXPECT_EQ(ExecValue(z, "BEGIN"), "BEGIN");
-  EXPECT_EQ(ExecValue(z, Update(1)), "ERROR 55P03");
-  EXPECT_EQ(ExecValue(z, "ROLLBACK"), "ROLLBACK");
-  EXPECT_EQ(ExecValue(z, Update(1)), "ERROR 55P03");  // wrapped
-  // A Query that opens its own block behind the proxy's BEGIN and LOCK.
-  EXPECT_EQ(ExecValue(z, "BEGIN; " + Update(1)), "ERROR 55P03");
-  EXPECT_EQ(ExecValue(z, "ROLLBACK"), "ROLLBACK");
-  // (A row lock wait times out with 55P03 too: these count the LOCK's.)
-  EXPECT_EQ(h.a.proxy().stats().cluster_lock_errors.load(), 3);
+  // Each case draws 55P03 either way (a row lock wait that times out says
+  // the same); the count says it was the LOCK's. A sync round that a
+  // loaded machine delays drops A to local learning for that round (no
+  // LOCK, the documented fallback): the case is tried again then.
+  const Stats& s = h.a.proxy().stats();
+  auto lock_fails = [&](const std::function<void()>& step) {
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      const int64_t before = s.cluster_lock_errors.load();
+      if (!Eventually([&] { return ClusterValue(h.a, "hot_refs") == "1"; })) return false;
+      step();
+      if (s.cluster_lock_errors.load() == before + 1) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(lock_fails([&] {  // in a block (the BEGIN held)
+    EXPECT_EQ(ExecValue(z, "BEGIN"), "BEGIN");
+    EXPECT_EQ(ExecValue(z, Update(1)), "ERROR 55P03");
+    EXPECT_EQ(ExecValue(z, "ROLLBACK"), "ROLLBACK");
+  }));
+  EXPECT_TRUE(lock_fails([&] { EXPECT_EQ(ExecValue(z, Update(1)), "ERROR 55P03"); }));  // wrapped
+  EXPECT_TRUE(lock_fails([&] {  // a Query that opens its own block behind the proxy's BEGIN and LOCK
+    EXPECT_EQ(ExecValue(z, "BEGIN; " + Update(1)), "ERROR 55P03");
+    EXPECT_EQ(ExecValue(z, "ROLLBACK"), "ROLLBACK");
+  }));
+  const int64_t errors = s.cluster_lock_errors.load();
   EXPECT_EQ(ExecValue(z, "SHOW lock_timeout"), "100ms");
   EXPECT_EQ(ExecValue(h.y, "COMMIT"), "COMMIT");
   EXPECT_EQ(ExecValue(z, Update(1)), "UPDATE 1");
-  EXPECT_EQ(h.a.proxy().stats().cluster_lock_errors.load(), 3);
+  EXPECT_EQ(s.cluster_lock_errors.load(), errors);
   PQfinish(z);
   PQfinish(h.y);
 }
