@@ -86,15 +86,16 @@ std::string ExecValue(PGconn* c, const std::string& sql);
 // The last result of a query sent with PQsendQuery: the last value of its
 // first row, its command tag, or "ERROR <SQLSTATE>".
 std::string Collect(PGconn* c);
-// Polls `cond` every 20 ms for up to 10 s: for "the loop got there", which
-// a fixed pause does not guarantee on a loaded machine.
+// Polls `cond` every 20 ms for up to 15 s: for "the loop got there", which
+// a fixed pause does not guarantee on a loaded machine (the multi-proxy
+// tests wait for a sync round of another proxy that long).
 template <typename Fn>
 bool Eventually(Fn cond) {
-  for (int i = 0; i < 500; ++i) {
+  for (int i = 0; i < 750; ++i) {
     if (cond()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return false;
+  return cond();
 }
 
 // A fixture with the test server, a scratch table (k int primary key,
