@@ -196,6 +196,19 @@ class ClusterTest : public ScratchTableTest {
     ASSERT_TRUE(Eventually([&] { return (key[2] = PublishedKey(cluster, cluster + "_b")) != 0; }));
   }
 
+  // Rows 1 and 2 hold `updates` committed increments each, and neither
+  // key[1] nor key[2] is held or waited for on the server or by A or B.
+  void ExpectRowsAndNoKeyLeft(const int updates[3], const int64_t key[3], ProxyUnderTest& a, ProxyUnderTest& b) {
+    for (int row : {1, 2}) {
+      EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", row)),
+                absl::StrCat(updates[row]));
+    }
+    EXPECT_TRUE(Eventually([&] {
+      return Locks(key[1], true) + Locks(key[2], true) + Locks(key[1], false) + Locks(key[2], false) == 0 &&
+             a.proxy().stats().cluster_locks_held.load() == 0 && b.proxy().stats().cluster_locks_held.load() == 0;
+    }));
+  }
+
   // A cluster of two proxies, A having learned row 1's abort; Y (via B)
   // updates row 1 in an open transaction, holding row 1's key.
   struct Held {

@@ -100,14 +100,7 @@ TEST_F(ClusterTest, RestartTakesAKeyHotInTheClusterInOrder) {
   EXPECT_GE(a.proxy().stats().restart_matches.load(), 3);
   EXPECT_EQ(a.proxy().stats().restart_mismatches.load(), 0);
   EXPECT_EQ(a.proxy().stats().aborts_40001.load(), 1);  // LearnAbort's only
-  for (int row : {1, 2}) {
-    EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", row)),
-              absl::StrCat(updates[row]));
-  }
-  EXPECT_TRUE(Eventually([&] {
-    return Locks(key[1], true) + Locks(key[2], true) + Locks(key[1], false) + Locks(key[2], false) == 0 &&
-           a.proxy().stats().cluster_locks_held.load() == 0 && b.proxy().stats().cluster_locks_held.load() == 0;
-  }));
+  ExpectRowsAndNoKeyLeft(updates, key, a, b);
 }
 
 }  // namespace
@@ -180,14 +173,7 @@ void ClusterTest::RestartHoldScenario(bool bounded) {
   PQfinish(w);
   PQfinish(z);
   EXPECT_EQ(a.proxy().stats().restart_mismatches.load(), 0);
-  for (int row : {1, 2}) {
-    EXPECT_EQ(ExecValue(server_conn_, absl::StrCat("SELECT v FROM ", table_, " WHERE k = ", row)),
-              absl::StrCat(updates[row]));
-  }
-  EXPECT_TRUE(Eventually([&] {
-    return Locks(key[1], true) + Locks(key[2], true) + Locks(key[1], false) + Locks(key[2], false) == 0 &&
-           a.proxy().stats().cluster_locks_held.load() == 0 && b.proxy().stats().cluster_locks_held.load() == 0;
-  }));
+  ExpectRowsAndNoKeyLeft(updates, key, a, b);
 }
 
 namespace {
